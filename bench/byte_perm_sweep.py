@@ -1,0 +1,105 @@
+"""Benchmark: a whole byte-perm sweep on the GPU, warm and cold, against a baseline that
+covers the same grid with one launch per selector.
+
+    python bench/byte_perm_sweep.py --json results.json
+
+Whole sweep = `python -m probelab sweep byte-perm` as a fresh process, from process start
+to dataset saved (both kernels, full grid, 3 repeats). Cold uses an empty compile cache;
+warm reuses it. The launch-phase comparison times, in one process, the device work of one
+repeat of one kernel: a single launch over the grid vs 65,536 launches of 16 threads, and
+checks that both give identical outputs.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from probelab.backends.guards import POISONS  # noqa: E402
+from probelab.backends.ops_cuda import CudaBackend, _check, _driver  # noqa: E402
+from probelab.probe import get_probe  # noqa: E402
+from probelab.toolchains import nvidia  # noqa: E402
+
+
+def whole_sweep(cache: Path, out: Path) -> float:
+    env = dict(os.environ, PROBELAB_CACHE=str(cache))
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "probelab", "sweep", "byte-perm", "--out", str(out)],
+                   cwd=ROOT, env=env, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def launch_phase(kernel_name: str) -> dict[str, float | bool]:
+    probe = get_probe("byte-perm")
+    kernel = next(k for k in probe.kernels("nvidia") if k.name == kernel_name)
+    backend = CudaBackend()
+    dev = backend.device()
+    code = backend.compile(kernel, dev.target)
+    launch = probe.launch(probe.stimulus())
+    backend.run(code, kernel, launch, POISONS[0])  # warm: module load, allocator
+
+    start = time.perf_counter()
+    single = backend.run(code, kernel, launch, POISONS[0])["out"]
+    single_s = time.perf_counter() - start
+
+    core, drv, device = nvidia.cuda_core(), _driver(), backend._open()
+    x, y, sel = (launch.inputs[n] for n in ("x", "y", "sel"))
+    n_op, n_sel = x.size, sel.size
+    host = {"params": np.array([1, n_op], np.uint32), "x": x, "y": y, "sel": sel,
+            "out": np.full(n_op * n_sel, POISONS[0], np.uint32)}
+    bufs = {n: device.allocate(a.nbytes, stream=backend._stream) for n, a in host.items()}
+    backend._stream.sync()
+    for n, a in host.items():
+        _check(drv.cuMemcpyHtoD(int(bufs[n].handle), a.ctypes.data, a.nbytes), "HtoD")
+    fn = backend._kernel(code, kernel.symbol)
+    config = core.LaunchConfig(grid=1, block=n_op)
+    base = {n: int(b.handle) for n, b in bufs.items()}
+    start = time.perf_counter()
+    for s in range(n_sel):  # one launch per selector: n_sel = 1, pointers offset
+        core.launch(backend._stream, config, fn, np.uint64(base["params"]), np.uint64(base["x"]),
+                    np.uint64(base["y"]), np.uint64(base["sel"] + 4 * s),
+                    np.uint64(base["out"] + 4 * n_op * s))
+    backend._stream.sync()
+    per_selector_s = time.perf_counter() - start
+    back = np.empty_like(host["out"])
+    _check(drv.cuMemcpyDtoH(back.ctypes.data, base["out"], back.nbytes), "DtoH")
+    for b in bufs.values():
+        b.close()
+    same = bool(np.array_equal(back.reshape(n_sel, n_op).T.reshape(-1), single))
+    return {"single_launch_s": single_s, "per_selector_s": per_selector_s,
+            "launches": n_sel, "speedup": per_selector_s / single_s, "outputs_identical": same}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, help="write results here")
+    parser.add_argument("--warm-runs", type=int, default=3)
+    args = parser.parse_args()
+    results: dict = {"date": datetime.now(UTC).isoformat(timespec="seconds"),
+                     "command": " ".join(sys.argv)}
+    with tempfile.TemporaryDirectory() as tmp:
+        cache, out = Path(tmp) / "cache", Path(tmp) / "data"
+        results["cold_s"] = whole_sweep(cache, out)
+        warm = [whole_sweep(cache, out) for _ in range(args.warm_runs)]
+    results |= {"warm_s": warm, "warm_median_s": statistics.median(warm)}
+    results["launch_phase"] = {k: launch_phase(k) for k in ("byte_perm", "prmt")}
+    results["device"] = CudaBackend().device().name
+    text = json.dumps(results, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

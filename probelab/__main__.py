@@ -1,0 +1,3 @@
+from probelab.cli import main
+
+main()

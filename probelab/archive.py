@@ -1,0 +1,73 @@
+"""`probelab verify`: re-check every dataset under data/ against every sealed hypothesis
+of its probe, and compare with the verdicts recorded beside it.
+
+A refuted hypothesis is a result, not a failure; a hypothesis sealed after a dataset was
+taken is POST-HOC for that dataset, also not a failure. Failures are: a broken ledger, a
+tampered file, an unreadable or simulated dataset in the archive, and a recorded verdict
+that the data no longer reproduce.
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from probelab import dataset, ledger
+from probelab.check import TAMPERED, check, render_json, save_verdict, verdict_path
+from probelab.errors import IntegrityError, LabError
+from probelab.paths import data_dir, lab_root, ledger_path
+from probelab.prereg import verify_seals
+
+EXPECTED_SUFFIXES = (".nc", ".verdict.json", ".png", ".svg", ".md")
+
+
+def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, Any]:
+    root = root or data_dir()
+    result: dict[str, Any] = {"seals": [], "checks": [], "problems": [], "notes": []}
+    try:
+        result["seals"] = verify_seals()
+        entries = ledger.read(ledger_path())
+    except IntegrityError as exc:
+        result["problems"].append(f"ledger: {exc}")
+        return result
+    result["problems"] += [f"seal {s['path']}: {p}" for s in result["seals"] for p in s["problems"]]
+    files = sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+    for stray in (p for p in files if not p.name.endswith(EXPECTED_SUFFIXES)):
+        result["notes"].append(f"stray file in the archive: {stray.relative_to(lab_root())}")
+    for path in (p for p in files if p.suffix == ".nc"):
+        rel = path.relative_to(lab_root()).as_posix()
+        try:
+            prov = dataset.provenance(dataset.load(path))
+        except LabError as exc:
+            result["problems"].append(f"{rel}: {exc}")
+            continue
+        if prov.get("simulated", True):
+            result["problems"].append(f"{rel}: simulated dataset among measurements")
+            continue
+        for entry in (e for e in entries if e["probe"] == prov.get("probe")):
+            try:
+                doc = check(lab_root() / entry["path"], path)
+            except LabError as exc:
+                result["problems"].append(f"{rel} × {entry['hypothesis']}: {exc}")
+                continue
+            recorded_path = verdict_path(path, entry["hypothesis"])
+            recorded = "missing"
+            if recorded_path.exists():
+                same = json.loads(recorded_path.read_text()) == json.loads(render_json(doc))
+                recorded = "same" if same else "differs"
+            if write and recorded != "same":
+                save_verdict(doc, path)
+                recorded = "written"
+            row = {"dataset": rel, "hypothesis": entry["hypothesis"], "verdict": doc["verdict"],
+                   "recorded": recorded,
+                   "kernels": {k: v["status"] for k, v in doc.get("kernels", {}).items()}}
+            result["checks"].append(row)
+            if doc["verdict"] == TAMPERED:
+                result["problems"].append(f"{rel} × {entry['hypothesis']}: "
+                                          + "; ".join(doc["reasons"]))
+            if recorded == "differs":
+                result["problems"].append(f"{rel} × {entry['hypothesis']}: recorded verdict "
+                                          "differs from the one the data give now")
+            elif recorded == "missing":
+                result["notes"].append(f"{rel} × {entry['hypothesis']}: no recorded verdict "
+                                       "(probelab verify --write records it)")
+    return result

@@ -1,0 +1,58 @@
+"""Simulated device: runs a probe's own model of the instruction instead of hardware.
+
+It exists to test probe designs (can sweep + decode recover a hidden law?). Everything it
+produces is marked simulated and is never counted as evidence.
+"""
+
+import numpy as np
+
+from probelab.backends import DeviceInfo
+from probelab.backends.guards import framed, unframe
+from probelab.codeobject import CodeObject
+from probelab.errors import IntegrityError, UsageError
+from probelab.probe import Kernel, Launch, Probe
+
+DEFAULT_TARGETS = {"sm_*": "sm_90", "gfx12*": "gfx1201", "gfx9*": "gfx942"}
+
+
+class SimBackend:
+    name = "sim"
+    simulated = True
+    isa = None
+
+    def __init__(self, probe: Probe, target: str) -> None:
+        self.probe, self.target = probe, target
+        self.vendor = "nvidia" if target.startswith("sm_") else "amd"
+
+    def device(self) -> DeviceInfo:
+        return DeviceInfo(f"simulated {self.target}", self.target, {"simulated": "true"})
+
+    def compile(self, kernel: Kernel, target: str) -> CodeObject:
+        source = kernel.source_text().encode()
+        return CodeObject(target, source, {}, {"compiler": "none (simulated device)"})
+
+    def run(self, code: CodeObject, kernel: Kernel, launch: Launch,
+            poison: int) -> dict[str, np.ndarray]:
+        # The model writes every cell, so poison cannot survive; guards are framed for parity.
+        results = self.probe.simulate(kernel, launch.inputs)
+        outputs = {}
+        for name, words in launch.outputs.items():
+            produced = np.asarray(results[name], np.uint32).reshape(-1)
+            if produced.size != words:
+                raise IntegrityError(f"model of {kernel.name} gave {produced.size} words for "
+                                     f"{name!r}, the launch expects {words}")
+            outputs[name] = unframe(name, framed(produced))
+        return outputs
+
+    def describe(self) -> dict[str, str]:
+        return {"compiler": "none (simulated device)",
+                "model": f"{self.probe.id} v{self.probe.version} simulate()"}
+
+
+def make(probe: Probe, target: str | None) -> SimBackend:
+    if target is None:
+        target = next((t for pat, t in DEFAULT_TARGETS.items() for p in probe.targets
+                       if p == pat), None)
+        if target is None:
+            raise UsageError(f"--target is needed to simulate {probe.id}")
+    return SimBackend(probe, target)

@@ -1,0 +1,162 @@
+"""Check a sealed hypothesis against a dataset: integrity and order first, then scores.
+
+Scores are kept apart: the literal reading and each declared translation, per kernel. A
+verdict is only counted when the seal is intact and provably older than the measurement.
+"""
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from probelab import dataset, gitinfo, ledger
+from probelab.errors import Exit, IntegrityError, UsageError
+from probelab.hypothesis import load_hypothesis, predict, table_sha256
+from probelab.paths import ledger_path
+from probelab.prereg import relative, seal_commit
+from probelab.probe import get_probe
+from probelab.storage import atomic_write_text
+
+CONFIRMED, REFUTED = "CONFIRMED", "REFUTED"
+TAMPERED, POST_HOC, NOT_EVIDENCE = "TAMPERED", "POST-HOC", "NOT-EVIDENCE"
+EXIT = {CONFIRMED: Exit.OK, REFUTED: Exit.REFUTED, NOT_EVIDENCE: Exit.REFUTED,
+        TAMPERED: Exit.INTEGRITY, POST_HOC: Exit.INTEGRITY}
+MISMATCHES_SHOWN = 8
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _cell(ds: xr.Dataset, observable: str, index: tuple[int, ...]) -> dict[str, Any]:
+    """Every coordinate of one cell: the grid dims and the labels that hang on them."""
+    dims = ds[observable].dims
+    point = dict(zip(dims, index, strict=True))
+    cell = {}
+    for name, coord in ds[observable].coords.items():
+        if set(coord.dims) <= set(dims):
+            cell[str(name)] = _plain(coord.isel({d: point[d] for d in coord.dims}).values[()])
+    return cell
+
+
+def score(ds: xr.Dataset, kernel: str, tables: dict[str, dict[str, np.ndarray]]) -> dict:
+    scores = {}
+    for scoring, predicted in tables.items():
+        matches = cells = 0
+        shown: list[dict[str, Any]] = []
+        for observable, want in predicted.items():
+            got = ds[observable].sel(kernel=kernel).values
+            diff = got != want
+            cells += diff.size
+            matches += diff.size - int(np.count_nonzero(diff))
+            for flat in np.flatnonzero(diff)[: MISMATCHES_SHOWN - len(shown)]:
+                index = np.unravel_index(flat, diff.shape)
+                full = (list(ds.kernel.values).index(kernel), *map(int, index))
+                shown.append(_cell(ds, observable, full) | {
+                    "observable": observable,
+                    "predicted": f"{int(want[index]):#010x}",
+                    "observed": f"{int(got[index]):#010x}"})
+        scores[scoring] = {"matches": matches, "cells": cells, "first_mismatches": shown}
+    return scores
+
+
+def _measured_at(prov: dict) -> datetime:
+    return datetime.fromisoformat(prov["utc"])
+
+
+def _order_problems(entry: dict, prov: dict) -> tuple[list[str], str | None]:
+    problems = []
+    commit = seal_commit(entry)
+    head = prov.get("git_head")
+    measured = _measured_at(prov)
+    if datetime.fromisoformat(entry["sealed_at"]) > measured:
+        problems.append(f"sealed at {entry['sealed_at']}, after the measurement ({prov['utc']})")
+    if commit is None:
+        problems.append("no commit carries this seal with the file as sealed "
+                        "(amended, rebased away or never committed)")
+    elif not head:
+        problems.append("the dataset records no git commit, so the order cannot be shown")
+    elif not gitinfo.is_ancestor(commit, head):
+        problems.append(f"seal commit {commit[:12]} is not an ancestor of the measured commit "
+                        f"{head[:12]}")
+    elif gitinfo.commit_time(commit) > measured.timestamp():
+        problems.append(f"seal commit {commit[:12]} was made after the measurement")
+    return problems, commit
+
+
+def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
+    h = load_hypothesis(hypothesis_path)
+    ds = dataset.load(dataset_path)
+    prov = dataset.provenance(ds)
+    if prov.get("probe") != h.probe:
+        raise UsageError(f"{dataset_path} is a {prov.get('probe')!r} dataset; "
+                         f"{hypothesis_path} is about {h.probe!r}")
+    probe = get_probe(h.probe)
+    kernels = [str(k) for k in ds.kernel.values]
+    missing = set(h.kernels or ()) - set(kernels)
+    if missing:
+        raise UsageError(f"{dataset_path} has no kernel {sorted(missing)} named by {h.id}")
+    doc: dict[str, Any] = {
+        "hypothesis": {"id": h.id, "probe": h.probe, "path": relative(hypothesis_path),
+                       "claim": h.claim.strip(), "coordinates": h.coordinates,
+                       "kernels": list(h.kernels or kernels), "file_sha256": h.sha256},
+        "dataset": {"path": relative(dataset_path), "device": prov.get("device"),
+                    "target": prov.get("target"), "git_head": prov.get("git_head"),
+                    "utc": prov.get("utc"), "simulated": prov.get("simulated", True),
+                    "grid_sha256": dataset.grid_sha256(ds)},
+        "reasons": [],
+    }
+    try:
+        entries = ledger.read(ledger_path())
+        ledger.verify_chain(entries)
+    except IntegrityError as exc:
+        return doc | {"verdict": TAMPERED, "reasons": [f"ledger: {exc}"]}
+    entry = ledger.find(entries, doc["hypothesis"]["path"])
+    if entry is None:
+        return doc | {"verdict": POST_HOC, "reasons": ["this file was never sealed"]}
+    doc["hypothesis"] |= {"ledger_hash": entry["hash"], "sealed_at": entry["sealed_at"]}
+    if entry["file_sha256"] != h.sha256:
+        return doc | {"verdict": TAMPERED, "reasons": ["file edited after sealing: it no longer "
+                                                       "hashes to its ledger entry"]}
+    grid_sealed = doc["dataset"]["grid_sha256"] == entry["grid_sha256"]
+    doc["dataset"]["grid_matches_seal"] = grid_sealed
+    tables = predict(h, ds, probe.observables)
+    if grid_sealed and table_sha256(tables) != entry["table_sha256"]:
+        return doc | {"verdict": TAMPERED,
+                      "reasons": ["prediction no longer evaluates to the sealed table"]}
+    problems, commit = _order_problems(entry, prov)
+    doc["hypothesis"]["seal_commit"] = commit
+    doc["kernels"] = {}
+    for kernel in kernels:
+        scores = score(ds, kernel, tables)
+        via = next((s for s in h.scorings() if scores[s]["matches"] == scores[s]["cells"]), None)
+        doc["kernels"][kernel] = {"in_claim": kernel in doc["hypothesis"]["kernels"],
+                                  "status": CONFIRMED if via else REFUTED, "via": via,
+                                  "scores": scores}
+    if problems:
+        return doc | {"verdict": POST_HOC, "reasons": problems}
+    claimed = [doc["kernels"][k] for k in doc["hypothesis"]["kernels"]]
+    verdict = CONFIRMED if all(k["status"] == CONFIRMED for k in claimed) else REFUTED
+    if doc["dataset"]["simulated"]:
+        return doc | {"verdict": NOT_EVIDENCE,
+                      "reasons": [f"simulated data (would be {verdict}); never evidence"]}
+    return doc | {"verdict": verdict}
+
+
+def verdict_path(dataset_path: Path, hypothesis_id: str) -> Path:
+    return dataset_path.with_name(f"{dataset_path.stem}.{hypothesis_id}.verdict.json")
+
+
+def render_json(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def save_verdict(doc: dict[str, Any], dataset_path: Path) -> Path:
+    path = verdict_path(dataset_path, doc["hypothesis"]["id"])
+    atomic_write_text(path, render_json(doc))
+    return path
+
+

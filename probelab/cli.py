@@ -1,0 +1,315 @@
+"""The probelab command line.
+
+Exit codes: 0 confirmed / ok · 1 refuted (or not evidence) · 2 usage error ·
+3 integrity failure (tampered, post-hoc, broken ledger, failed evidence or device checks) ·
+4 no suitable device or toolchain.
+"""
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from probelab.errors import Exit, LabError
+
+EPILOG = ("Exit codes: 0 confirmed/ok, 1 refuted, 2 usage error, 3 integrity failure "
+          "(tampered, post-hoc, broken ledger, failed evidence), 4 no suitable device or "
+          "toolchain.")
+app = typer.Typer(help="probelab: empirical ISA probes with sealed preregistrations.\n\n"
+                  "Typical session: `probelab list`, `probelab prereg new PROBE ID`, "
+                  "`probelab prereg seal FILE`, `probelab sweep PROBE`, "
+                  "`probelab check FILE DATASET`, `probelab plot DATASET`.",
+                  epilog=EPILOG, no_args_is_help=True, rich_markup_mode=None,
+                  add_completion=False)
+prereg_app = typer.Typer(help="Write, seal and verify preregistered hypotheses.",
+                         epilog=EPILOG, no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(prereg_app, name="prereg")
+out = Console()
+err = Console(stderr=True)
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print only JSON on stdout.")]
+
+
+def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn lab errors into one clear line on stderr and the documented exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except LabError as exc:
+            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+            raise typer.Exit(int(exc.code)) from None
+        except KeyboardInterrupt:
+            err.print("interrupted; nothing was written")
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+@app.command("list")
+@guarded
+def list_cmd(as_json: JsonOpt = False) -> None:
+    """List probes, their targets and kernels, and which backends work on this machine."""
+    from probelab.doctor import backend_status
+    from probelab.probe import catalog
+
+    found = catalog()
+    backends = backend_status()
+    probes = [{"id": p.id, "version": p.version, "summary": p.summary,
+               "targets": list(p.targets),
+               "kernels": {v: [k.name for k in p.kernels(v)] for v in ("nvidia", "amd")
+                           if p.kernels(v)}}
+              for p in found.probes.values()]
+    if as_json:
+        emit_json({"probes": probes, "backends": backends, "broken": found.broken})
+        return
+    table = Table("probe", "targets", "kernels", "summary")
+    for p in probes:
+        kernels = "; ".join(f"{v}: {', '.join(ks)}" for v, ks in p["kernels"].items())
+        table.add_row(p["id"], ", ".join(p["targets"]), kernels, escape(p["summary"]))
+    out.print(table)
+    for name, status in backends.items():
+        mark = "[green]usable[/]" if status["usable"] else "[yellow]not usable[/]"
+        out.print(f"backend {name}: {mark} — {escape(status['detail'])}")
+    for folder, why in found.broken.items():
+        err.print(f"[red]probe folder {folder} failed to load:[/] {escape(why)}")
+
+
+@app.command()
+@guarded
+def doctor(as_json: JsonOpt = False) -> None:
+    """Report devices, toolchains and package versions, and how to get what is missing."""
+    from probelab.doctor import diagnose
+
+    report = diagnose()
+    if as_json:
+        emit_json(report)
+        return
+    table = Table("check", "status", "detail / fix")
+    for row in report["checks"]:
+        status = "[green]ok[/]" if row["ok"] else "[yellow]missing[/]"
+        table.add_row(row["name"], status, escape(row["detail"]))
+    out.print(table)
+
+
+@app.command()
+@guarded
+def sweep(
+    probe: Annotated[str, typer.Argument(help="Probe id, e.g. byte-perm (see `probelab list`).")],
+    backend: Annotated[str, typer.Option(help="cuda (NVIDIA GPU) or sim (simulated device, "
+                                         "never evidence; writes under sim-data/).")] = "cuda",
+    target: Annotated[str | None, typer.Option(help="ISA target to simulate (sim only).")] = None,
+    repeats: Annotated[int, typer.Option(help="Fresh launches per kernel; all must be "
+                                         "byte-identical.")] = 3,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Root for datasets (default "
+                                                 "data/, or sim-data/ for sim).")] = None,
+) -> None:
+    """Run a probe on a device and save one dataset with full provenance.
+
+    Compiles each kernel, proves from the disassembly that the instruction under test is
+    there and fed from memory, runs every kernel REPEATS times with poisoned outputs and
+    guard words, and writes data/PROBE/TARGET/TIME.nc atomically. Nothing is written if
+    any step fails.
+    """
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from probelab.sweep import run_sweep
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=err, transient=True) as progress:
+        task = progress.add_task("starting", total=None)
+        result = run_sweep(probe, backend, target=target, repeats=repeats, out_root=out_dir,
+                           step=lambda text: progress.update(task, description=text),
+                           command=["probelab", *sys.argv[1:]])
+    prov = result.provenance
+    err.print(f"{prov['device']} ({prov['target']}), {prov['repeats']} identical repeats"
+              + (", [bold red]SIMULATED[/]" if prov["simulated"] else ""))
+    typer.echo(str(result.path))
+
+
+@prereg_app.command("new")
+@guarded
+def prereg_new(probe: str, hypothesis_id: Annotated[str, typer.Argument(metavar="ID")]) -> None:
+    """Write a hypothesis template for PROBE under preregistrations/PROBE/ID.toml."""
+    from probelab.prereg import new
+
+    typer.echo(str(new(probe, hypothesis_id)))
+
+
+@prereg_app.command("seal")
+@guarded
+def prereg_seal(
+    files: Annotated[list[Path], typer.Argument(help="Hypothesis TOML files.")],
+) -> None:
+    """Seal hypotheses before measuring: evaluate, hash, append to the ledger, git commit.
+
+    Each seal is its own commit whose message carries the ledger entry's hash. A sealed
+    file is never edited; to change a hypothesis write a new file with parent = old id.
+    """
+    from probelab.prereg import seal
+
+    for path in files:
+        entry = seal(path)
+        out.print(f"sealed {entry['probe']}/{entry['hypothesis']} {entry['hash']}",
+                  highlight=False)
+
+
+@prereg_app.command("verify")
+@guarded
+def prereg_verify(as_json: JsonOpt = False) -> None:
+    """Check the ledger's chain, every sealed file's hash and every seal commit."""
+    from probelab.prereg import verify_seals
+
+    rows = verify_seals()
+    if as_json:
+        emit_json(rows)
+    else:
+        for r in rows:
+            problems = escape("; ".join(r["problems"]))
+            status = "[green]ok[/]" if r["ok"] else f"[red]{problems}[/]"
+            out.print(f"{r['seq']:>3} {r['probe']}/{r['id']} {(r['commit'] or '-')[:12]} {status}")
+    if not all(r["ok"] for r in rows):
+        raise typer.Exit(int(Exit.INTEGRITY))
+
+
+@prereg_app.command("list")
+@guarded
+def prereg_list(as_json: JsonOpt = False) -> None:
+    """List hypothesis files and whether each is sealed."""
+    from probelab import ledger
+    from probelab.paths import ledger_path, prereg_dir
+    from probelab.prereg import relative
+
+    entries = {e["path"]: e for e in ledger.read(ledger_path())}
+    rows = [{"path": relative(p), "sealed": relative(p) in entries,
+             "hash": entries.get(relative(p), {}).get("hash")}
+            for p in sorted(prereg_dir().glob("*/*.toml"))]
+    if as_json:
+        emit_json(rows)
+        return
+    for r in rows:
+        out.print(f"{'sealed  ' if r['sealed'] else 'UNSEALED'} {r['path']}", highlight=False)
+
+
+@app.command()
+@guarded
+def check(
+    prereg: Annotated[Path, typer.Argument(help="A sealed hypothesis file.")],
+    dataset_path: Annotated[Path, typer.Argument(metavar="DATASET", help="A .nc dataset.")],
+    as_json: JsonOpt = False,
+    save: Annotated[bool, typer.Option(help="Save the verdict JSON beside the dataset.")] = True,
+) -> None:
+    """Score a dataset against a sealed hypothesis: literally and under each translation.
+
+    Refuses to count (exit 3) a hypothesis edited after sealing, a broken ledger, or a seal
+    that is not provably older than the measurement. Simulated data are NOT-EVIDENCE.
+    """
+    from probelab.check import EXIT, save_verdict
+    from probelab.check import check as run_check
+    from probelab.report import render
+
+    doc = run_check(prereg, dataset_path)
+    if save:
+        doc_path = save_verdict(doc, dataset_path)
+        err.print(f"verdict saved to {doc_path}", highlight=False)
+    if as_json:
+        emit_json(doc)
+    else:
+        out.print(render(doc), markup=False, highlight=False)
+    raise typer.Exit(int(EXIT[doc["verdict"]]))
+
+
+@app.command()
+@guarded
+def verify(
+    as_json: JsonOpt = False,
+    write: Annotated[bool, typer.Option(help="Record verdicts that are missing or new.")] = False,
+) -> None:
+    """Re-check every dataset under data/ against every sealed hypothesis of its probe.
+
+    Exit 0 when the ledger, the sealed files and every dataset are intact and every
+    recorded verdict is reproduced; 3 otherwise. Refuted hypotheses are results, not
+    failures.
+    """
+    from probelab.archive import verify_archive
+
+    result = verify_archive(write=write)
+    if as_json:
+        emit_json(result)
+    else:
+        for row in result["checks"]:
+            kernels = ", ".join(f"{k} {v}" for k, v in row["kernels"].items())
+            out.print(f"{row['dataset']} × {row['hypothesis']}: {row['verdict']} "
+                      f"({kernels}) [recorded: {row['recorded']}]", highlight=False)
+        for note in result["notes"]:
+            err.print(f"note: {note}", highlight=False)
+        for problem in result["problems"]:
+            err.print(f"[red]problem:[/] {escape(problem)}", highlight=False)
+        seals = len(result["seals"])
+        summary = f"{len(result['checks'])} checks over {seals} sealed hypotheses"
+        out.print(summary + (", all intact" if not result["problems"] else
+                             f", {len(result['problems'])} problems"), highlight=False)
+    if result["problems"]:
+        raise typer.Exit(int(Exit.INTEGRITY))
+
+
+@app.command()
+@guarded
+def plot(
+    dataset_path: Annotated[Path, typer.Argument(metavar="DATASET")],
+    kind: Annotated[list[str] | None, typer.Option(help="Plot name (repeatable); default all "
+                                                   "the probe offers.")] = None,
+    prereg: Annotated[Path | None, typer.Option(help="Hypothesis for mismatch plots.")] = None,
+    scoring: Annotated[str, typer.Option(help="literal or a translation name.")] = "literal",
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Folder for PNG and SVG "
+                                                 "(default: figures/ beside the dataset).")] = None,
+) -> None:
+    """Draw a dataset's figures (PNG and SVG): the probe's maps, and hypothesis mismatch
+    maps when --prereg is given."""
+    from probelab.figures import draw
+
+    for path in draw(dataset_path, kind, prereg, scoring, out_dir):
+        typer.echo(str(path))
+
+
+@app.command()
+@guarded
+def report(
+    paths: Annotated[list[Path], typer.Argument(help="Verdict JSON files, or datasets (their "
+                                                "recorded verdicts are used).")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Render recorded verdicts as Markdown for a review or PR."""
+    from probelab.errors import UsageError
+    from probelab.report import render
+
+    docs = []
+    for path in paths:
+        files = sorted(path.parent.glob(f"{path.stem}.*.verdict.json")) \
+            if path.suffix == ".nc" else [path]
+        if not files:
+            raise UsageError(f"no recorded verdicts for {path}; run `probelab check` first")
+        for f in files:
+            try:
+                docs.append(json.loads(f.read_text()))
+            except (OSError, json.JSONDecodeError) as exc:
+                raise UsageError(f"cannot read verdict {f}: {exc}") from exc
+    if as_json:
+        emit_json(docs)
+    else:
+        out.print("\n".join(render(d) for d in docs), markup=False, highlight=False)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,71 @@
+"""What this machine can do: packages, toolchains, devices, and how to get what is missing."""
+
+import importlib.metadata
+import platform
+import shutil
+from typing import Any
+
+from probelab.errors import LabError
+from probelab.paths import lab_root, ledger_path
+
+PACKAGES = {
+    "numpy": "core", "xarray": "core", "h5netcdf": "core", "h5py": "core", "typer": "core",
+    "rich": "core", "matplotlib": "core",
+    "cuda-core": "pip install 'probelab[cuda]'", "cuda-bindings": "pip install 'probelab[cuda]'",
+    "nvidia-cuda-nvrtc": "pip install 'probelab[cuda]'",
+    "nvidia-cuda-nvdisasm": "pip install 'probelab[cuda]' (or a CUDA toolkit's nvdisasm)",
+    "hip-python": "pip install 'probelab[hip]' (needs ROCm on an AMD GPU machine)",
+}
+
+
+def _check(name: str, ok: bool, detail: str) -> dict[str, Any]:
+    return {"name": name, "ok": ok, "detail": detail}
+
+
+def backend_status() -> dict[str, dict[str, Any]]:
+    from probelab.backends.ops_cuda import CudaBackend
+
+    status = {}
+    try:
+        dev = CudaBackend().device()
+        status["cuda"] = {"usable": True, "detail": f"{dev.name} ({dev.target}), "
+                          f"driver {dev.details.get('driver', '?')}"}
+    except LabError as exc:
+        status["cuda"] = {"usable": False, "detail": str(exc)}
+    status["sim"] = {"usable": True, "detail": "simulated devices; data are never evidence"}
+    return status
+
+
+def _toolchains() -> list[dict[str, Any]]:
+    from probelab.toolchains import nvidia
+
+    rows = []
+    try:
+        rows.append(_check("NVRTC", True, nvidia.nvrtc_version()))
+    except LabError as exc:
+        rows.append(_check("NVRTC", False, str(exc)))
+    tool = nvidia.find_nvdisasm()
+    rows.append(_check("nvdisasm", tool is not None,
+                       f"{tool} ({nvidia.nvdisasm_version()})" if tool else nvidia.INSTALL_HINT))
+    clang = next((c for c in ("clang-19", "amdclang", "clang") if shutil.which(c)), None)
+    rows.append(_check("AMDGPU clang", clang is not None, shutil.which(clang) if clang else
+                       "apt-get install clang-19 lld-19 llvm-19 (offline AMD compiles)"))
+    return rows
+
+
+def diagnose() -> dict[str, Any]:
+    checks = [_check("python", True, platform.python_version()),
+              _check("lab root", (lab_root() / "probes").is_dir(), str(lab_root()))]
+    for package, hint in PACKAGES.items():
+        try:
+            checks.append(_check(package, True, importlib.metadata.version(package)))
+        except importlib.metadata.PackageNotFoundError:
+            fix = "pip install -e ." if hint == "core" else hint
+            checks.append(_check(package, False, f"not installed: {fix}"))
+    checks += _toolchains()
+    checks.append(_check("git", shutil.which("git") is not None,
+                         "needed to seal and check preregistrations"))
+    checks.append(_check("ledger", ledger_path().exists(), str(ledger_path())))
+    for name, status in backend_status().items():
+        checks.append(_check(f"backend {name}", status["usable"], status["detail"]))
+    return {"checks": checks}

@@ -1,0 +1,29 @@
+"""Exit codes and the errors that carry them: the CLI maps each error to its code."""
+
+from enum import IntEnum
+
+
+class Exit(IntEnum):
+    OK = 0  # confirmed, or the command did what it was asked
+    REFUTED = 1  # a hypothesis does not fit the data (a result, not a failure)
+    USAGE = 2  # bad arguments or input files
+    INTEGRITY = 3  # tampered, post-hoc, broken ledger, failed evidence or device checks
+    NO_DEVICE = 4  # no suitable device or toolchain on this machine
+
+
+class LabError(Exception):
+    code: Exit = Exit.USAGE
+
+
+class UsageError(LabError):
+    code = Exit.USAGE
+
+
+class IntegrityError(LabError):
+    code = Exit.INTEGRITY
+
+
+class Unavailable(LabError):
+    """A backend, device or toolchain is missing; the message says how to get it."""
+
+    code = Exit.NO_DEVICE

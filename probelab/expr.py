@@ -1,0 +1,302 @@
+"""A tiny, safe integer expression language for preregistered hypotheses.
+
+Hypotheses come from other people, so their expressions are never executed as Python: sources
+are size-checked, parsed with ``ast.parse(mode="eval")``, checked against a strict whitelist and
+then interpreted here, vectorized over numpy int64 arrays with two's-complement wraparound.
+
+Each cell gets exactly the value Python would compute for that cell's coordinates (reduced to
+int64), including short-circuiting: ``a if c else b``, ``and``/``or`` and chained comparisons
+evaluate an operand only on the cells where Python would, so ``x // y if y else 0`` is fine.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import unicodedata
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+MAX_SOURCE_CHARS = 4096
+MAX_BRACKET_DEPTH = 64
+MAX_NODES = 2000
+MAX_DEPTH = 100
+MAX_DEFINITIONS = 512
+_INT64_MAX = 2**63 - 1
+
+_BINOPS: dict[type[ast.operator], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    ast.Add: np.add,
+    ast.Sub: np.subtract,
+    ast.Mult: np.multiply,
+    ast.FloorDiv: np.floor_divide,
+    ast.Mod: np.remainder,
+    ast.Pow: np.power,
+    ast.LShift: np.left_shift,
+    ast.RShift: np.right_shift,
+    ast.BitAnd: np.bitwise_and,
+    ast.BitOr: np.bitwise_or,
+    ast.BitXor: np.bitwise_xor,
+}
+_UNARY: dict[type[ast.unaryop], Callable[[np.ndarray], np.ndarray]] = {
+    ast.Invert: np.invert,
+    ast.USub: np.negative,
+    ast.UAdd: np.positive,
+    ast.Not: lambda v: np.equal(v, 0).astype(np.int64),
+}
+_COMPARE: dict[type[ast.cmpop], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    ast.Eq: np.equal,
+    ast.NotEq: np.not_equal,
+    ast.Lt: np.less,
+    ast.LtE: np.less_equal,
+    ast.Gt: np.greater,
+    ast.GtE: np.greater_equal,
+}
+_ALLOWED = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Constant, ast.Name)
+_ALLOWED += (ast.Load, ast.And, ast.Or, *_BINOPS, *_UNARY, *_COMPARE)
+# Friendlier names for constructs people are likely to try; anything else uses the class name.
+_REJECTED = {
+    ast.Attribute: "attribute access",
+    ast.Call: "function calls",
+    ast.Subscript: "subscripts",
+    ast.Lambda: "lambda",
+    ast.ListComp: "comprehensions",
+    ast.SetComp: "comprehensions",
+    ast.DictComp: "comprehensions",
+    ast.GeneratorExp: "generator expressions",
+    ast.Starred: "starred expressions",
+    ast.NamedExpr: "assignment expressions (:=)",
+    ast.JoinedStr: "f-strings",
+    ast.Div: "true division '/' (use //)",
+    ast.MatMult: "'@'",
+    ast.Is: "'is'",
+    ast.IsNot: "'is not'",
+    ast.In: "'in'",
+    ast.NotIn: "'not in'",
+}
+
+
+class ExprError(ValueError):
+    """Any rejected, malformed or failing expression; message names the definition and says why."""
+
+
+@dataclass(frozen=True)
+class Program:
+    """An ordered set of named definitions; each may use the given coordinate names and earlier
+    definitions. Build it with `compile_program`, which validates everything."""
+
+    definitions: tuple[tuple[str, str], ...]  # (name, source) in order
+    coordinates: tuple[str, ...]
+    _trees: tuple[ast.expr, ...] = field(repr=False, compare=False)
+
+    def evaluate(self, env: Mapping[str, np.ndarray | int]) -> dict[str, np.ndarray]:
+        """Evaluate every definition in order over numpy arrays (broadcast together); returns
+        name -> int64 array of the broadcast shape (scalars broadcast too).
+
+        `env` must give every coordinate as integers (any integer or bool dtype; uint64 values
+        are reinterpreted as two's complement); other keys are ignored."""
+        arrays = {}
+        for name in self.coordinates:
+            if name not in env:
+                raise ExprError(f"coordinate {name!r} is missing")
+            value = np.asarray(env[name])
+            if value.dtype.kind not in "iub":
+                raise ExprError(f"coordinate {name!r} must be integers, got dtype {value.dtype}")
+            arrays[name] = value.astype(np.int64)
+        try:
+            shape = np.broadcast_shapes(*(a.shape for a in arrays.values()))
+        except ValueError as e:
+            raise ExprError(f"coordinates do not broadcast together: {e}") from None
+        size = int(np.prod(shape))
+        cells = _Cells({k: np.broadcast_to(a, shape).ravel() for k, a in arrays.items()}, size)
+        results = {}
+        with np.errstate(all="ignore"):  # int64 overflow wraps by design
+            for (name, _), tree in zip(self.definitions, self._trees, strict=True):
+                try:
+                    value = cells.compute(tree, None)
+                except ExprError as e:
+                    raise ExprError(f"definition {name!r}: {e}") from None
+                cells.values[name] = np.broadcast_to(value, (size,))
+                results[name] = cells.values[name].reshape(shape).copy()
+        return results
+
+
+def compile_program(
+    definitions: Sequence[tuple[str, str]] | Mapping[str, str], names: Iterable[str]
+) -> Program:
+    """Validate everything up front (syntax, whitelist, names, limits) and raise ExprError
+    before any evaluation."""
+    items = list(definitions.items() if isinstance(definitions, Mapping) else definitions)
+    if len(items) > MAX_DEFINITIONS:
+        raise ExprError(f"{len(items)} definitions; at most {MAX_DEFINITIONS} are allowed")
+    coordinates = tuple(names)
+    pairs: list[tuple[str, str]] = []
+    for item in items:
+        try:
+            name, source = item
+        except (TypeError, ValueError):
+            raise ExprError(f"a definition must be a (name, source) pair, got {item!r}") from None
+        pairs.append((name, source))
+    all_names = [name for name, _ in pairs]
+    trees = []
+    for i, (name, source) in enumerate(pairs):
+        try:
+            _check_name(name, coordinates, all_names[:i])
+            tree = _parse(source)
+            _check_tree(tree, set(coordinates) | set(all_names[:i]), name, all_names[i + 1 :])
+        except ExprError as e:
+            raise ExprError(f"definition {name!r}: {e}") from None
+        trees.append(tree)
+    return Program(tuple(pairs), coordinates, tuple(trees))
+
+
+def _check_name(name: object, coordinates: tuple[str, ...], earlier: list[str]) -> None:
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        raise ExprError("the name must be a Python identifier that is not a keyword")
+    if name.startswith("_"):
+        raise ExprError("the name must not start with '_'")
+    # The parser NFKC-normalizes identifiers, so a non-normalized name could never be referenced.
+    if unicodedata.normalize("NFKC", name) != name:
+        raise ExprError("the name must be NFKC-normalized")
+    if name in coordinates:
+        raise ExprError("the name clashes with a coordinate")
+    if name in earlier:
+        raise ExprError("the name is defined twice")
+
+
+def _parse(source: object) -> ast.expr:
+    """Parse one source after cheap checks that keep hostile input from hanging the parser."""
+    if not isinstance(source, str):
+        raise ExprError(f"the source must be str, got {type(source).__name__}")
+    if len(source) > MAX_SOURCE_CHARS:
+        raise ExprError(f"the source has {len(source)} characters; at most {MAX_SOURCE_CHARS}")
+    if "\x00" in source:
+        raise ExprError("the source contains a null byte")
+    depth = 0
+    for char in source:
+        if char in "([{":
+            depth += 1
+            if depth > MAX_BRACKET_DEPTH:
+                raise ExprError(f"brackets nest deeper than {MAX_BRACKET_DEPTH}")
+        elif char in ")]}":
+            depth = max(depth - 1, 0)
+    try:
+        with warnings.catch_warnings(action="ignore"):  # e.g. SyntaxWarning for `1 is 1`
+            # Strip so indented (e.g. multi-line TOML) sources parse, as eval() would allow.
+            return ast.parse(source.strip(), mode="eval").body
+    except SyntaxError as e:
+        raise ExprError(f"syntax error: {e.msg}") from None
+    except (RecursionError, MemoryError, ValueError, OverflowError) as e:
+        raise ExprError(f"cannot parse: {type(e).__name__}: {e}") from None
+
+
+def _check_tree(tree: ast.expr, known: set[str], name: str, later: list[str]) -> None:
+    """Enforce size limits and the whitelist iteratively, so even deep trees cannot recurse."""
+    count = 0
+    stack: list[tuple[ast.AST, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > MAX_NODES:
+            raise ExprError(f"more than {MAX_NODES} syntax nodes")
+        if depth > MAX_DEPTH:
+            raise ExprError(f"expression nests deeper than {MAX_DEPTH}")
+        _check_node(node, known, name, later)
+        children = list(ast.iter_child_nodes(node))
+        stack.extend((child, depth + 1) for child in reversed(children))
+
+
+def _check_node(node: ast.AST, known: set[str], name: str, later: list[str]) -> None:
+    if not isinstance(node, _ALLOWED):
+        what = _REJECTED.get(type(node), type(node).__name__)
+        if isinstance(node, ast.Attribute):
+            what += f" (.{node.attr})"
+        raise ExprError(f"not allowed: {what}")
+    if isinstance(node, ast.Constant):
+        if type(node.value) not in (int, bool):
+            raise ExprError(f"only integer literals are allowed, not {type(node.value).__name__}")
+        if abs(node.value) > _INT64_MAX:
+            raise ExprError("integer literal outside int64 range (magnitude must be < 2**63)")
+    elif isinstance(node, ast.Name):
+        if node.id.startswith("_"):
+            raise ExprError(f"name {node.id!r} starts with '_' (dunder access is not allowed)")
+        if node.id == name:
+            raise ExprError("the definition refers to itself")
+        if node.id in later:
+            raise ExprError(f"forward reference to {node.id!r}, which is defined later")
+        if node.id not in known:
+            raise ExprError(f"unknown name {node.id!r}")
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        exponent = node.right.value if isinstance(node.right, ast.Constant) else None
+        if type(exponent) not in (int, bool) or not 0 <= exponent <= 63:
+            raise ExprError("huge/non-literal exponent: ** needs a literal exponent in 0..63")
+
+
+@dataclass
+class _Cells:
+    """Full-length flat int64 arrays for every coordinate and evaluated definition.
+
+    `compute` works on a subset of cells, `idx` (flat positions; None means all cells), and returns
+    an int64 array with one value per selected cell, or an int64 scalar."""
+
+    values: dict[str, np.ndarray]
+    size: int
+
+    def compute(self, node: ast.expr, idx: np.ndarray | None) -> np.ndarray:
+        n = self.size if idx is None else len(idx)
+        if isinstance(node, ast.Constant):
+            return np.int64(node.value)
+        if isinstance(node, ast.Name):
+            return self.values[node.id] if idx is None else self.values[node.id][idx]
+        if isinstance(node, ast.UnaryOp):
+            return _UNARY[type(node.op)](self.compute(node.operand, idx))
+        if isinstance(node, ast.BinOp):
+            return self._binop(node, idx)
+        if isinstance(node, ast.IfExp):
+            test = np.broadcast_to(self.compute(node.test, idx) != 0, (n,))
+            out = np.empty(n, np.int64)
+            for mask, branch in ((test, node.body), (~test, node.orelse)):
+                if mask.any():
+                    out[mask] = self._eval_where(branch, idx, mask)
+            return out
+        if isinstance(node, ast.BoolOp):
+            # `or` is settled by the first true operand, `and` by the first false one.
+            settling = isinstance(node.op, ast.Or)
+            settled = np.zeros(n, bool)
+            for operand in node.values:
+                pending = ~settled
+                if not pending.any():
+                    break
+                truth = np.zeros(n, bool)
+                truth[pending] = self._eval_where(operand, idx, pending) != 0
+                settled |= pending & (truth == settling)
+            return (settled == settling).astype(np.int64)
+        if isinstance(node, ast.Compare):
+            # a < b < c is (a < b) and (b < c), with c only evaluated where a < b holds.
+            holds = np.ones(n, bool)
+            left = np.broadcast_to(self.compute(node.left, idx), (n,))
+            for op, comparator in zip(node.ops, node.comparators, strict=True):
+                right = np.zeros(n, np.int64)
+                if holds.any():
+                    right[holds] = self._eval_where(comparator, idx, holds)
+                holds &= _COMPARE[type(op)](left, right)
+                left = right
+            return holds.astype(np.int64)
+        raise AssertionError(f"unvalidated node {type(node).__name__}")  # compile_program bug
+
+    def _eval_where(self, node: ast.expr, idx: np.ndarray | None, mask: np.ndarray) -> np.ndarray:
+        """Evaluate `node` only on the cells of `idx` selected by the boolean `mask`."""
+        if mask.all():
+            return self.compute(node, idx)
+        return self.compute(node, np.flatnonzero(mask) if idx is None else idx[mask])
+
+    def _binop(self, node: ast.BinOp, idx: np.ndarray | None) -> np.ndarray:
+        left, right = self.compute(node.left, idx), self.compute(node.right, idx)
+        op = type(node.op)
+        if op in (ast.FloorDiv, ast.Mod) and np.any(right == 0):
+            raise ExprError("integer division or modulo by zero")
+        if op in (ast.LShift, ast.RShift) and np.any((right < 0) | (right > 63)):
+            raise ExprError("shift amount outside [0, 63]")
+        return _BINOPS[op](left, right)

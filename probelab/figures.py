@@ -1,0 +1,38 @@
+"""`probelab plot`: draw a dataset's figures with its probe's plot functions."""
+
+from pathlib import Path
+
+from probelab import dataset
+from probelab.errors import UsageError
+from probelab.hypothesis import load_hypothesis, predict
+from probelab.probe import get_probe
+
+
+def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scoring: str,
+         out_dir: Path | None) -> list[Path]:
+    from probelab.plot import save_figure
+
+    ds = dataset.load(dataset_path)
+    probe = get_probe(dataset.provenance(ds)["probe"])
+    plots = probe.plots
+    unknown = set(kinds or ()) - set(plots)
+    if unknown:
+        raise UsageError(f"{probe.id} has no plot {sorted(unknown)} (it has {sorted(plots)})")
+    tables, tag = None, ""
+    if prereg is not None:
+        h = load_hypothesis(prereg)
+        if h.probe != probe.id:
+            raise UsageError(f"{prereg} is about {h.probe}, the dataset is {probe.id}")
+        tables = predict(h, ds, probe.observables)
+        if scoring not in tables:
+            raise UsageError(f"{h.id} has no scoring {scoring!r} (it has {sorted(tables)})")
+        tag = f".{h.id}.{scoring}"
+    chosen = kinds or [k for k in plots if tables is not None or not k.startswith("mismatch")]
+    folder = out_dir or dataset_path.parent / "figures"
+    written: list[Path] = []
+    for kind in chosen:
+        if kind.startswith("mismatch") and tables is None:
+            raise UsageError(f"{kind} compares with a hypothesis: give --prereg FILE")
+        for name, figure in plots[kind](ds, tables=tables, scoring=scoring).items():
+            written += save_figure(figure, folder / f"{dataset_path.stem}.{kind}{tag}.{name}")
+    return written

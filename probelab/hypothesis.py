@@ -1,0 +1,173 @@
+"""Hypothesis files: declarative TOML, validated strictly, evaluated without running code.
+
+    schema = 1
+    id = "cuda-contract"                 # unique within the probe
+    probe = "byte-perm"
+    claim = "..."                        # what is claimed, in words
+    coordinates = "raw"                  # the coordinate system the prediction is stated in
+    kernels = ["byte_perm"]              # optional: the kernels the claim is about (default all)
+    parent = "old-id"                    # optional: this file amends a sealed one
+    [let]                                # optional helper definitions, in order
+    src = "(y << 32) | x"
+    [predict]                            # observable = expression over stimulus coordinates
+    value = "..."
+    [translations.name]                  # optional: coordinate = expression over raw coordinates
+    x = "y"
+
+Predictions are taken modulo 2**32: observables are 32-bit registers.
+"""
+
+import hashlib
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from probelab.errors import UsageError
+from probelab.expr import ExprError, compile_program
+
+MAX_FILE_BYTES = 1 << 20
+MASK = 0xFFFFFFFF
+LITERAL = "literal"
+_REQUIRED = {"schema": int, "id": str, "probe": str, "claim": str, "coordinates": str,
+             "predict": dict}
+_OPTIONAL = {"kernels": list, "parent": str, "let": dict, "translations": dict}
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    path: Path
+    raw: bytes
+    id: str
+    probe: str
+    claim: str
+    coordinates: str
+    predict: Mapping[str, str]
+    lets: tuple[tuple[str, str], ...] = ()
+    translations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    kernels: tuple[str, ...] | None = None
+    parent: str | None = None
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.raw).hexdigest()
+
+    def scorings(self) -> list[str]:
+        return [LITERAL, *sorted(self.translations)]
+
+
+def _strings(table: object, what: str) -> dict[str, str]:
+    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+        raise UsageError(f"[{what}] must be a table of strings (expressions)")
+    return dict(table)
+
+
+def parse_hypothesis(path: Path, raw: bytes) -> Hypothesis:
+    if len(raw) > MAX_FILE_BYTES:
+        raise UsageError(f"{path}: {len(raw)} bytes; hypothesis files are at most {MAX_FILE_BYTES}")
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: not valid TOML: {exc}") from exc
+    unknown = set(doc) - set(_REQUIRED) - set(_OPTIONAL)
+    if unknown:
+        raise UsageError(f"{path}: unknown keys {sorted(unknown)}")
+    for key, kind in _REQUIRED.items():
+        if not isinstance(doc.get(key), kind) or isinstance(doc.get(key), bool):
+            raise UsageError(f"{path}: '{key}' is required and must be a {kind.__name__}")
+    for key, kind in _OPTIONAL.items():
+        if key in doc and not isinstance(doc[key], kind):
+            raise UsageError(f"{path}: '{key}' must be a {kind.__name__}")
+    if doc["schema"] != 1:
+        raise UsageError(f"{path}: schema {doc['schema']} is not supported (1 is)")
+    translations = doc.get("translations", {})
+    if not all(isinstance(t, dict) for t in translations.values()):
+        raise UsageError(f"{path}: each [translations.NAME] must be a table")
+    if LITERAL in translations:
+        raise UsageError(f"{path}: a translation may not be called {LITERAL!r}")
+    kernels = doc.get("kernels")
+    if kernels is not None and not all(isinstance(k, str) for k in kernels):
+        raise UsageError(f"{path}: 'kernels' must be a list of strings")
+    predict = _strings(doc["predict"], "predict")
+    if not predict:
+        raise UsageError(f"{path}: [predict] names no observable")
+    return Hypothesis(
+        path=path, raw=raw, id=doc["id"], probe=doc["probe"], claim=doc["claim"],
+        coordinates=doc["coordinates"], predict=predict,
+        lets=tuple(_strings(doc.get("let", {}), "let").items()),
+        translations={k: _strings(v, f"translations.{k}") for k, v in translations.items()},
+        kernels=tuple(kernels) if kernels is not None else None, parent=doc.get("parent"),
+    )
+
+
+def load_hypothesis(path: Path) -> Hypothesis:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:  # refuse before reading a byte of a huge file
+            raise UsageError(f"{path}: {size} bytes; hypothesis files are at most {MAX_FILE_BYTES}")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
+    return parse_hypothesis(path, raw)
+
+
+def _grid_env(grid: xr.Dataset, dims: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Every integer coordinate that lives on `dims`, broadcast to the full grid."""
+    env = {}
+    for name, coord in grid.coords.items():
+        if coord.dtype.kind in "iub" and set(coord.dims) <= set(dims):
+            env[str(name)] = coord.broadcast_like(
+                xr.DataArray(np.empty([grid.sizes[d] for d in dims]), dims=dims)
+            ).transpose(*dims).values
+    return env
+
+
+def predict(h: Hypothesis, grid: xr.Dataset,
+            observables: Mapping[str, tuple[str, ...]]) -> dict[str, dict[str, np.ndarray]]:
+    """{scoring: {observable: uint32 prediction over the observable's grid dims}}.
+
+    A translation rebinds coordinates (e.g. x = "y") before the prediction is evaluated.
+    """
+    unknown = set(h.predict) - set(observables)
+    if unknown:
+        raise UsageError(f"{h.path}: predicts {sorted(unknown)}, but the probe observes "
+                         f"{sorted(observables)}")
+    tables: dict[str, dict[str, np.ndarray]] = {s: {} for s in h.scorings()}
+    try:
+        for observable, source in h.predict.items():
+            env = _grid_env(grid, observables[observable])
+            program = compile_program([*h.lets, ("predicted", source)], env)
+            for scoring in tables:
+                scoped = dict(env)
+                if scoring != LITERAL:
+                    scoped |= _translate(h, h.translations[scoring], env)
+                values = program.evaluate(scoped)["predicted"]
+                tables[scoring][observable] = (values & MASK).astype(np.uint32)
+    except ExprError as exc:
+        raise UsageError(f"{h.path}: {exc}") from exc
+    return tables
+
+
+def _translate(h: Hypothesis, mapping: Mapping[str, str],
+               env: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Right-hand sides are evaluated over the raw coordinates, all at once (a swap works)."""
+    missing = set(mapping) - set(env)
+    if missing:
+        raise UsageError(f"{h.path}: a translation maps {sorted(missing)}, not coordinates")
+    return {coord: compile_program([("translated", source)], env).evaluate(env)["translated"]
+            for coord, source in mapping.items()}
+
+
+def table_sha256(tables: Mapping[str, Mapping[str, np.ndarray]]) -> str:
+    h = hashlib.sha256()
+    for scoring in sorted(tables):
+        for observable in sorted(tables[scoring]):
+            values = np.ascontiguousarray(tables[scoring][observable], "<u4")
+            h.update(f"{scoring}|{observable}|{values.shape}|".encode())
+            h.update(values.tobytes())
+    return h.hexdigest()

@@ -1,0 +1,45 @@
+"""Where the lab lives: probes, preregistrations, data, cache."""
+
+import os
+from pathlib import Path
+
+_MARKERS = ("probes", "preregistrations")
+
+
+def lab_root() -> Path:
+    """$PROBELAB_ROOT, else the nearest folder up from the cwd with probes/ or preregistrations/."""
+    if env := os.environ.get("PROBELAB_ROOT"):
+        return Path(env).resolve()
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if any((folder / m).is_dir() for m in _MARKERS):
+            return folder
+    return here
+
+
+def probes_dir() -> Path:
+    return lab_root() / "probes"
+
+
+def prereg_dir() -> Path:
+    return lab_root() / "preregistrations"
+
+
+def ledger_path() -> Path:
+    return prereg_dir() / "LEDGER.jsonl"
+
+
+def data_dir() -> Path:
+    return lab_root() / "data"
+
+
+def sim_data_dir() -> Path:
+    """Simulated datasets live apart from measurements, so they can never be mistaken for them."""
+    return lab_root() / "sim-data"
+
+
+def cache_dir() -> Path:
+    if env := os.environ.get("PROBELAB_CACHE"):
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "probelab"

@@ -1,0 +1,163 @@
+"""Preregistration: write a hypothesis, seal it (ledger + git commit), verify the seals.
+
+A seal evaluates the prediction over the probe's stimulus grid, hashes file and table,
+appends a chained ledger entry and commits both files with the entry's hash in the message.
+Sealed files are never edited: an amendment is a new file whose `parent` names the old id.
+"""
+
+import hashlib
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from probelab import gitinfo, ledger
+from probelab.dataset import grid_sha256
+from probelab.errors import IntegrityError, UsageError
+from probelab.hypothesis import Hypothesis, load_hypothesis, predict, table_sha256
+from probelab.paths import lab_root, ledger_path, prereg_dir
+from probelab.probe import Probe, get_probe
+
+SEAL_TAG = "probelab-seal:"
+
+
+def relative(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(lab_root()).as_posix()
+    except ValueError as exc:
+        raise UsageError(f"{path} is outside the lab at {lab_root()}") from exc
+
+
+def _kernel_names(probe: Probe) -> set[str]:
+    return {k.name for vendor in ("nvidia", "amd") for k in probe.kernels(vendor)}
+
+
+def evaluate(h: Hypothesis) -> tuple[Probe, str, str]:
+    """Check a hypothesis against its probe; return (probe, grid hash, table hash)."""
+    probe = get_probe(h.probe)
+    unknown = set(h.kernels or ()) - _kernel_names(probe)
+    if unknown:
+        raise UsageError(f"{h.path}: kernels {sorted(unknown)} are not kernels of {probe.id}")
+    grid = probe.stimulus()
+    return probe, grid_sha256(grid), table_sha256(predict(h, grid, probe.observables))
+
+
+def template(probe: Probe, hypothesis_id: str) -> str:
+    coords = probe.stimulus().coords
+    lines = [f"#   {name}: dims {tuple(c.dims)}, {c.dtype}" for name, c in coords.items()]
+    observables = "\n".join(f'{o} = "0"  # dims {d}' for o, d in probe.observables.items())
+    return f'''schema = 1
+id = "{hypothesis_id}"
+probe = "{probe.id}"
+claim = """
+State the claim in words: what the instruction does, and where the claim comes from.
+"""
+coordinates = "raw"
+# kernels = [{", ".join(repr(k) for k in sorted(_kernel_names(probe)))}]  # default: all
+
+# Stimulus coordinates you may use (integers only; strings are labels):
+{chr(10).join(lines)}
+# Expressions: integers, + - * // % << >> & | ^ ~, comparisons, and/or/not, a if c else b.
+
+[let]
+# helper = "x & 0xFF"
+
+[predict]
+{observables}
+
+# [translations.name]
+# x = "y"
+'''
+
+
+def new(probe_id: str, hypothesis_id: str) -> Path:
+    probe = get_probe(probe_id)
+    if not hypothesis_id.replace("-", "").replace("_", "").isalnum():
+        raise UsageError("a hypothesis id uses letters, digits, '-' and '_' only")
+    path = prereg_dir() / probe.id / f"{hypothesis_id}.toml"
+    if path.exists():
+        raise UsageError(f"{path} exists; choose another id")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(template(probe, hypothesis_id))
+    return path
+
+
+def _identity() -> list[str]:
+    if gitinfo.git("config", "user.email", check=False):
+        return []
+    return ["-c", "user.name=probelab", "-c", "user.email=probelab@localhost"]
+
+
+def seal(path: Path) -> dict[str, Any]:
+    h = load_hypothesis(path)
+    rel = relative(path)
+    if Path(rel).parent != Path("preregistrations") / h.probe:
+        raise UsageError(f"{rel}: hypotheses of {h.probe} live in preregistrations/{h.probe}/")
+    _, grid_hash, table_hash = evaluate(h)
+    lp = ledger_path()
+    entries = ledger.read(lp)
+    ledger.verify_chain(entries)
+    if any(e["path"] == rel or (e["probe"], e["hypothesis"]) == (h.probe, h.id) for e in entries):
+        raise UsageError(f"{rel} ({h.probe}/{h.id}) is already sealed; sealed files are never "
+                         "edited: write a new file with parent = its id")
+    if h.parent and not any((e["probe"], e["hypothesis"]) == (h.probe, h.parent)
+                            for e in entries):
+        raise UsageError(f"parent {h.parent!r} is not a sealed hypothesis of {h.probe}")
+    if gitinfo.git("status", "--porcelain", "--", relative(lp), check=False):
+        raise IntegrityError("the ledger has uncommitted changes; commit or restore it first")
+    before = lp.read_bytes() if lp.exists() else None
+    entry = ledger.append(lp, {
+        "probe": h.probe, "hypothesis": h.id, "path": rel, "parent": h.parent,
+        "file_sha256": h.sha256, "table_sha256": table_hash, "grid_sha256": grid_hash,
+        "sealed_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    })
+    message = (f"prereg: seal {h.probe}/{h.id}\n\n{SEAL_TAG} {entry['hash']}\n"
+               f"file-sha256: {h.sha256}\ntable-sha256: {table_hash}\n")
+    try:
+        gitinfo.git("add", "--", rel, relative(lp))
+        gitinfo.git(*_identity(), "commit", "-q", "-m", message, "--", rel, relative(lp))
+    except (RuntimeError, OSError) as exc:
+        if before is None:
+            lp.unlink(missing_ok=True)
+        else:
+            lp.write_bytes(before)
+        gitinfo.git("reset", "-q", "--", relative(lp), check=False)
+        raise IntegrityError(f"could not commit the seal, ledger restored: {exc}") from exc
+    return entry
+
+
+def seal_commit(entry: dict[str, Any]) -> str | None:
+    """The oldest commit carrying the seal whose tree holds the file exactly as sealed."""
+    for commit in reversed(gitinfo.commits_mentioning(f"{SEAL_TAG} {entry['hash']}")):
+        try:
+            blob = gitinfo.git_bytes("show", f"{commit}:{entry['path']}")
+        except RuntimeError:
+            continue
+        if hashlib.sha256(blob).hexdigest() == entry["file_sha256"]:
+            return commit
+    return None
+
+
+def verify_seals() -> list[dict[str, Any]]:
+    """Check the chain and every sealed file; returns one row per entry. Raises on a break."""
+    entries = ledger.read(ledger_path())
+    ledger.verify_chain(entries)
+    rows = []
+    for entry in entries:
+        problems = []
+        path = lab_root() / entry["path"]
+        if not path.exists():
+            problems.append("sealed file is missing")
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != entry["file_sha256"]:
+            problems.append("file no longer hashes to its seal (edited after sealing)")
+        else:
+            h = load_hypothesis(path)
+            _, grid_hash, table_hash = evaluate(h)
+            if grid_hash == entry["grid_sha256"] and table_hash != entry["table_sha256"]:
+                problems.append("prediction no longer evaluates to the sealed table")
+        commit = seal_commit(entry)
+        if commit is None:
+            problems.append("no commit carries this seal with the file as sealed")
+        rows.append({"seq": entry["seq"], "probe": entry["probe"], "id": entry["hypothesis"],
+                     "path": entry["path"], "sealed_at": entry["sealed_at"], "commit": commit,
+                     "ok": not problems, "problems": problems})
+    return rows

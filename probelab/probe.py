@@ -1,0 +1,133 @@
+"""What a probe is, and how the core finds probes without importing any by name.
+
+A probe is a folder `probes/<name>/` whose `probe.py` defines `PROBE`, an object with the
+attributes of `Probe` below. The core only ever talks to that object.
+"""
+
+import fnmatch
+import importlib.util
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Protocol
+
+import numpy as np
+import xarray as xr
+
+from probelab.errors import UsageError
+from probelab.paths import probes_dir
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the code object must show for a kernel to count as exercising its instruction.
+
+    `instruction` is a regex on the disassembled mnemonic; `forbidden` lists near relatives
+    that must not appear; `operands` says, per source operand of the instruction in
+    disassembly order, how it must be fed: "unmodified" (straight from a memory load),
+    "from_memory" (a load reaches it, possibly through other instructions, which are recorded)
+    or "any".
+    """
+
+    instruction: str
+    forbidden: tuple[str, ...] = ()
+    operands: tuple[str, ...] = ()
+    count: int | None = 1  # exact number of matches per kernel; None: at least one
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str  # the variant's name in datasets (coordinate `kernel`)
+    symbol: str  # entry point in the code object
+    source: Path
+    vendor: str  # "nvidia" or "amd"
+    evidence: Evidence
+    options: Mapping[str, object] = field(default_factory=dict)  # compiler options
+
+    def source_text(self) -> str:
+        return self.source.read_text()
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One launch covering the whole stimulus grid with pointer-only arguments.
+
+    Kernels take the inputs in order, then the outputs: `k(const u32* in..., u32* out...)`.
+    """
+
+    inputs: Mapping[str, np.ndarray]
+    outputs: Mapping[str, int]  # name -> number of uint32 words
+    threads: int
+    block: int = 256
+
+
+class Probe(Protocol):
+    id: str
+    version: str
+    summary: str
+    targets: tuple[str, ...]  # fnmatch patterns of ISA targets, e.g. "sm_*", "gfx1201"
+    observables: Mapping[str, tuple[str, ...]]  # data variable -> its grid dims (no kernel)
+    plots: Mapping[str, Callable[..., object]]
+
+    def kernels(self, vendor: str) -> list[Kernel]: ...
+    def stimulus(self) -> xr.Dataset: ...
+    def launch(self, stimulus: xr.Dataset) -> Launch: ...
+    def assemble(
+        self, stimulus: xr.Dataset, outputs: Mapping[str, Mapping[str, np.ndarray]]
+    ) -> xr.Dataset: ...
+    def simulate(
+        self, kernel: Kernel, inputs: Mapping[str, np.ndarray]
+    ) -> dict[str, np.ndarray]: ...
+
+
+def supports(probe: Probe, target: str) -> bool:
+    return any(fnmatch.fnmatchcase(target, pattern) for pattern in probe.targets)
+
+
+@dataclass
+class Catalog:
+    probes: dict[str, Probe] = field(default_factory=dict)
+    broken: dict[str, str] = field(default_factory=dict)  # folder -> why it failed to load
+
+
+def load_sibling(path: Path) -> ModuleType:
+    """Import a probe's own module by path (probes are folders, not installed packages)."""
+    name = f"probelab_probe_{path.parent.name}_{path.stem}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _load(folder: Path) -> Probe:
+    return load_sibling(folder / "probe.py").PROBE
+
+
+@cache
+def catalog(root: Path | None = None) -> Catalog:
+    found = Catalog()
+    base = root or probes_dir()
+    for folder in sorted(p for p in base.glob("*") if (p / "probe.py").is_file()):
+        try:
+            probe = _load(folder)
+        except Exception as exc:  # a broken probe must not take the others down
+            found.broken[folder.name] = f"{type(exc).__name__}: {exc}"
+            continue
+        found.probes[probe.id] = probe
+    return found
+
+
+def get_probe(probe_id: str) -> Probe:
+    found = catalog()
+    if probe_id in found.probes:
+        return found.probes[probe_id]
+    known = ", ".join(sorted(found.probes)) or "none"
+    raise UsageError(f"unknown probe {probe_id!r} (known: {known})")

@@ -1,0 +1,1 @@
+"""Compilers and disassemblers, usable without a device."""

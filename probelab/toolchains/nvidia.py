@@ -1,0 +1,110 @@
+"""NVIDIA toolchain: NVRTC (through cuda-core) to cubin, nvdisasm to SASS. No GPU needed."""
+
+import functools
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from probelab.cache import cache_key, cached_bytes
+from probelab.codeobject import CodeObject
+from probelab.disasm import parse_sass
+from probelab.errors import Unavailable
+from probelab.probe import Kernel
+
+INSTALL_HINT = "pip install 'probelab[cuda]' (cuda-core, NVRTC and nvdisasm wheels)"
+
+
+def cuda_core():
+    try:
+        import cuda.core as core
+        core.Program  # noqa: B018 - cuda-core < 0.4 keeps it under .experimental
+    except (ImportError, AttributeError):
+        try:
+            import cuda.core.experimental as core
+        except ImportError as exc:
+            raise Unavailable(f"cuda-core is not installed: {INSTALL_HINT}") from exc
+    return core
+
+
+@functools.cache
+def nvrtc_version() -> str:
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as exc:
+        raise Unavailable(f"cuda-bindings is not installed: {INSTALL_HINT}") from exc
+    try:
+        err, major, minor = nvrtc.nvrtcVersion()
+    except Exception as exc:  # libnvrtc missing: the bindings raise on first use
+        raise Unavailable(f"NVRTC library not found ({exc}): {INSTALL_HINT}") from exc
+    if int(err) != 0:
+        raise Unavailable(f"nvrtcVersion failed: {err}")
+    return f"{major}.{minor}"
+
+
+@functools.cache
+def find_nvdisasm() -> Path | None:
+    candidates = [shutil.which("nvdisasm")]
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home:
+            candidates.append(str(Path(home) / "bin" / "nvdisasm"))
+    for entry in sys.path:  # the nvidia-cuda-nvdisasm wheel
+        candidates += sorted(glob.glob(f"{entry}/nvidia/*/bin/nvdisasm"))
+        candidates += sorted(glob.glob(f"{entry}/nvidia/cuda_nvdisasm/bin/nvdisasm"))
+    for c in candidates:
+        if c and Path(c).is_file() and os.access(c, os.X_OK):
+            return Path(c)
+    return None
+
+
+@functools.cache
+def nvdisasm_version() -> str:
+    tool = find_nvdisasm()
+    if tool is None:
+        raise Unavailable(f"nvdisasm not found: {INSTALL_HINT}")
+    out = subprocess.run([tool, "--version"], capture_output=True, text=True, check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def compile_cubin(source: str, arch: str, options: dict[str, object]) -> tuple[bytes, bool]:
+    """Compile CUDA C++ to a cubin for `arch` (e.g. sm_90). Returns (cubin, cache hit).
+
+    `options` are cuda-core ProgramOptions fields (e.g. {"std": "c++17"}).
+    """
+    version = nvrtc_version()
+    key = cache_key(source=source, arch=arch, options=options, nvrtc=version)
+
+    def build() -> bytes:
+        core = cuda_core()
+        program = core.Program(
+            source, code_type="c++", options=core.ProgramOptions(arch=arch, **options)
+        )
+        return bytes(program.compile("cubin").code)
+
+    return cached_bytes("nvrtc", key, build)
+
+
+def disassemble(cubin: bytes) -> str:
+    tool = find_nvdisasm()
+    if tool is None:
+        raise Unavailable(f"nvdisasm not found: {INSTALL_HINT}")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
+        handle.write(cubin)
+        handle.flush()
+        out = subprocess.run([tool, "-c", handle.name], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise Unavailable(f"nvdisasm failed: {out.stderr.strip()}")
+    return out.stdout
+
+
+def describe() -> dict[str, str]:
+    return {"compiler": f"NVRTC {nvrtc_version()}", "disassembler": nvdisasm_version()}
+
+
+def build(kernel: Kernel, target: str) -> CodeObject:
+    """Compile a probe kernel and disassemble the very bytes that will be loaded."""
+    cubin, hit = compile_cubin(kernel.source_text(), target, dict(kernel.options))
+    return CodeObject(target, cubin, parse_sass(disassemble(cubin)), describe(), hit)

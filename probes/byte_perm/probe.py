@@ -1,0 +1,139 @@
+"""byte-perm: what CUDA's __byte_perm and PTX prmt.b32 (default mode) do with each selector.
+
+Stimulus: all 65,536 16-bit selectors x a set of operand pairs. Source bytes 0-3 are x and
+4-7 are y (CUDA's order). Each structured pair gives byte k the low bits k + 1, so a plain
+pick names its source byte, and sets bit 7 (the sign) on a chosen set of bytes: none, all,
+or exactly one (seeds/002 section 5 style). Random pairs catch anything the structure misses.
+"""
+
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+import xarray as xr
+
+from probelab.probe import Evidence, Kernel, Launch, load_sibling
+
+HERE = Path(__file__).parent
+N_SELECTORS = 1 << 16
+N_RANDOM = 6
+RANDOM_SEED = 0x5EED_0002
+
+
+def _pair(sign_bytes: set[int]) -> tuple[int, int]:
+    raw = [(k + 1) | (0x80 if k in sign_bytes else 0) for k in range(8)]
+    word = int.from_bytes(bytes(raw), "little")
+    return word & 0xFFFFFFFF, word >> 32
+
+
+def operand_pairs() -> tuple[np.ndarray, np.ndarray, list[str]]:
+    patterns = {"msb_none": set(), "msb_all": set(range(8))}
+    patterns |= {f"msb_byte{k}": {k} for k in range(8)}
+    xs, ys, names = [], [], []
+    for name, signs in patterns.items():
+        x, y = _pair(signs)
+        xs.append(x)
+        ys.append(y)
+        names.append(name)
+    rng = np.random.default_rng(RANDOM_SEED)
+    random = rng.integers(0, 1 << 32, size=(N_RANDOM, 2), dtype=np.uint64)
+    for k, (x, y) in enumerate(random):
+        xs.append(int(x))
+        ys.append(int(y))
+        names.append(f"random{k}")
+    return np.array(xs, np.uint32), np.array(ys, np.uint32), names
+
+
+def prmt_default(x: np.ndarray, y: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """PTX prmt.b32 default mode, used only by the simulated device (never as evidence)."""
+    source = (y.astype(np.uint64) << np.uint64(32)) | x.astype(np.uint64)
+    out = np.zeros(np.broadcast_shapes(x.shape, s.shape), np.uint64)
+    for lane in range(4):
+        nibble = (s.astype(np.uint64) >> np.uint64(4 * lane)) & np.uint64(0xF)
+        byte = (source >> (np.uint64(8) * (nibble & np.uint64(7)))) & np.uint64(0xFF)
+        sign = np.where(byte & np.uint64(0x80), np.uint64(0xFF), np.uint64(0))
+        byte = np.where(nibble & np.uint64(8), sign, byte)
+        out |= byte << np.uint64(8 * lane)
+    return out.astype(np.uint32)
+
+
+class BytePerm:
+    id = "byte-perm"
+    version = "1"
+    summary = "__byte_perm vs prmt.b32: every 16-bit selector over sign-marked operand bytes"
+    targets = ("sm_*",)
+    observables = MappingProxyType({"value": ("operand", "selector")})
+
+    def kernels(self, vendor: str) -> list[Kernel]:
+        if vendor != "nvidia":
+            return []
+        source = HERE / "byte_perm.cu"
+        # SASS PRMT reads (a, selector, b). __byte_perm may transform its selector (it is a
+        # library function), so only "a load reaches it" is required there; the raw
+        # instruction must get all three operands straight from memory.
+        return [
+            Kernel(
+                "byte_perm", "probe_byte_perm", source, "nvidia",
+                Evidence(r"PRMT", operands=("unmodified", "from_memory", "unmodified")),
+            ),
+            Kernel(
+                "prmt", "probe_prmt", source, "nvidia",
+                Evidence(r"PRMT", operands=("unmodified", "unmodified", "unmodified")),
+            ),
+        ]
+
+    def stimulus(self) -> xr.Dataset:
+        xs, ys, names = operand_pairs()
+        return xr.Dataset(
+            coords={
+                "operand": ("operand", np.arange(len(xs), dtype=np.uint32)),
+                "x": ("operand", xs, {"description": "source bytes 0-3"}),
+                "y": ("operand", ys, {"description": "source bytes 4-7"}),
+                "pattern": ("operand", np.array(names)),
+                "selector": ("selector", np.arange(N_SELECTORS, dtype=np.uint32)),
+            }
+        )
+
+    def launch(self, stimulus: xr.Dataset) -> Launch:
+        n_sel = stimulus.sizes["selector"]
+        cells = stimulus.sizes["operand"] * n_sel
+        return Launch(
+            inputs={
+                "params": np.array([n_sel, cells], np.uint32),
+                "x": stimulus["x"].values,
+                "y": stimulus["y"].values,
+                "sel": stimulus["selector"].values,
+            },
+            outputs={"out": cells},
+            threads=cells,
+        )
+
+    def assemble(
+        self, stimulus: xr.Dataset, outputs: Mapping[str, Mapping[str, np.ndarray]]
+    ) -> xr.Dataset:
+        shape = (stimulus.sizes["operand"], stimulus.sizes["selector"])
+        names = list(outputs)
+        values = np.stack([outputs[k]["out"].reshape(shape) for k in names])
+        ds = stimulus.assign_coords(kernel=("kernel", np.array(names)))
+        ds["value"] = (
+            ("kernel", "operand", "selector"),
+            values,
+            {"description": "raw 32-bit result; cell (operand, selector) ran on thread "
+             "operand * n_selector + selector, lane = thread % 32"},
+        )
+        return ds
+
+    def simulate(self, kernel: Kernel, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        x, y, sel = inputs["x"][:, None], inputs["y"][:, None], inputs["sel"][None, :]
+        if kernel.name == "byte_perm":
+            sel = sel & np.uint32(0x7777)
+        return {"out": prmt_default(x, y, sel).reshape(-1)}
+
+    @property
+    def plots(self):
+        # Loaded on demand: matplotlib is not needed to sweep or check.
+        return load_sibling(HERE / "plots.py").PLOTS
+
+
+PROBE = BytePerm()

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The whole NVIDIA measurement in one call on the GPU machine:
+#   PROBELAB_GIT_HEAD=$(git rev-parse HEAD) bash scripts/measure_h200.sh
+# Installs carried wheels (.whl/, for packages the image lacks), reports the machine, runs
+# the test suite (CUDA tests included), sweeps every NVIDIA probe into data/ and runs the
+# benchmark. The repo arrives there without git history, hence PROBELAB_GIT_HEAD.
+set -euo pipefail
+: "${PROBELAB_GIT_HEAD:?set PROBELAB_GIT_HEAD to the commit being measured}"
+export PROBELAB_GIT_DIRTY="${PROBELAB_GIT_DIRTY:-0}" PYTHONUNBUFFERED=1
+OUT="${OUT:-$(mktemp -d)}"
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl
+  export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
+fi
+export PYTHONPATH="$PWD:${PYTHONPATH:-}"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/machine.txt"
+python3 -m probelab doctor --json > "$OUT/doctor.json"
+set +e
+python3 -m pytest -q -rs tests 2>&1 | tee "$OUT/pytest.log"
+tests_rc=${PIPESTATUS[0]}
+set -e
+for probe in ${PROBES:-byte-perm}; do
+  python3 -m probelab sweep "$probe" --repeats 3 | tee -a "$OUT/datasets.txt"
+done
+python3 bench/byte_perm_sweep.py --json "$OUT/bench.json"
+while read -r ds; do cp "$ds" "$OUT/"; done < "$OUT/datasets.txt"
+echo "tests exit code: $tests_rc"
+exit "$tests_rc"

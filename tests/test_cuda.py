@@ -1,0 +1,93 @@
+"""CUDA backend on a real GPU. Skipped cleanly where there is none."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from probelab import dataset
+from probelab.backends.guards import POISONS
+from probelab.errors import IntegrityError, Unavailable
+from probelab.probe import Evidence, Kernel, Launch
+
+ops_cuda = pytest.importorskip("probelab.backends.ops_cuda")
+try:
+    BACKEND = ops_cuda.CudaBackend()
+    DEVICE = BACKEND.device()
+except Unavailable as exc:
+    pytest.skip(f"no CUDA device: {exc}", allow_module_level=True)
+
+pytestmark = pytest.mark.cuda
+SOURCE = r"""
+typedef unsigned int u32;
+extern "C" __global__ void mix(const u32* params, const u32* a, u32* out) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < params[0]) out[i] = a[i] * 2654435761u ^ (i << 3);
+}
+extern "C" __global__ void past_end(const u32* params, const u32* a, u32* out) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i <= params[0]) out[i] = a[i < params[0] ? i : 0];
+}
+extern "C" __global__ void evens(const u32* params, const u32* a, u32* out) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < params[0] && i % 2 == 0) out[i] = a[i];
+}
+extern "C" __global__ void clobber(const u32* params, u32* a, u32* out) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < params[0]) { out[i] = a[i]; a[i] = 0; }
+}
+"""
+N = 1000  # deliberately not a multiple of the block size
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("cuda") / "k.cu"
+    path.write_text(SOURCE)
+    return path
+
+
+def run(source: Path, symbol: str, poison: int = POISONS[0]):
+    kernel = Kernel(symbol, symbol, source, "nvidia", Evidence("IMAD", count=None))
+    a = np.random.default_rng(1).integers(0, 1 << 32, N, dtype=np.uint64).astype(np.uint32)
+    launch = Launch({"params": np.array([N], np.uint32), "a": a}, {"out": N}, threads=N)
+    code = BACKEND.compile(kernel, DEVICE.target)
+    return a, BACKEND.run(code, kernel, launch, poison)["out"]
+
+
+def test_device_reports_an_sm_target():
+    assert DEVICE.target.startswith("sm_") and DEVICE.name
+
+
+def test_round_trip_matches_the_host_reference(source):
+    a, out = run(source, "mix")
+    i = np.arange(N, dtype=np.uint32)
+    assert np.array_equal(out, (a * np.uint32(2654435761)) ^ (i << np.uint32(3)))
+
+
+def test_write_past_the_end_hits_the_guard(source):
+    with pytest.raises(IntegrityError, match="guard"):
+        run(source, "past_end")
+
+
+def test_unwritten_cells_keep_the_poison(source):
+    a, out = run(source, "evens", poison=POISONS[1])
+    assert np.array_equal(out[0::2], a[0::2])
+    assert np.all(out[1::2] == POISONS[1])
+
+
+def test_a_kernel_that_writes_its_input_is_caught(source):
+    with pytest.raises(IntegrityError, match="input buffer 'a' changed"):
+        run(source, "clobber")
+
+
+def test_byte_perm_sweep_end_to_end(tmp_path):
+    from probelab.sweep import run_sweep
+
+    result = run_sweep("byte-perm", "cuda", repeats=2, out_root=tmp_path)
+    ds = dataset.load(result.path)
+    prov = dataset.provenance(ds)
+    assert prov["simulated"] is False and prov["target"] == DEVICE.target
+    assert prov["repeats"] == 2 and prov["repeats_identical"] is True
+    assert all(k["evidence"]["ok"] for k in prov["kernels"].values())
+    assert ds["value"].dtype == np.uint32 and ds["value"].shape == (2, 16, 65536)

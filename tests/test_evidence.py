@@ -1,0 +1,84 @@
+"""The evidence gate on real NVRTC-compiled kernels (no GPU needed, NVRTC + nvdisasm are)."""
+
+from pathlib import Path
+
+import pytest
+
+from probelab.errors import Unavailable
+from probelab.evidence import SASS, gate
+from probelab.probe import Evidence, Kernel, get_probe
+
+nvidia = pytest.importorskip("probelab.toolchains.nvidia")
+
+try:
+    nvidia.nvrtc_version()
+    HAVE_TOOLS = nvidia.find_nvdisasm() is not None
+except Unavailable:
+    HAVE_TOOLS = False
+pytestmark = pytest.mark.skipif(not HAVE_TOOLS, reason="NVRTC or nvdisasm not installed")
+
+PRELUDE = "typedef unsigned int u32;\n"
+RAW = Evidence("PRMT", operands=("unmodified", "unmodified", "unmodified"))
+
+
+def compiled(tmp_path: Path, body: str, evidence: Evidence = RAW):
+    source = tmp_path / "k.cu"
+    source.write_text(PRELUDE + 'extern "C" __global__ void k(const u32* x, const u32* y, '
+                      f"const u32* s, u32* out) {{ u32 i = threadIdx.x; {body} }}")
+    kernel = Kernel("k", "k", source, "nvidia", evidence)
+    code = nvidia.build(kernel, "sm_90")
+    return gate("k", evidence, code.functions["k"], SASS)
+
+
+def test_byte_perm_probe_kernels_pass_the_gate_and_the_intrinsic_transform_is_recorded():
+    probe = get_probe("byte-perm")
+    reports = {}
+    for kernel in probe.kernels("nvidia"):
+        code = nvidia.build(kernel, "sm_90")
+        reports[kernel.name] = gate(kernel.name, kernel.evidence, code.functions[kernel.symbol],
+                                    SASS)
+    assert all(r.ok for r in reports.values()), {k: r.problems for k, r in reports.items()}
+    assert [t.reaches for t in reports["prmt"].operands] == ["unmodified"] * 3
+    # Whatever __byte_perm does to its selector on the way is on record, not hidden.
+    selector = reports["byte_perm"].operands[1]
+    assert selector.reaches in ("unmodified", "from_memory")
+    assert selector.path and "LDG" in selector.path[-1]
+
+
+def test_raw_prmt_from_memory_passes(tmp_path):
+    r = compiled(tmp_path, 'u32 r; asm volatile("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : '
+                           '"r"(x[i]), "r"(y[i]), "r"(s[i])); out[i] = r;')
+    assert r.ok, r.problems
+
+
+def test_constant_selector_is_caught(tmp_path):
+    r = compiled(tmp_path, 'u32 r; asm volatile("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : '
+                           '"r"(x[i]), "r"(y[i]), "r"(0x3210u)); out[i] = r;')
+    assert not r.ok
+    assert any("not_from_memory" in p for p in r.problems)
+
+
+def test_masked_operand_is_caught_where_unmodified_is_required(tmp_path):
+    r = compiled(tmp_path, 'u32 r; asm volatile("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : '
+                           '"r"(x[i]), "r"(y[i]), "r"(s[i] & 0x7777u)); out[i] = r;')
+    assert not r.ok
+    masked = [t for t in r.operands if t.reaches == "from_memory"]
+    assert masked and any("LOP3" in step for step in masked[0].path)
+
+
+def test_missing_instruction_and_forbidden_relative_are_caught(tmp_path):
+    r = compiled(tmp_path, "out[i] = x[i] + y[i] + s[i];")
+    assert not r.ok and any("no instruction" in p for p in r.problems)
+    forbid = Evidence("PRMT", forbidden=("IADD3",), operands=())
+    r = compiled(tmp_path, 'u32 r; asm volatile("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : '
+                           '"r"(x[i]), "r"(y[i]), "r"(s[i])); out[i] = r + x[i + 1];', forbid)
+    assert not r.ok and any("forbidden" in p for p in r.problems)
+
+
+def test_instruction_count_is_enforced(tmp_path):
+    twice = Evidence("PRMT", count=1, operands=())
+    r = compiled(tmp_path, 'u32 a, b; asm volatile("prmt.b32 %0, %1, %2, %3;" : "=r"(a) : '
+                           '"r"(x[i]), "r"(y[i]), "r"(s[i])); asm volatile("prmt.b32 %0, %1, '
+                           '%2, %3;" : "=r"(b) : "r"(y[i]), "r"(x[i]), "r"(s[i])); '
+                           "out[i] = a ^ b;", twice)
+    assert not r.ok and any("expected 1" in p for p in r.problems)

@@ -1,0 +1,45 @@
+"""Sweep-level checks that need no device."""
+
+import numpy as np
+import pytest
+
+from probelab.backends.guards import GUARD, GUARD_WORDS, POISONS, framed, unframe
+from probelab.errors import IntegrityError
+from probelab.sweep import _compare_repeats
+
+
+def test_differing_repeats_fail_the_sweep():
+    a = np.arange(10, dtype=np.uint32)
+    b = a.copy()
+    b[7] ^= 1
+    with pytest.raises(IntegrityError, match="differs between repeat 0 and 1 in 1 cells"):
+        _compare_repeats("k", [{"out": a}, {"out": b}, {"out": a}])
+
+
+def test_a_cell_left_unwritten_cannot_repeat_because_poisons_alternate():
+    written = np.arange(10, dtype=np.uint32)
+    runs = []
+    for poison in POISONS:
+        out = written.copy()
+        out[3] = poison  # the kernel never wrote cell 3
+        runs.append({"out": out})
+    with pytest.raises(IntegrityError, match="in 1 cells"):
+        _compare_repeats("k", runs)
+
+
+def test_one_repeat_is_refused_because_it_cannot_see_unwritten_cells():
+    from probelab.errors import UsageError
+    from probelab.sweep import run_sweep
+
+    with pytest.raises(UsageError, match="at least 2"):
+        run_sweep("byte-perm", "sim", repeats=1)
+
+
+def test_guards_catch_writes_on_either_side():
+    for index in (0, GUARD_WORDS - 1, -1, -GUARD_WORDS):
+        buf = framed(np.arange(5, dtype=np.uint32))
+        buf[index] = 0
+        with pytest.raises(IntegrityError, match="guard words overwritten"):
+            unframe("out", buf)
+    buf = framed(np.arange(5, dtype=np.uint32))
+    assert np.array_equal(unframe("out", buf), np.arange(5)) and buf[0] == GUARD
