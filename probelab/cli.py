@@ -161,8 +161,7 @@ def prereg_seal(
 
     for path in files:
         entry = seal(path)
-        out.print(f"sealed {entry['probe']}/{entry['hypothesis']} {entry['hash']}",
-                  highlight=False)
+        typer.echo(f"sealed {entry['probe']}/{entry['hypothesis']} {entry['hash']}")
 
 
 @prereg_app.command("verify")

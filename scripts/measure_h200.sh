@@ -2,8 +2,8 @@
 # The whole NVIDIA measurement in one call on the GPU machine:
 #   PROBELAB_GIT_HEAD=$(git rev-parse HEAD) bash scripts/measure_h200.sh
 # Installs carried wheels (.whl/, for packages the image lacks), reports the machine, runs
-# the test suite (CUDA tests included), sweeps every NVIDIA probe into data/ and runs the
-# benchmark. The repo arrives there without git history, hence PROBELAB_GIT_HEAD.
+# the tests (TESTS, default all; CUDA tests included), sweeps every NVIDIA probe into data/
+# and runs the benchmark. The repo arrives there without git history, hence PROBELAB_GIT_HEAD.
 set -euo pipefail
 : "${PROBELAB_GIT_HEAD:?set PROBELAB_GIT_HEAD to the commit being measured}"
 export PROBELAB_GIT_DIRTY="${PROBELAB_GIT_DIRTY:-0}" PYTHONUNBUFFERED=1
@@ -17,7 +17,7 @@ export PYTHONPATH="$PWD:${PYTHONPATH:-}"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/machine.txt"
 python3 -m probelab doctor --json > "$OUT/doctor.json"
 set +e
-python3 -m pytest -q -rs tests 2>&1 | tee "$OUT/pytest.log"
+python3 -m pytest -q -rs ${TESTS:-tests} 2>&1 | tee "$OUT/pytest.log"
 tests_rc=${PIPESTATUS[0]}
 set -e
 for probe in ${PROBES:-byte-perm}; do
