@@ -37,7 +37,7 @@ def _cell(ds: xr.Dataset, observable: str, index: tuple[int, ...]) -> dict[str, 
     point = dict(zip(dims, index, strict=True))
     cell = {}
     for name, coord in ds[observable].coords.items():
-        if set(coord.dims) <= set(dims):
+        if name != "kernel" and set(coord.dims) <= set(dims):
             cell[str(name)] = _plain(coord.isel({d: point[d] for d in coord.dims}).values[()])
     return cell
 

@@ -198,7 +198,7 @@ def prereg_list(as_json: JsonOpt = False) -> None:
         emit_json(rows)
         return
     for r in rows:
-        out.print(f"{'sealed  ' if r['sealed'] else 'UNSEALED'} {r['path']}", highlight=False)
+        typer.echo(f"{'sealed  ' if r['sealed'] else 'UNSEALED'} {r['path']}")
 
 
 @app.command()
@@ -225,7 +225,7 @@ def check(
     if as_json:
         emit_json(doc)
     else:
-        out.print(render(doc), markup=False, highlight=False)
+        typer.echo(render(doc))  # plain: Markdown tables must not be wrapped
     raise typer.Exit(int(EXIT[doc["verdict"]]))
 
 
@@ -249,16 +249,16 @@ def verify(
     else:
         for row in result["checks"]:
             kernels = ", ".join(f"{k} {v}" for k, v in row["kernels"].items())
-            out.print(f"{row['dataset']} × {row['hypothesis']}: {row['verdict']} "
-                      f"({kernels}) [recorded: {row['recorded']}]", highlight=False)
+            typer.echo(f"{row['dataset']} × {row['hypothesis']}: {row['verdict']} "
+                       f"({kernels}) [recorded: {row['recorded']}]")
         for note in result["notes"]:
             err.print(f"note: {note}", highlight=False)
         for problem in result["problems"]:
             err.print(f"[red]problem:[/] {escape(problem)}", highlight=False)
         seals = len(result["seals"])
         summary = f"{len(result['checks'])} checks over {seals} sealed hypotheses"
-        out.print(summary + (", all intact" if not result["problems"] else
-                             f", {len(result['problems'])} problems"), highlight=False)
+        typer.echo(summary + (", all intact" if not result["problems"] else
+                              f", {len(result['problems'])} problems"))
     if result["problems"]:
         raise typer.Exit(int(Exit.INTEGRITY))
 
@@ -307,7 +307,7 @@ def report(
     if as_json:
         emit_json(docs)
     else:
-        out.print("\n".join(render(d) for d in docs), markup=False, highlight=False)
+        typer.echo("\n".join(render(d) for d in docs))
 
 
 def main() -> None:
