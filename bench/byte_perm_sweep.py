@@ -5,12 +5,15 @@ covers the same grid with one launch per selector.
 
 Whole sweep = `python -m probelab sweep byte-perm` as a fresh process, from process start
 to dataset saved (both kernels, full grid, 3 repeats). Cold uses an empty compile cache;
-warm reuses it. The launch-phase comparison times, in one process, the device work of one
-repeat of one kernel: a single launch over the grid vs 65,536 launches of 16 threads, and
-checks that both give identical outputs.
+warm reuses it. The launch-phase comparison times, in one process, one repeat of one kernel
+from allocation to outputs on the host: a single launch over the grid (the backend's own
+run, guards and poison included) vs 65,536 launches of 16 threads into buffers allocated
+once, and checks that both give identical outputs. `phases_s` splits a warm in-process
+sweep by step; `import_s` is a bare interpreter importing probelab's sweep path.
 """
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -40,7 +43,32 @@ def whole_sweep(cache: Path, out: Path) -> float:
     return time.perf_counter() - start
 
 
+def phases() -> dict[str, float]:
+    """Where a warm sweep's time goes, in process (imports excluded): step -> seconds."""
+    from probelab.sweep import run_sweep
+
+    marks: list[tuple[str, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        run_sweep("byte-perm", "cuda", out_root=Path(tmp),
+                  step=lambda text: marks.append((text.split(" (")[0], time.perf_counter())))
+        marks.append(("end", time.perf_counter()))
+    spans: dict[str, float] = {"before first step": marks[0][1] - start}
+    for (name, t), (_, t_next) in itertools.pairwise(marks):
+        spans[name] = spans.get(name, 0.0) + (t_next - t)
+    spans["total"] = marks[-1][1] - start
+    return spans
+
+
+def import_time() -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import probelab.cli, probelab.sweep, "
+                    "probelab.backends.ops_cuda"], cwd=ROOT, check=True)
+    return time.perf_counter() - start
+
+
 def launch_phase(kernel_name: str) -> dict[str, float | bool]:
+    """One repeat of one kernel, device work and transfers included on both sides."""
     probe = get_probe("byte-perm")
     kernel = next(k for k in probe.kernels("nvidia") if k.name == kernel_name)
     backend = CudaBackend()
@@ -58,22 +86,22 @@ def launch_phase(kernel_name: str) -> dict[str, float | bool]:
     n_op, n_sel = x.size, sel.size
     host = {"params": np.array([1, n_op], np.uint32), "x": x, "y": y, "sel": sel,
             "out": np.full(n_op * n_sel, POISONS[0], np.uint32)}
-    bufs = {n: device.allocate(a.nbytes, stream=backend._stream) for n, a in host.items()}
-    backend._stream.sync()
-    for n, a in host.items():
-        _check(drv.cuMemcpyHtoD(int(bufs[n].handle), a.ctypes.data, a.nbytes), "HtoD")
     fn = backend._kernel(code, kernel.symbol)
     config = core.LaunchConfig(grid=1, block=n_op)
-    base = {n: int(b.handle) for n, b in bufs.items()}
     start = time.perf_counter()
+    bufs = {n: device.allocate(a.nbytes, stream=backend._stream) for n, a in host.items()}
+    backend._stream.sync()
+    base = {n: int(b.handle) for n, b in bufs.items()}
+    for n, a in host.items():
+        _check(drv.cuMemcpyHtoD(base[n], a.ctypes.data, a.nbytes), "HtoD")
     for s in range(n_sel):  # one launch per selector: n_sel = 1, pointers offset
         core.launch(backend._stream, config, fn, np.uint64(base["params"]), np.uint64(base["x"]),
                     np.uint64(base["y"]), np.uint64(base["sel"] + 4 * s),
                     np.uint64(base["out"] + 4 * n_op * s))
     backend._stream.sync()
-    per_selector_s = time.perf_counter() - start
     back = np.empty_like(host["out"])
     _check(drv.cuMemcpyDtoH(back.ctypes.data, base["out"], back.nbytes), "DtoH")
+    per_selector_s = time.perf_counter() - start
     for b in bufs.values():
         b.close()
     same = bool(np.array_equal(back.reshape(n_sel, n_op).T.reshape(-1), single))
@@ -93,6 +121,8 @@ def main() -> None:
         results["cold_s"] = whole_sweep(cache, out)
         warm = [whole_sweep(cache, out) for _ in range(args.warm_runs)]
     results |= {"warm_s": warm, "warm_median_s": statistics.median(warm)}
+    results["import_s"] = import_time()
+    results["phases_s"] = phases()
     results["launch_phase"] = {k: launch_phase(k) for k in ("byte_perm", "prmt")}
     results["device"] = CudaBackend().device().name
     text = json.dumps(results, indent=2)

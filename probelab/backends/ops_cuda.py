@@ -4,12 +4,14 @@ Device memory comes from cuda-core; the plain synchronous copies go through the 
 (cuda.bindings), whose every return code is checked here.
 """
 
+import re
 import subprocess
+from pathlib import Path
 
 import numpy as np
 
 from probelab.backends import DeviceInfo
-from probelab.backends.guards import GUARD_WORDS, check_inputs_intact, framed, poisoned, unframe
+from probelab.backends.guards import GUARD, GUARD_WORDS, check_inputs_intact, framed, unframe
 from probelab.codeobject import CodeObject
 from probelab.errors import IntegrityError, Unavailable
 from probelab.evidence import SASS
@@ -21,6 +23,22 @@ def _driver():
     from cuda.bindings import driver
 
     return driver
+
+
+def _kernel_driver_version() -> str:
+    """The display driver's version, read where the driver publishes it (no subprocess)."""
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text()
+    except OSError:
+        text = ""
+    if match := re.search(r"Kernel Module\s+(?:for \S+\s+)?(\d+\.\d+(?:\.\d+)?)", text):
+        return match.group(1)
+    try:  # sandboxes may hide /proc/driver; nvidia-smi is slower but still knows
+        query = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
+        smi = subprocess.run(query, capture_output=True, text=True, timeout=20, check=True)
+        return smi.stdout.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "?"
 
 
 def _check(result: tuple, what: str) -> tuple:
@@ -59,12 +77,7 @@ class CudaBackend:
         (version,) = _check(_driver().cuDriverGetVersion(), "cuDriverGetVersion")
         details = {"cuda_driver_api": f"{version // 1000}.{version % 1000 // 10}",
                    "cuda_core": nvidia.cuda_core().__version__}
-        try:
-            query = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
-            smi = subprocess.run(query, capture_output=True, text=True, timeout=20)
-            details["driver"] = smi.stdout.strip().splitlines()[0] if smi.returncode == 0 else "?"
-        except (OSError, subprocess.TimeoutExpired, IndexError):
-            details["driver"] = "?"
+        details["driver"] = _kernel_driver_version()
         return DeviceInfo(dev.name, f"sm_{cc[0]}{cc[1]}", details)
 
     def compile(self, kernel: Kernel, target: str) -> CodeObject:
@@ -80,24 +93,28 @@ class CudaBackend:
             poison: int) -> dict[str, np.ndarray]:
         core, drv, dev = nvidia.cuda_core(), _driver(), self._open()
         host = {n: framed(a) for n, a in launch.inputs.items()}
-        host |= {n: poisoned(words, poison) for n, words in launch.outputs.items()}
-        buffers = {n: dev.allocate(h.nbytes, stream=self._stream) for n, h in host.items()}
+        sizes = {n: h.size for n, h in host.items()}
+        sizes |= {n: words + 2 * GUARD_WORDS for n, words in launch.outputs.items()}
+        buffers = {n: dev.allocate(4 * size, stream=self._stream) for n, size in sizes.items()}
+        ptr = {n: int(b.handle) for n, b in buffers.items()}
         try:
             self._stream.sync()
             for n, h in host.items():
-                _check(drv.cuMemcpyHtoD(int(buffers[n].handle), h.ctypes.data, h.nbytes),
-                       f"cuMemcpyHtoD({n})")
+                _check(drv.cuMemcpyHtoD(ptr[n], h.ctypes.data, h.nbytes), f"cuMemcpyHtoD({n})")
+            for n, words in launch.outputs.items():  # guards, then poison, set on the device
+                _check(drv.cuMemsetD32(ptr[n], int(GUARD), sizes[n]), f"cuMemsetD32({n})")
+                _check(drv.cuMemsetD32(ptr[n] + 4 * GUARD_WORDS, poison, words),
+                       f"cuMemsetD32({n})")
             # Pointer-only arguments, each pointing past the leading guard.
-            args = [np.uint64(int(buffers[n].handle) + 4 * GUARD_WORDS) for n in host]
+            args = [np.uint64(ptr[n] + 4 * GUARD_WORDS) for n in sizes]
             blocks = (launch.threads + launch.block - 1) // launch.block
             config = core.LaunchConfig(grid=blocks, block=launch.block)
             core.launch(self._stream, config, self._kernel(code, kernel.symbol), *args)
             self._stream.sync()
             _check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
-            back = {n: np.empty_like(h) for n, h in host.items()}
+            back = {n: np.empty(size, np.uint32) for n, size in sizes.items()}
             for n, b in back.items():
-                _check(drv.cuMemcpyDtoH(b.ctypes.data, int(buffers[n].handle), b.nbytes),
-                       f"cuMemcpyDtoH({n})")
+                _check(drv.cuMemcpyDtoH(b.ctypes.data, ptr[n], b.nbytes), f"cuMemcpyDtoH({n})")
         except IntegrityError:
             raise
         except Exception as exc:  # a faulting kernel surfaces as a CUDA error here

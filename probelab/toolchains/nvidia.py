@@ -2,6 +2,7 @@
 
 import functools
 import glob
+import hashlib
 import os
 import shutil
 import subprocess
@@ -107,4 +108,6 @@ def describe() -> dict[str, str]:
 def build(kernel: Kernel, target: str) -> CodeObject:
     """Compile a probe kernel and disassemble the very bytes that will be loaded."""
     cubin, hit = compile_cubin(kernel.source_text(), target, dict(kernel.options))
-    return CodeObject(target, cubin, parse_sass(disassemble(cubin)), describe(), hit)
+    key = cache_key(cubin=hashlib.sha256(cubin).hexdigest(), nvdisasm=nvdisasm_version())
+    sass, _ = cached_bytes("nvdisasm", key, lambda: disassemble(cubin).encode())
+    return CodeObject(target, cubin, parse_sass(sass.decode()), describe(), hit)
