@@ -11,11 +11,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from probelab import dataset, ledger
+from probelab import dataset
 from probelab.check import TAMPERED, check, render_json, save_verdict, verdict_path
 from probelab.errors import IntegrityError, LabError
-from probelab.paths import data_dir, lab_root, ledger_path
-from probelab.prereg import verify_seals
+from probelab.paths import data_dir, lab_root
+from probelab.prereg import ledger_entries, verify_seals
 
 EXPECTED_SUFFIXES = (".nc", ".verdict.json", ".png", ".svg", ".md")
 
@@ -25,7 +25,7 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
     result: dict[str, Any] = {"seals": [], "checks": [], "problems": [], "notes": []}
     try:
         result["seals"] = verify_seals()
-        entries = ledger.read(ledger_path())
+        entries = ledger_entries()
     except IntegrityError as exc:
         result["problems"].append(f"ledger: {exc}")
         return result
@@ -52,8 +52,11 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
             recorded_path = verdict_path(path, entry["hypothesis"])
             recorded = "missing"
             if recorded_path.exists():
-                same = json.loads(recorded_path.read_text()) == json.loads(render_json(doc))
-                recorded = "same" if same else "differs"
+                try:
+                    same = json.loads(recorded_path.read_text()) == json.loads(render_json(doc))
+                    recorded = "same" if same else "differs"
+                except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+                    recorded = "unreadable"
             if write and recorded != "same":
                 save_verdict(doc, path)
                 recorded = "written"
@@ -64,9 +67,9 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
             if doc["verdict"] == TAMPERED:
                 result["problems"].append(f"{rel} × {entry['hypothesis']}: "
                                           + "; ".join(doc["reasons"]))
-            if recorded == "differs":
+            if recorded in ("differs", "unreadable"):
                 result["problems"].append(f"{rel} × {entry['hypothesis']}: recorded verdict "
-                                          "differs from the one the data give now")
+                                          f"{recorded} (the data give {doc['verdict']} now)")
             elif recorded == "missing":
                 result["notes"].append(f"{rel} × {entry['hypothesis']}: no recorded verdict "
                                        "(probelab verify --write records it)")

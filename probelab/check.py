@@ -14,9 +14,8 @@ import xarray as xr
 
 from probelab import dataset, gitinfo, ledger
 from probelab.errors import Exit, IntegrityError, UsageError
-from probelab.hypothesis import load_hypothesis, predict, table_sha256
-from probelab.paths import ledger_path
-from probelab.prereg import relative, seal_commit
+from probelab.hypothesis import LITERAL, load_hypothesis, predict, table_sha256
+from probelab.prereg import ledger_entries, relative, seal_commit, shown
 from probelab.probe import get_probe
 from probelab.storage import atomic_write_text
 
@@ -63,8 +62,13 @@ def score(ds: xr.Dataset, kernel: str, tables: dict[str, dict[str, np.ndarray]])
     return scores
 
 
-def _measured_at(prov: dict) -> datetime:
-    return datetime.fromisoformat(prov["utc"])
+def _measured_at(prov: dict) -> datetime | None:
+    """The measurement time, only if it is an unambiguous (timezone-aware) instant."""
+    try:
+        when = datetime.fromisoformat(prov["utc"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return when if when.tzinfo is not None else None
 
 
 def _order_problems(entry: dict, prov: dict) -> tuple[list[str], str | None]:
@@ -72,13 +76,19 @@ def _order_problems(entry: dict, prov: dict) -> tuple[list[str], str | None]:
     commit = seal_commit(entry)
     head = prov.get("git_head")
     measured = _measured_at(prov)
+    if measured is None:
+        problems.append("the dataset records no usable measurement time (UTC, with offset)")
+        return problems, commit
+    if not isinstance(head, str) or not gitinfo.is_commit_id(head):
+        head = None  # a ref name would resolve at check time, not at measurement time
     if datetime.fromisoformat(entry["sealed_at"]) > measured:
         problems.append(f"sealed at {entry['sealed_at']}, after the measurement ({prov['utc']})")
     if commit is None:
         problems.append("no commit carries this seal with the file as sealed "
                         "(amended, rebased away or never committed)")
     elif not head:
-        problems.append("the dataset records no git commit, so the order cannot be shown")
+        problems.append("the dataset records no git commit (as a full commit id), so the "
+                        "order cannot be shown")
     elif not gitinfo.is_ancestor(commit, head):
         problems.append(f"seal commit {commit[:12]} is not an ancestor of the measured commit "
                         f"{head[:12]}")
@@ -103,15 +113,14 @@ def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
         "hypothesis": {"id": h.id, "probe": h.probe, "path": relative(hypothesis_path),
                        "claim": h.claim.strip(), "coordinates": h.coordinates,
                        "kernels": list(h.kernels or kernels), "file_sha256": h.sha256},
-        "dataset": {"path": relative(dataset_path), "device": prov.get("device"),
+        "dataset": {"path": shown(dataset_path), "device": prov.get("device"),
                     "target": prov.get("target"), "git_head": prov.get("git_head"),
                     "utc": prov.get("utc"), "simulated": prov.get("simulated", True),
                     "grid_sha256": dataset.grid_sha256(ds)},
         "reasons": [],
     }
     try:
-        entries = ledger.read(ledger_path())
-        ledger.verify_chain(entries)
+        entries = ledger_entries()
     except IntegrityError as exc:
         return doc | {"verdict": TAMPERED, "reasons": [f"ledger: {exc}"]}
     entry = ledger.find(entries, doc["hypothesis"]["path"])
@@ -132,7 +141,8 @@ def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
     doc["kernels"] = {}
     for kernel in kernels:
         scores = score(ds, kernel, tables)
-        via = next((s for s in h.scorings() if scores[s]["matches"] == scores[s]["cells"]), None)
+        via = next((s for s in h.scorings()
+                    if scores[s]["matches"] == scores[s]["cells"] > 0), None)
         doc["kernels"][kernel] = {"in_claim": kernel in doc["hypothesis"]["kernels"],
                                   "status": CONFIRMED if via else REFUTED, "via": via,
                                   "scores": scores}
@@ -140,6 +150,8 @@ def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
         return doc | {"verdict": POST_HOC, "reasons": problems}
     claimed = [doc["kernels"][k] for k in doc["hypothesis"]["kernels"]]
     verdict = CONFIRMED if all(k["status"] == CONFIRMED for k in claimed) else REFUTED
+    doc["reasons"] += [f"kernel {k}: no cells to score" for k, v in doc["kernels"].items()
+                       if v["scores"][LITERAL]["cells"] == 0]
     if doc["dataset"]["simulated"]:
         return doc | {"verdict": NOT_EVIDENCE,
                       "reasons": [f"simulated data (would be {verdict}); never evidence"]}

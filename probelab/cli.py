@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -49,6 +50,11 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         except KeyboardInterrupt:
             err.print("interrupted; nothing was written")
             raise typer.Exit(130) from None
+        except (typer.Exit, click.exceptions.ClickException, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # a bug must never read as "refuted" (exit 1)
+            err.print(f"[bold red]internal error:[/] {escape(f'{type(exc).__name__}: {exc}')}")
+            raise typer.Exit(int(Exit.INTEGRITY)) from exc
 
     return wrapper
 

@@ -43,10 +43,15 @@ def provenance(ds: xr.Dataset) -> dict[str, Any]:
         raise UsageError("dataset has no readable provenance attr") from exc
 
 
-def save(ds: xr.Dataset, path: Path, prov: dict[str, Any]) -> Path:
-    """Write atomically: a failed write leaves nothing at `path`."""
+def with_provenance(ds: xr.Dataset, prov: dict[str, Any]) -> xr.Dataset:
     ds = ds.copy()
     ds.attrs = {"probelab_schema": SCHEMA, "provenance": json.dumps(prov, sort_keys=True)}
+    return ds
+
+
+def save(ds: xr.Dataset, path: Path, prov: dict[str, Any]) -> Path:
+    """Write atomically: a failed write leaves nothing at `path`."""
+    ds = with_provenance(ds, prov)
     encoding = {str(v): {"_FillValue": None} for v in ds.variables}
     for name, var in ds.variables.items():
         if var.dtype.kind in "iu" and var.size >= 4096:  # lossless; lane data compress well

@@ -33,6 +33,7 @@ def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scori
     for kind in chosen:
         if kind.startswith("mismatch") and tables is None:
             raise UsageError(f"{kind} compares with a hypothesis: give --prereg FILE")
+        suffix = tag if kind.startswith("mismatch") else ""  # only these depend on it
         for name, figure in plots[kind](ds, tables=tables, scoring=scoring).items():
-            written += save_figure(figure, folder / f"{dataset_path.stem}.{kind}{tag}.{name}")
+            written += save_figure(figure, folder / f"{dataset_path.stem}.{kind}{suffix}.{name}")
     return written

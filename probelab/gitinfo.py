@@ -5,9 +5,11 @@ passed in as PROBELAB_GIT_HEAD (and PROBELAB_GIT_DIRTY=0/1).
 """
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
+from probelab.errors import UsageError
 from probelab.paths import lab_root
 
 
@@ -18,9 +20,16 @@ def git(*args: str, cwd: Path | None = None, check: bool = True) -> str:
     return out.stdout.strip()
 
 
+def is_commit_id(text: str) -> bool:
+    return re.fullmatch(r"[0-9a-f]{40}", text) is not None
+
+
 def head() -> tuple[str | None, bool | None]:
     """(commit, dirty) of the lab's checkout; (None, None) when neither git nor env knows."""
     if env := os.environ.get("PROBELAB_GIT_HEAD"):
+        if not is_commit_id(env):
+            raise UsageError(f"PROBELAB_GIT_HEAD={env!r} is not a full commit id: pass "
+                             "`git rev-parse HEAD`, not a ref name that resolves later")
         return env, os.environ.get("PROBELAB_GIT_DIRTY", "1") != "0"
     try:
         commit = git("rev-parse", "HEAD")

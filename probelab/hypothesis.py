@@ -18,6 +18,7 @@ Predictions are taken modulo 2**32: observables are 32-bit registers.
 """
 
 import hashlib
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -59,6 +60,10 @@ class Hypothesis:
         return [LITERAL, *sorted(self.translations)]
 
 
+def is_plain_id(text: str) -> bool:
+    return re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}", text) is not None
+
+
 def _strings(table: object, what: str) -> dict[str, str]:
     if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
         raise UsageError(f"[{what}] must be a table of strings (expressions)")
@@ -85,6 +90,10 @@ def parse_hypothesis(path: Path, raw: bytes) -> Hypothesis:
             raise UsageError(f"{path}: '{key}' must be a {kind.__name__}")
     if doc["schema"] != 1:
         raise UsageError(f"{path}: schema {doc['schema']} is not supported (1 is)")
+    for key in ("id", "probe", "parent"):
+        if key in doc and not is_plain_id(doc[key]):
+            raise UsageError(f"{path}: {key} {doc[key]!r} must be a plain name (letters, "
+                             "digits, '-' and '_'; it names files)")
     translations = doc.get("translations", {})
     if not all(isinstance(t, dict) for t in translations.values()):
         raise UsageError(f"{path}: each [translations.NAME] must be a table")

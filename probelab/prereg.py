@@ -13,7 +13,13 @@ from typing import Any
 from probelab import gitinfo, ledger
 from probelab.dataset import grid_sha256
 from probelab.errors import IntegrityError, UsageError
-from probelab.hypothesis import Hypothesis, load_hypothesis, predict, table_sha256
+from probelab.hypothesis import (
+    Hypothesis,
+    is_plain_id,
+    load_hypothesis,
+    predict,
+    table_sha256,
+)
 from probelab.paths import lab_root, ledger_path, prereg_dir
 from probelab.probe import Probe, get_probe
 
@@ -25,6 +31,14 @@ def relative(path: Path) -> str:
         return path.resolve().relative_to(lab_root()).as_posix()
     except ValueError as exc:
         raise UsageError(f"{path} is outside the lab at {lab_root()}") from exc
+
+
+def shown(path: Path) -> str:
+    """Lab-relative where possible (stable across clones), else absolute."""
+    try:
+        return relative(path)
+    except UsageError:
+        return str(path.resolve())
 
 
 def _kernel_names(probe: Probe) -> set[str]:
@@ -71,7 +85,7 @@ coordinates = "raw"
 
 def new(probe_id: str, hypothesis_id: str) -> Path:
     probe = get_probe(probe_id)
-    if not hypothesis_id.replace("-", "").replace("_", "").isalnum():
+    if not is_plain_id(hypothesis_id):
         raise UsageError("a hypothesis id uses letters, digits, '-' and '_' only")
     path = prereg_dir() / probe.id / f"{hypothesis_id}.toml"
     if path.exists():
@@ -94,8 +108,7 @@ def seal(path: Path) -> dict[str, Any]:
         raise UsageError(f"{rel}: hypotheses of {h.probe} live in preregistrations/{h.probe}/")
     _, grid_hash, table_hash = evaluate(h)
     lp = ledger_path()
-    entries = ledger.read(lp)
-    ledger.verify_chain(entries)
+    entries = ledger_entries()
     if any(e["path"] == rel or (e["probe"], e["hypothesis"]) == (h.probe, h.id) for e in entries):
         raise UsageError(f"{rel} ({h.probe}/{h.id}) is already sealed; sealed files are never "
                          "edited: write a new file with parent = its id")
@@ -125,6 +138,19 @@ def seal(path: Path) -> dict[str, Any]:
     return entry
 
 
+def ledger_entries() -> list[dict[str, Any]]:
+    """The ledger, checked: chain intact, and no seal in this history missing from it."""
+    entries = ledger.read(ledger_path())
+    ledger.verify_chain(entries)
+    known = {e["hash"] for e in entries}
+    log = gitinfo.git("log", "--format=%B", "-F", f"--grep={SEAL_TAG}", check=False)
+    for line in log.splitlines():
+        if line.startswith(SEAL_TAG) and line.split()[-1] not in known:
+            raise IntegrityError(f"the ledger lost a sealed entry: {line.split()[-1][:16]} "
+                                 "is sealed in this history but not in the ledger")
+    return entries
+
+
 def seal_commit(entry: dict[str, Any]) -> str | None:
     """The oldest commit carrying the seal whose tree holds the file exactly as sealed."""
     for commit in reversed(gitinfo.commits_mentioning(f"{SEAL_TAG} {entry['hash']}")):
@@ -139,8 +165,7 @@ def seal_commit(entry: dict[str, Any]) -> str | None:
 
 def verify_seals() -> list[dict[str, Any]]:
     """Check the chain and every sealed file; returns one row per entry. Raises on a break."""
-    entries = ledger.read(ledger_path())
-    ledger.verify_chain(entries)
+    entries = ledger_entries()
     rows = []
     for entry in entries:
         problems = []

@@ -142,4 +142,4 @@ def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None =
         raise UsageError(f"{path} already exists; not overwriting a dataset")
     step(f"saving {path}")
     dataset.save(ds, path, prov)
-    return SweepResult(path, ds, prov)
+    return SweepResult(path, dataset.with_provenance(ds, prov), prov)

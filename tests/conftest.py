@@ -1,0 +1,27 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from toylab import TOY_MODULE, ToyLab, make_toylab
+
+from probelab.probe import catalog
+
+
+@pytest.fixture
+def toylab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ToyLab:
+    """A fresh lab (git repo + the toy probe) in tmp_path; PROBELAB_ROOT and cwd point at it."""
+    for var in ("PROBELAB_GIT_HEAD", "PROBELAB_GIT_DIRTY", "GIT_DIR", "GIT_WORK_TREE",
+                "GIT_INDEX_FILE", "GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PROBELAB_CACHE", str(tmp_path / ".cache"))
+    root = tmp_path / "lab"
+    root.mkdir()
+    monkeypatch.setenv("PROBELAB_ROOT", str(root))
+    monkeypatch.chdir(root)
+    lab = make_toylab(root)
+    yield lab
+    sys.modules.pop(TOY_MODULE, None)
+    catalog.cache_clear()

@@ -1,0 +1,386 @@
+"""Checking sealed hypotheses against datasets: verdicts, scores, order, and the archive."""
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from toylab import DELETE, ToyLab
+
+from probelab import archive, check, ledger, prereg
+from probelab.errors import Exit, LabError, UsageError
+
+N_CELLS = 16 * 8
+
+
+def sealed(lab: ToyLab, hyp_id: str, expr: str, **kwargs) -> Path:
+    path = lab.write_hyp(hyp_id, expr, **kwargs)
+    prereg.seal(path)
+    return path
+
+
+def measured_after_seal(lab: ToyLab) -> Path:
+    """A faked measurement (see ToyLab.as_measured) taken at HEAD, after the seals so far."""
+    return lab.as_measured(lab.sim_dataset())
+
+
+# ---- confirmed / refuted ------------------------------------------------------------------
+
+
+def test_confirmed_literally(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = measured_after_seal(toylab)
+    doc = check.check(hyp, data)
+    assert doc["verdict"] == check.CONFIRMED
+    assert check.EXIT[doc["verdict"]] == Exit.OK == 0
+    assert doc["reasons"] == []
+    kernel = doc["kernels"]["add"]
+    assert kernel["status"] == check.CONFIRMED and kernel["via"] == "literal"
+    assert kernel["scores"]["literal"] == {"matches": N_CELLS, "cells": N_CELLS,
+                                           "first_mismatches": []}
+    assert doc["hypothesis"]["seal_commit"] == toylab.git("rev-list", "-1", "HEAD")
+    assert doc["dataset"]["simulated"] is False
+    assert doc["dataset"]["grid_matches_seal"] is True
+
+
+def test_refuted_with_mismatch_details(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "off-by-one", "a + b + 1")
+    data = measured_after_seal(toylab)
+    doc = check.check(hyp, data)
+    assert doc["verdict"] == check.REFUTED
+    assert check.EXIT[doc["verdict"]] == Exit.REFUTED == 1
+    literal = doc["kernels"]["add"]["scores"]["literal"]
+    assert literal["matches"] == 0 and literal["cells"] == N_CELLS
+    shown = literal["first_mismatches"]
+    assert len(shown) == check.MISMATCHES_SHOWN
+    first = shown[0]
+    assert first["a"] == 0 and first["b"] == 0
+    assert first["label"] == "row00"
+    assert first["predicted"] == "0x00000001" and first["observed"] == "0x00000000"
+    second = shown[1]
+    assert (second["a"], second["b"]) == (0, 1)
+    assert (second["predicted"], second["observed"]) == ("0x00000002", "0x00000001")
+    for row in shown:
+        assert int(row["predicted"], 16) == row["a"] + row["b"] + 1
+        assert int(row["observed"], 16) == row["a"] + row["b"]
+
+
+def test_partial_fit_is_refuted(toylab: ToyLab) -> None:
+    # Right on every cell but one: still refuted, with exactly one mismatch shown.
+    hyp = sealed(toylab, "almost", "a + b if a + b != 22 else 0")
+    doc = check.check(hyp, measured_after_seal(toylab))
+    literal = doc["kernels"]["add"]["scores"]["literal"]
+    assert doc["verdict"] == check.REFUTED
+    assert literal["matches"] == N_CELLS - 1
+    assert [(m["a"], m["b"]) for m in literal["first_mismatches"]] == [(15, 7)]
+
+
+def test_translation_confirms_and_scores_are_separate(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "diff", "a - b", translations={"negated_b": {"b": "0 - b"}})
+    doc = check.check(hyp, measured_after_seal(toylab))
+    assert doc["verdict"] == check.CONFIRMED
+    kernel = doc["kernels"]["add"]
+    assert kernel["via"] == "negated_b"
+    scores = kernel["scores"]
+    assert set(scores) == {"literal", "negated_b"}
+    # Literally, a - b == a + b only where b == 0 (16 cells).
+    assert scores["literal"]["matches"] == 16 and scores["literal"]["cells"] == N_CELLS
+    assert scores["literal"]["first_mismatches"]
+    assert scores["negated_b"] == {"matches": N_CELLS, "cells": N_CELLS, "first_mismatches": []}
+
+
+def test_literal_wins_over_translation_when_both_fit(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b", translations={"swapped": {"a": "b", "b": "a"}})
+    doc = check.check(hyp, measured_after_seal(toylab))
+    assert doc["verdict"] == check.CONFIRMED
+    assert doc["kernels"]["add"]["via"] == "literal"
+
+
+def test_no_scoring_fits(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "diff", "a - b", translations={"swapped": {"a": "b", "b": "a"}})
+    doc = check.check(hyp, measured_after_seal(toylab))
+    assert doc["verdict"] == check.REFUTED
+    assert doc["kernels"]["add"]["via"] is None
+
+
+# ---- tampered -----------------------------------------------------------------------------
+
+
+def test_file_edited_after_seal_is_tampered(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = measured_after_seal(toylab)
+    hyp.write_bytes(hyp.read_bytes() + b"\n")  # whitespace only
+    doc = check.check(hyp, data)
+    assert doc["verdict"] == check.TAMPERED
+    assert check.EXIT[doc["verdict"]] == Exit.INTEGRITY
+    assert "kernels" not in doc
+    assert any("edited after sealing" in r for r in doc["reasons"])
+
+
+def test_prediction_changed_after_seal_is_tampered(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = measured_after_seal(toylab)
+    hyp.write_text(hyp.read_text().replace('"a + b"', '"b + a"'))
+    assert check.check(hyp, data)["verdict"] == check.TAMPERED
+
+
+def test_broken_ledger_is_tampered(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    sealed(toylab, "other", "a")
+    data = measured_after_seal(toylab)
+    lines = toylab.ledger.read_text().splitlines()
+    toylab.ledger.write_text("\n".join(reversed(lines)) + "\n")
+    doc = check.check(hyp, data)
+    assert doc["verdict"] == check.TAMPERED
+    assert doc["reasons"][0].startswith("ledger:")
+
+
+def test_sealed_table_mismatch_is_tampered(toylab: ToyLab) -> None:
+    # A ledger entry whose table hash no longer matches what the prediction evaluates to.
+    hyp = toylab.write_hyp("sum", "a + b")
+    prereg.seal(hyp)
+    data = measured_after_seal(toylab)
+    (entry,) = ledger.read(toylab.ledger)
+    entry["table_sha256"] = "0" * 64
+    entry["hash"] = ledger.entry_hash(entry)
+    toylab.ledger.write_text(ledger.canonical(entry).decode() + "\n")
+    doc = check.check(hyp, data)
+    assert doc["verdict"] == check.TAMPERED
+    # The forged ledger line is caught by the seal history, or by the table hash.
+    assert any(s in doc["reasons"][0] for s in ("sealed table", "lost a sealed entry"))
+
+
+# ---- post hoc -----------------------------------------------------------------------------
+
+
+def test_dataset_taken_before_the_seal_is_post_hoc(toylab: ToyLab) -> None:
+    data = toylab.as_measured(toylab.sim_dataset())
+    hyp = sealed(toylab, "sum", "a + b")
+    doc = check.check(hyp, data)
+    assert doc["verdict"] == check.POST_HOC
+    assert check.EXIT[doc["verdict"]] == Exit.INTEGRITY
+    assert any("not an ancestor" in r for r in doc["reasons"])
+    # The scores are still shown, but do not count.
+    assert doc["kernels"]["add"]["status"] == check.CONFIRMED
+
+
+def test_unsealed_file_is_post_hoc(toylab: ToyLab) -> None:
+    sealed(toylab, "other", "a")
+    hyp = toylab.write_hyp("sum", "a + b")
+    toylab.git("add", "-A")
+    toylab.git("commit", "-q", "-m", "committed, never sealed")
+    doc = check.check(hyp, measured_after_seal(toylab))
+    assert doc["verdict"] == check.POST_HOC
+    assert doc["reasons"] == ["this file was never sealed"]
+
+
+def test_unknown_git_head_is_post_hoc(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset(), git_head="f" * 40)
+    doc = check.check(hyp, data)
+    assert doc["verdict"] == check.POST_HOC
+    assert any("not an ancestor" in r for r in doc["reasons"])
+
+
+def test_missing_git_head_is_post_hoc(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset(), git_head=None)
+    doc = check.check(hyp, data)
+    assert doc["verdict"] == check.POST_HOC
+    assert any("records no git commit" in r for r in doc["reasons"])
+
+
+def test_measurement_time_before_seal_is_post_hoc(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset(), utc="2000-01-01T00:00:00+00:00")
+    doc = check.check(hyp, data)
+    assert doc["verdict"] == check.POST_HOC
+    assert any("after the measurement" in r for r in doc["reasons"])
+
+
+def test_seal_commit_rewritten_away_is_post_hoc(toylab: ToyLab) -> None:
+    # Amend the seal commit: the ledger still names the hash, but the message no longer does.
+    hyp = sealed(toylab, "sum", "a + b")
+    toylab.git("commit", "-q", "--amend", "-m", "no seal tag here")
+    doc = check.check(hyp, measured_after_seal(toylab))
+    assert doc["verdict"] == check.POST_HOC
+    assert doc["hypothesis"]["seal_commit"] is None
+
+
+@pytest.mark.parametrize("utc", [DELETE, "2030-01-01T00:00:00"], ids=["missing", "naive"])
+def test_dataset_without_usable_time_is_not_counted(toylab: ToyLab, utc) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset(), utc=utc)
+    try:
+        doc = check.check(hyp, data)
+    except LabError:
+        return
+    assert doc["verdict"] == check.POST_HOC
+
+
+# ---- not evidence -------------------------------------------------------------------------
+
+
+def test_simulated_dataset_is_not_evidence(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.sim_dataset()
+    doc = check.check(hyp, data)
+    assert doc["kernels"]["add"]["scores"]["literal"]["matches"] == N_CELLS
+    assert doc["verdict"] == check.NOT_EVIDENCE
+    assert check.EXIT[doc["verdict"]] != Exit.OK
+    assert "would be CONFIRMED" in doc["reasons"][0]
+
+
+def test_dataset_without_simulated_flag_counts_as_simulated(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset(), simulated=DELETE)
+    assert check.check(hyp, data)["verdict"] == check.NOT_EVIDENCE
+
+
+# ---- usage errors -------------------------------------------------------------------------
+
+
+def test_dataset_of_another_probe_is_a_usage_error(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset(), probe="byte-perm")
+    with pytest.raises(UsageError, match="byte-perm"):
+        check.check(hyp, data)
+
+
+def test_kernel_absent_from_dataset_is_a_usage_error(toylab: ToyLab) -> None:
+    hyp = toylab.write_hyp("sum", "a + b", kernels=["add", "sub"])
+    data = measured_after_seal(toylab)
+    with pytest.raises(UsageError, match="sub"):
+        check.check(hyp, data)
+
+
+# ---- verdicts on disk and the archive -----------------------------------------------------
+
+
+def test_saved_verdict_and_archive_verification(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = measured_after_seal(toylab)
+    doc = check.check(hyp, data)
+    saved = check.save_verdict(doc, data)
+    assert saved.parent == data.parent
+    assert saved.name == f"{data.stem}.sum.verdict.json"
+    assert json.loads(saved.read_text()) == json.loads(check.render_json(doc))
+
+    result = archive.verify_archive()
+    assert result["problems"] == []
+    assert [(c["hypothesis"], c["verdict"], c["recorded"]) for c in result["checks"]] == \
+        [("sum", check.CONFIRMED, "same")]
+
+    recorded = json.loads(saved.read_text())
+    recorded["verdict"] = check.REFUTED
+    saved.write_text(json.dumps(recorded))
+    result = archive.verify_archive()
+    assert [c["recorded"] for c in result["checks"]] == ["differs"]
+    assert len(result["problems"]) == 1 and "differs" in result["problems"][0]
+
+
+def test_archive_write_records_missing_verdicts(toylab: ToyLab) -> None:
+    sealed(toylab, "sum", "a + b")
+    data = measured_after_seal(toylab)
+    first = archive.verify_archive()
+    assert [c["recorded"] for c in first["checks"]] == ["missing"]
+    assert any("no recorded verdict" in n for n in first["notes"])
+    assert [c["recorded"] for c in archive.verify_archive(write=True)["checks"]] == ["written"]
+    assert check.verdict_path(data, "sum").exists()
+    assert [c["recorded"] for c in archive.verify_archive()["checks"]] == ["same"]
+
+
+def test_simulated_dataset_in_archive_is_a_problem(toylab: ToyLab) -> None:
+    sealed(toylab, "sum", "a + b")
+    sim = toylab.sim_dataset()
+    placed = toylab.data / "toy" / "sm_90" / sim.name
+    placed.parent.mkdir(parents=True)
+    placed.write_bytes(sim.read_bytes())
+    result = archive.verify_archive()
+    assert any("simulated dataset among measurements" in p for p in result["problems"])
+    assert result["checks"] == []
+
+
+def test_unreadable_dataset_in_archive_is_a_problem(toylab: ToyLab) -> None:
+    bad = toylab.data / "toy" / "sm_90" / "broken.nc"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"not a dataset")
+    result = archive.verify_archive()
+    assert any("broken.nc" in p for p in result["problems"])
+
+
+def test_stray_file_in_archive_is_a_note(toylab: ToyLab) -> None:
+    sealed(toylab, "sum", "a + b")
+    data = measured_after_seal(toylab)
+    check.save_verdict(check.check(toylab.root / "preregistrations/toy/sum.toml", data), data)
+    (data.parent / "notes.txt").write_text("hello")
+    result = archive.verify_archive()
+    assert result["problems"] == []
+    assert any("stray file" in n and "notes.txt" in n for n in result["notes"])
+
+
+def test_tampered_hypothesis_is_an_archive_problem(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = measured_after_seal(toylab)
+    check.save_verdict(check.check(hyp, data), data)
+    hyp.write_bytes(hyp.read_bytes() + b" ")
+    result = archive.verify_archive()
+    assert any("edited after sealing" in p for p in result["problems"])
+    assert any("TAMPERED" in c["verdict"] for c in result["checks"])
+
+
+def test_broken_ledger_is_an_archive_problem(toylab: ToyLab) -> None:
+    sealed(toylab, "sum", "a + b")
+    measured_after_seal(toylab)
+    toylab.ledger.write_text(toylab.ledger.read_text() + "garbage\n")
+    result = archive.verify_archive()
+    assert len(result["problems"]) == 1 and result["problems"][0].startswith("ledger:")
+
+
+def test_post_hoc_is_not_an_archive_problem(toylab: ToyLab) -> None:
+    data = toylab.as_measured(toylab.sim_dataset())
+    sealed(toylab, "sum", "a + b")
+    result = archive.verify_archive(write=True)
+    assert [c["verdict"] for c in result["checks"]] == [check.POST_HOC]
+    assert result["problems"] == []
+    assert check.verdict_path(data, "sum").exists()
+
+
+def test_corrupt_recorded_verdict_is_an_archive_problem(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = measured_after_seal(toylab)
+    check.save_verdict(check.check(hyp, data), data)
+    check.verdict_path(data, "sum").write_text("{not json")
+    result = archive.verify_archive()
+    assert any("sum" in p for p in result["problems"])
+
+
+def test_dataset_with_no_cells_cannot_confirm(toylab: ToyLab) -> None:
+    from probelab import dataset
+
+    hyp = sealed(toylab, "wrong", "a * b + 12345")
+    ds = dataset.load(toylab.sim_dataset())
+    prov = dataset.provenance(ds) | {"simulated": False}
+    empty = toylab.data / "toy" / "sm_90" / "empty.nc"
+    dataset.save(ds.isel(b=slice(0, 0)), empty, prov)
+    doc = check.check(hyp, empty)
+    assert doc["kernels"]["add"]["scores"]["literal"]["cells"] == 0
+    assert doc["verdict"] != check.CONFIRMED
+
+
+def test_git_head_that_is_a_ref_name_cannot_show_order(toylab: ToyLab,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROBELAB_GIT_HEAD", "HEAD")  # as on the device machine, misconfigured
+    with pytest.raises(UsageError, match="not a full commit id"):
+        toylab.sim_dataset()  # the sweep refuses to record a ref name...
+    monkeypatch.delenv("PROBELAB_GIT_HEAD")
+    before_seal = toylab.sim_dataset()
+    hyp = toylab.write_hyp("sum", "a + b")
+    prereg.seal(hyp)
+    # ...and a dataset that names one anyway (same second as the seal, as happens when
+    # sweep and seal are moments apart) is not counted: "HEAD" resolves at check time.
+    seal_time = datetime.fromtimestamp(int(toylab.git("show", "-s", "--format=%ct")), UTC)
+    data = toylab.as_measured(before_seal, utc=seal_time.isoformat(timespec="seconds"),
+                              git_head="HEAD")
+    doc = check.check(hyp, data)
+    assert doc["verdict"] == check.POST_HOC

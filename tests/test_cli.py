@@ -1,0 +1,342 @@
+"""The command line: JSON on stdout, documented exit codes, nothing written on failure."""
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from toylab import ToyLab
+from typer.testing import CliRunner
+
+from probelab import prereg
+from probelab.cli import app
+
+runner = CliRunner()  # click >= 8.2 keeps stdout and stderr apart (result.stdout/.stderr)
+
+
+def invoke(*args: str | Path) -> Result:
+    result = runner.invoke(app, [str(a) for a in args])
+    # An unexpected exception would also exit 1; only deliberate exits count here.
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result
+
+
+def files_under(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+
+def sealed(lab: ToyLab, hyp_id: str, expr: str) -> Path:
+    path = lab.write_hyp(hyp_id, expr)
+    prereg.seal(path)
+    return path
+
+
+# ---- list / doctor ------------------------------------------------------------------------
+
+
+def test_list_json(toylab: ToyLab) -> None:
+    result = invoke("list", "--json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    (toy,) = [p for p in doc["probes"] if p["id"] == "toy"]
+    assert toy["targets"] == ["sm_*"]
+    assert toy["kernels"] == {"nvidia": ["add"]}
+    assert doc["backends"]["sim"]["usable"] is True
+    assert "cuda" in doc["backends"]
+    assert doc["broken"] == {}
+
+
+def test_list_reports_a_broken_probe(toylab: ToyLab) -> None:
+    broken = toylab.root / "probes" / "broken"
+    broken.mkdir()
+    (broken / "probe.py").write_text("raise RuntimeError('boom')\n")
+    result = invoke("list", "--json")
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    assert "boom" in doc["broken"]["broken"]
+    assert [p["id"] for p in doc["probes"]] == ["toy"]
+
+
+def test_doctor_json(toylab: ToyLab) -> None:
+    result = invoke("doctor", "--json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert isinstance(doc["checks"], list) and doc["checks"]
+    names = {c["name"] for c in doc["checks"]}
+    assert {"python", "lab root", "git", "ledger", "backend sim"} <= names
+    assert all(set(c) == {"name", "ok", "detail"} for c in doc["checks"])
+
+
+# ---- sweep --------------------------------------------------------------------------------
+
+
+def test_sweep_sim(toylab: ToyLab) -> None:
+    result = invoke("sweep", "toy", "--backend", "sim")
+    assert result.exit_code == 0, result.stderr
+    (made,) = files_under(toylab.root / "sim-data")
+    assert made.suffix == ".nc"
+    assert "SIMULATED" in result.stderr
+    assert files_under(toylab.data) == []
+
+
+def test_sweep_prints_the_dataset_path_unwrapped(toylab: ToyLab,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # Scripts capture the path: DATASET=$(probelab sweep ...). A long path must stay one line.
+    monkeypatch.setenv("COLUMNS", "40")
+    result = invoke("sweep", "toy", "--backend", "sim", "--repeats", "2")
+    assert result.exit_code == 0
+    (made,) = files_under(toylab.root / "sim-data")
+    assert result.stdout.strip() == str(made)
+
+
+def test_sweep_unknown_probe_is_usage_error(toylab: ToyLab) -> None:
+    result = invoke("sweep", "nosuch", "--backend", "sim")
+    assert result.exit_code == 2
+    assert "unknown probe" in result.stderr
+    assert result.stdout == ""
+
+
+def test_sweep_sim_into_data_is_usage_error(toylab: ToyLab) -> None:
+    result = invoke("sweep", "toy", "--backend", "sim", "--out", "data")
+    assert result.exit_code == 2
+    assert files_under(toylab.data) == []
+
+
+def test_sweep_cuda_without_gpu_exits_4(toylab: ToyLab) -> None:
+    from probelab.doctor import backend_status
+
+    if backend_status()["cuda"]["usable"]:
+        pytest.skip("a CUDA device is usable here")
+    result = invoke("sweep", "toy", "--backend", "cuda")
+    assert result.exit_code == 4, result.stderr
+    assert files_under(toylab.data) == []
+    assert not (toylab.root / "sim-data").exists()
+
+
+# ---- prereg -------------------------------------------------------------------------------
+
+
+def test_prereg_new_seal_list_verify(toylab: ToyLab) -> None:
+    result = invoke("prereg", "new", "toy", "h1")
+    assert result.exit_code == 0, result.stderr
+    path = toylab.root / "preregistrations" / "toy" / "h1.toml"
+    assert path.exists() and result.stdout.strip() == str(path)
+    assert 'value = "0"' in path.read_text()
+
+    again = invoke("prereg", "new", "toy", "h1")
+    assert again.exit_code == 2
+
+    listed = json.loads(invoke("prereg", "list", "--json").stdout)
+    assert listed == [{"path": "preregistrations/toy/h1.toml", "sealed": False, "hash": None}]
+
+    sealed_out = invoke("prereg", "seal", path)
+    assert sealed_out.exit_code == 0, sealed_out.stderr
+    (entry,) = [json.loads(line) for line in toylab.ledger.read_text().splitlines()]
+    assert entry["hash"] in sealed_out.stdout
+
+    listed = json.loads(invoke("prereg", "list", "--json").stdout)
+    assert listed == [{"path": "preregistrations/toy/h1.toml", "sealed": True,
+                       "hash": entry["hash"]}]
+
+    verified = invoke("prereg", "verify", "--json")
+    assert verified.exit_code == 0
+    assert [r["ok"] for r in json.loads(verified.stdout)] == [True]
+    assert invoke("prereg", "verify").exit_code == 0
+
+    assert invoke("prereg", "seal", path).exit_code == 2  # sealed twice
+
+    path.write_text(path.read_text().replace('value = "0"', 'value = "1"'))
+    tampered = invoke("prereg", "verify", "--json")
+    assert tampered.exit_code == 3
+    assert [r["ok"] for r in json.loads(tampered.stdout)] == [False]
+    assert invoke("prereg", "verify").exit_code == 3
+
+
+def test_prereg_new_rejects_bad_ids(toylab: ToyLab) -> None:
+    result = invoke("prereg", "new", "toy", "../escape")
+    assert result.exit_code == 2
+    assert not (toylab.root / "preregistrations" / "escape.toml").exists()
+    assert invoke("prereg", "new", "nosuch", "h1").exit_code == 2
+
+
+def test_prereg_verify_broken_ledger_exits_3(toylab: ToyLab) -> None:
+    sealed(toylab, "one", "a")
+    sealed(toylab, "two", "b")
+    lines = toylab.ledger.read_text().splitlines()
+    toylab.ledger.write_text("\n".join([lines[1], lines[0]]) + "\n")
+    result = invoke("prereg", "verify")
+    assert result.exit_code == 3
+    assert "line 1" in result.stderr
+
+
+# ---- check / report / verify --------------------------------------------------------------
+
+
+@pytest.fixture
+def measured(toylab: ToyLab) -> tuple[Path, Path, Path]:
+    """Two sealed hypotheses (right, wrong), then a faked measurement (see as_measured)."""
+    right = sealed(toylab, "sum", "a + b")
+    wrong = sealed(toylab, "off", "a + b + 1")
+    return right, wrong, toylab.as_measured(toylab.sim_dataset())
+
+
+def test_check_exit_codes(toylab: ToyLab, measured: tuple[Path, Path, Path]) -> None:
+    right, wrong, data = measured
+    confirmed = invoke("check", right, data)
+    assert confirmed.exit_code == 0, confirmed.stderr
+    assert "CONFIRMED" in confirmed.stdout
+    refuted = invoke("check", wrong, data)
+    assert refuted.exit_code == 1
+    assert "REFUTED" in refuted.stdout
+
+    right.write_bytes(right.read_bytes() + b"\n")
+    tampered = invoke("check", right, data, "--json")
+    assert tampered.exit_code == 3
+    assert json.loads(tampered.stdout)["verdict"] == "TAMPERED"
+
+
+def test_check_post_hoc_exits_3(toylab: ToyLab) -> None:
+    data = toylab.as_measured(toylab.sim_dataset())
+    hyp = sealed(toylab, "sum", "a + b")
+    result = invoke("check", hyp, data, "--json")
+    assert result.exit_code == 3
+    assert json.loads(result.stdout)["verdict"] == "POST-HOC"
+
+
+def test_check_simulated_is_not_evidence(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    result = invoke("check", hyp, toylab.sim_dataset(), "--json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["verdict"] == "NOT-EVIDENCE"
+
+
+def test_check_json_is_pure_and_saved(toylab: ToyLab, measured: tuple[Path, Path, Path]) -> None:
+    right, _, data = measured
+    result = invoke("check", right, data, "--json")
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    assert doc["verdict"] == "CONFIRMED"
+    saved = data.with_name(f"{data.stem}.sum.verdict.json")
+    assert json.loads(saved.read_text()) == doc
+    assert "verdict saved" in result.stderr
+
+
+def test_check_no_save(toylab: ToyLab, measured: tuple[Path, Path, Path]) -> None:
+    right, _, data = measured
+    assert invoke("check", right, data, "--no-save").exit_code == 0
+    assert list(data.parent.glob("*.verdict.json")) == []
+
+
+def test_report_renders_markdown(toylab: ToyLab, measured: tuple[Path, Path, Path]) -> None:
+    right, wrong, data = measured
+    invoke("check", right, data)
+    invoke("check", wrong, data)
+    result = invoke("report", data)
+    assert result.exit_code == 0, result.stderr
+    text = result.stdout
+    assert "`sum` — **CONFIRMED**" in text
+    assert "`off` — **REFUTED**" in text
+    rows = [line for line in text.splitlines() if line.startswith("| `add` |")]
+    assert len(rows) == 2  # one kernel row per verdict
+    assert any("128 / 128" in r and "CONFIRMED (literal)" in r for r in rows)
+    assert any("0 / 128" in r and "REFUTED" in r for r in rows)
+    as_json = invoke("report", data, "--json")
+    assert {d["verdict"] for d in json.loads(as_json.stdout)} == {"CONFIRMED", "REFUTED"}
+
+
+def test_report_tables_survive_a_narrow_terminal(toylab: ToyLab,
+                                                 measured: tuple[Path, Path, Path],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # Markdown for a PR must not be re-wrapped to the terminal width: every table line
+    # must stay one line with all its cells.
+    _, wrong, data = measured
+    invoke("check", wrong, data)
+    monkeypatch.setenv("COLUMNS", "40")
+    text = invoke("report", data).stdout
+    table = [line for line in text.splitlines() if line.startswith("|")]
+    assert table and all(line.endswith("|") for line in table)
+    assert any(line.startswith("| `add` |") and "REFUTED" in line for line in table)
+
+
+def test_report_without_verdicts_is_usage_error(toylab: ToyLab,
+                                                measured: tuple[Path, Path, Path]) -> None:
+    assert invoke("report", measured[2]).exit_code == 2
+
+
+def test_verify_ok_then_tampered(toylab: ToyLab, measured: tuple[Path, Path, Path]) -> None:
+    right, wrong, data = measured
+    invoke("check", right, data)
+    invoke("check", wrong, data)
+    ok = invoke("verify", "--json")
+    assert ok.exit_code == 0, ok.stdout
+    doc = json.loads(ok.stdout)
+    assert doc["problems"] == []
+    assert sorted(c["recorded"] for c in doc["checks"]) == ["same", "same"]
+    assert invoke("verify").exit_code == 0
+
+    wrong.write_text(wrong.read_text().replace("a + b + 1", "a + b"))
+    bad = invoke("verify", "--json")
+    assert bad.exit_code == 3
+    assert json.loads(bad.stdout)["problems"]
+    assert invoke("verify").exit_code == 3
+
+
+# ---- usage errors -------------------------------------------------------------------------
+
+
+def test_check_missing_hypothesis_file(toylab: ToyLab, measured: tuple[Path, Path, Path]) -> None:
+    result = invoke("check", toylab.root / "preregistrations" / "toy" / "nope.toml", measured[2])
+    assert result.exit_code == 2
+    assert "cannot read" in result.stderr
+
+
+def test_check_missing_dataset(toylab: ToyLab, measured: tuple[Path, Path, Path]) -> None:
+    result = invoke("check", measured[0], toylab.data / "nope.nc")
+    assert result.exit_code == 2
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b'schema = 1\nid = "bad"\nclaim = "caf\xe9"\n', "not UTF-8"),
+    (b'schema = 1\nid = "bad\n', "not valid TOML"),
+    (b'schema = 1\nid = "bad"\nprobe = "toy"\nclaim = "c"\ncoordinates = "raw"\n'
+     b'surprise = 1\n[predict]\nvalue = "a"\n', "unknown keys"),
+], ids=["non-utf8", "invalid-toml", "unknown-key"])
+def test_bad_hypothesis_files_are_usage_errors(toylab: ToyLab, content: bytes,
+                                               message: str) -> None:
+    path = toylab.root / "preregistrations" / "toy" / "bad.toml"
+    path.write_bytes(content)
+    data = toylab.sim_dataset()
+    for args in (("check", path, data), ("prereg", "seal", path)):
+        result = invoke(*args)
+        assert result.exit_code == 2, (args, result.stderr)
+        assert message in result.stderr
+    assert not toylab.ledger.exists()
+
+
+def test_seal_rejects_a_bad_expression(toylab: ToyLab) -> None:
+    path = toylab.write_hyp("bad", "__import__('os')")
+    result = invoke("prereg", "seal", path)
+    assert result.exit_code == 2
+    assert "function calls" in result.stderr
+    assert not toylab.ledger.exists()
+
+
+def test_verify_with_corrupt_recorded_verdict_exits_3(
+        toylab: ToyLab, measured: tuple[Path, Path, Path]) -> None:
+    right, _, data = measured
+    invoke("check", right, data)
+    data.with_name(f"{data.stem}.sum.verdict.json").write_text("{not json")
+    result = runner.invoke(app, ["verify"])
+    assert result.exit_code == 3
+
+
+def test_check_with_a_path_like_hypothesis_id_is_not_exit_1(
+        toylab: ToyLab) -> None:
+    path = toylab.write_hyp("x/y", "a + b", filename="xy.toml")
+    sealed_out = runner.invoke(app, ["prereg", "seal", str(path)])
+    if sealed_out.exit_code == 2:
+        return  # refused at seal: fixed
+    data = toylab.as_measured(toylab.sim_dataset())
+    result = runner.invoke(app, ["check", str(path), str(data)])
+    assert result.exit_code == 0, repr(result.exception)
