@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -34,6 +33,9 @@ prereg_app = typer.Typer(help="Write, seal and verify preregistered hypotheses."
 app.add_typer(prereg_app, name="prereg")
 out = Console()
 err = Console(stderr=True)
+# typer's own control flow (exit, abort, usage errors) must reach typer untouched.
+PASS_THROUGH = tuple(getattr(typer, n) for n in ("Exit", "Abort", "TyperException")
+                     if hasattr(typer, n))
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print only JSON on stdout.")]
 
 
@@ -50,7 +52,7 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         except KeyboardInterrupt:
             err.print("interrupted; nothing was written")
             raise typer.Exit(130) from None
-        except (typer.Exit, click.exceptions.ClickException, click.exceptions.Abort):
+        except PASS_THROUGH:
             raise
         except Exception as exc:  # a bug must never read as "refuted" (exit 1)
             err.print(f"[bold red]internal error:[/] {escape(f'{type(exc).__name__}: {exc}')}")

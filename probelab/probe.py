@@ -83,6 +83,15 @@ class Probe(Protocol):
     ) -> dict[str, np.ndarray]: ...
 
 
+def stack_kernels(stimulus: xr.Dataset, outputs: Mapping[str, Mapping[str, np.ndarray]],
+                  output: str, dims: tuple[str, ...]) -> tuple[xr.Dataset, np.ndarray]:
+    """The grid with a `kernel` axis, and one output of every kernel shaped (kernel, *dims)."""
+    names = list(outputs)
+    shape = tuple(stimulus.sizes[d] for d in dims)
+    values = np.stack([np.asarray(outputs[k][output], np.uint32).reshape(shape) for k in names])
+    return stimulus.assign_coords(kernel=("kernel", np.array(names))), values
+
+
 def supports(probe: Probe, target: str) -> bool:
     return any(fnmatch.fnmatchcase(target, pattern) for pattern in probe.targets)
 

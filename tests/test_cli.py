@@ -4,9 +4,8 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import Result
 from toylab import ToyLab
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from probelab import prereg
 from probelab.cli import app

@@ -24,7 +24,7 @@ from types import MappingProxyType
 import numpy as np
 import xarray as xr
 
-from probelab.probe import Evidence, Kernel, Launch
+from probelab.probe import Evidence, Kernel, Launch, stack_kernels
 
 HERE = Path(__file__).parent
 N_A, N_B = 16, 8
@@ -63,11 +63,8 @@ class Toy:
     def assemble(
         self, stimulus: xr.Dataset, outputs: Mapping[str, Mapping[str, np.ndarray]]
     ) -> xr.Dataset:
-        shape = (stimulus.sizes["a"], stimulus.sizes["b"])
-        names = list(outputs)
-        values = np.stack([np.asarray(outputs[k]["out"]).reshape(shape) for k in names])
-        ds = stimulus.assign_coords(kernel=("kernel", np.array(names)))
-        ds["value"] = (("kernel", "a", "b"), values.astype(np.uint32))
+        ds, values = stack_kernels(stimulus, outputs, "out", ("a", "b"))
+        ds["value"] = (("kernel", "a", "b"), values)
         return ds
 
     def simulate(self, kernel: Kernel, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

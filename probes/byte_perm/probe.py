@@ -13,7 +13,7 @@ from types import MappingProxyType
 import numpy as np
 import xarray as xr
 
-from probelab.probe import Evidence, Kernel, Launch, load_sibling
+from probelab.probe import Evidence, Kernel, Launch, load_sibling, stack_kernels
 
 HERE = Path(__file__).parent
 N_SELECTORS = 1 << 16
@@ -112,10 +112,7 @@ class BytePerm:
     def assemble(
         self, stimulus: xr.Dataset, outputs: Mapping[str, Mapping[str, np.ndarray]]
     ) -> xr.Dataset:
-        shape = (stimulus.sizes["operand"], stimulus.sizes["selector"])
-        names = list(outputs)
-        values = np.stack([outputs[k]["out"].reshape(shape) for k in names])
-        ds = stimulus.assign_coords(kernel=("kernel", np.array(names)))
+        ds, values = stack_kernels(stimulus, outputs, "out", self.observables["value"])
         ds["value"] = (
             ("kernel", "operand", "selector"),
             values,
