@@ -65,7 +65,7 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
-@app.command("list")
+@app.command("list", epilog=EPILOG)
 @guarded
 def list_cmd(as_json: JsonOpt = False) -> None:
     """List probes, their targets and kernels, and which backends work on this machine."""
@@ -94,7 +94,7 @@ def list_cmd(as_json: JsonOpt = False) -> None:
         err.print(f"[red]probe folder {folder} failed to load:[/] {escape(why)}")
 
 
-@app.command()
+@app.command(epilog=EPILOG)
 @guarded
 def doctor(as_json: JsonOpt = False) -> None:
     """Report devices, toolchains and package versions, and how to get what is missing."""
@@ -111,7 +111,7 @@ def doctor(as_json: JsonOpt = False) -> None:
     out.print(table)
 
 
-@app.command()
+@app.command(epilog=EPILOG)
 @guarded
 def sweep(
     probe: Annotated[str, typer.Argument(help="Probe id, e.g. byte-perm (see `probelab list`).")],
@@ -146,7 +146,7 @@ def sweep(
     typer.echo(str(result.path))
 
 
-@prereg_app.command("new")
+@prereg_app.command("new", epilog=EPILOG)
 @guarded
 def prereg_new(probe: str, hypothesis_id: Annotated[str, typer.Argument(metavar="ID")]) -> None:
     """Write a hypothesis template for PROBE under preregistrations/PROBE/ID.toml."""
@@ -155,7 +155,7 @@ def prereg_new(probe: str, hypothesis_id: Annotated[str, typer.Argument(metavar=
     typer.echo(str(new(probe, hypothesis_id)))
 
 
-@prereg_app.command("seal")
+@prereg_app.command("seal", epilog=EPILOG)
 @guarded
 def prereg_seal(
     files: Annotated[list[Path], typer.Argument(help="Hypothesis TOML files.")],
@@ -172,7 +172,7 @@ def prereg_seal(
         typer.echo(f"sealed {entry['probe']}/{entry['hypothesis']} {entry['hash']}")
 
 
-@prereg_app.command("verify")
+@prereg_app.command("verify", epilog=EPILOG)
 @guarded
 def prereg_verify(as_json: JsonOpt = False) -> None:
     """Check the ledger's chain, every sealed file's hash and every seal commit."""
@@ -190,7 +190,7 @@ def prereg_verify(as_json: JsonOpt = False) -> None:
         raise typer.Exit(int(Exit.INTEGRITY))
 
 
-@prereg_app.command("list")
+@prereg_app.command("list", epilog=EPILOG)
 @guarded
 def prereg_list(as_json: JsonOpt = False) -> None:
     """List hypothesis files and whether each is sealed."""
@@ -209,7 +209,7 @@ def prereg_list(as_json: JsonOpt = False) -> None:
         typer.echo(f"{'sealed  ' if r['sealed'] else 'UNSEALED'} {r['path']}")
 
 
-@app.command()
+@app.command(epilog=EPILOG)
 @guarded
 def check(
     prereg: Annotated[Path, typer.Argument(help="A sealed hypothesis file.")],
@@ -237,7 +237,7 @@ def check(
     raise typer.Exit(int(EXIT[doc["verdict"]]))
 
 
-@app.command()
+@app.command(epilog=EPILOG)
 @guarded
 def verify(
     as_json: JsonOpt = False,
@@ -271,7 +271,7 @@ def verify(
         raise typer.Exit(int(Exit.INTEGRITY))
 
 
-@app.command()
+@app.command(epilog=EPILOG)
 @guarded
 def plot(
     dataset_path: Annotated[Path, typer.Argument(metavar="DATASET")],
@@ -290,7 +290,7 @@ def plot(
         typer.echo(str(path))
 
 
-@app.command()
+@app.command(epilog=EPILOG)
 @guarded
 def report(
     paths: Annotated[list[Path], typer.Argument(help="Verdict JSON files, or datasets (their "
