@@ -12,8 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from probelab import dataset
-from probelab.check import TAMPERED, check, render_json, save_verdict, verdict_path
+from probelab.check import (
+    TAMPERED,
+    check,
+    not_applicable,
+    render_json,
+    save_verdict,
+    verdict_path,
+)
 from probelab.errors import IntegrityError, LabError
+from probelab.hypothesis import load_hypothesis
 from probelab.paths import data_dir, lab_root
 from probelab.prereg import ledger_entries, verify_seals
 
@@ -36,7 +44,8 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
     for path in (p for p in files if p.suffix == ".nc"):
         rel = path.relative_to(lab_root()).as_posix()
         try:
-            prov = dataset.provenance(dataset.load(path))
+            ds = dataset.load(path)
+            prov = dataset.provenance(ds)
         except LabError as exc:
             result["problems"].append(f"{rel}: {exc}")
             continue
@@ -45,6 +54,11 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
             continue
         for entry in (e for e in entries if e["probe"] == prov.get("probe")):
             try:
+                why = not_applicable(load_hypothesis(lab_root() / entry["path"]), ds)
+                if why:
+                    result["notes"].append(f"{rel} × {entry['hypothesis']}: not applicable, "
+                                           f"{why}")
+                    continue
                 doc = check(lab_root() / entry["path"], path)
             except LabError as exc:
                 result["problems"].append(f"{rel} × {entry['hypothesis']}: {exc}")

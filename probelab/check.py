@@ -14,7 +14,14 @@ import xarray as xr
 
 from probelab import dataset, gitinfo, ledger
 from probelab.errors import Exit, IntegrityError, UsageError
-from probelab.hypothesis import LITERAL, load_hypothesis, predict, table_sha256
+from probelab.hypothesis import (
+    LITERAL,
+    Hypothesis,
+    Tables,
+    evaluate_claim,
+    load_hypothesis,
+    table_sha256,
+)
 from probelab.prereg import ledger_entries, relative, seal_commit, shown
 from probelab.probe import get_probe
 from probelab.storage import atomic_write_text
@@ -41,16 +48,18 @@ def _cell(ds: xr.Dataset, observable: str, index: tuple[int, ...]) -> dict[str, 
     return cell
 
 
-def score(ds: xr.Dataset, kernel: str, tables: dict[str, dict[str, np.ndarray]]) -> dict:
+def score(ds: xr.Dataset, kernel: str, tables: Tables, scopes: Tables | None = None) -> dict:
+    """Matches over the claimed cells, per scoring, with the first mismatches' coordinates."""
     scores = {}
     for scoring, predicted in tables.items():
         matches = cells = 0
         shown: list[dict[str, Any]] = []
         for observable, want in predicted.items():
             got = ds[observable].sel(kernel=kernel).values
-            diff = got != want
-            cells += diff.size
-            matches += diff.size - int(np.count_nonzero(diff))
+            claimed = scopes[scoring][observable] if scopes else np.ones(got.shape, bool)
+            diff = (got != want) & claimed
+            cells += int(np.count_nonzero(claimed))
+            matches += int(np.count_nonzero(claimed)) - int(np.count_nonzero(diff))
             for flat in np.flatnonzero(diff)[: MISMATCHES_SHOWN - len(shown)]:
                 index = np.unravel_index(flat, diff.shape)
                 full = (list(ds.kernel.values).index(kernel), *map(int, index))
@@ -97,6 +106,17 @@ def _order_problems(entry: dict, prov: dict) -> tuple[list[str], str | None]:
     return problems, commit
 
 
+def not_applicable(h: Hypothesis, ds: xr.Dataset) -> str | None:
+    """Why a hypothesis says nothing about a dataset (another target, absent kernels)."""
+    target = str(dataset.provenance(ds).get("target"))
+    if not h.about_target(target):
+        return f"it is about targets {list(h.targets or ())}, the dataset is {target}"
+    missing = set(h.kernels or ()) - {str(k) for k in ds.kernel.values}
+    if missing:
+        return f"the dataset has no kernel {sorted(missing)}"
+    return None
+
+
 def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
     h = load_hypothesis(hypothesis_path)
     ds = dataset.load(dataset_path)
@@ -106,9 +126,8 @@ def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
                          f"{hypothesis_path} is about {h.probe!r}")
     probe = get_probe(h.probe)
     kernels = [str(k) for k in ds.kernel.values]
-    missing = set(h.kernels or ()) - set(kernels)
-    if missing:
-        raise UsageError(f"{dataset_path} has no kernel {sorted(missing)} named by {h.id}")
+    if why := not_applicable(h, ds):
+        raise UsageError(f"{h.id} does not apply to {dataset_path}: {why}")
     doc: dict[str, Any] = {
         "hypothesis": {"id": h.id, "probe": h.probe, "path": relative(hypothesis_path),
                        "claim": h.claim.strip(), "coordinates": h.coordinates,
@@ -132,15 +151,15 @@ def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
                                                        "hashes to its ledger entry"]}
     grid_sealed = doc["dataset"]["grid_sha256"] == entry["grid_sha256"]
     doc["dataset"]["grid_matches_seal"] = grid_sealed
-    tables = predict(h, ds, probe.observables)
-    if grid_sealed and table_sha256(tables) != entry["table_sha256"]:
+    tables, scopes = evaluate_claim(h, ds, probe.observables)
+    if grid_sealed and table_sha256(tables, scopes) != entry["table_sha256"]:
         return doc | {"verdict": TAMPERED,
                       "reasons": ["prediction no longer evaluates to the sealed table"]}
     problems, commit = _order_problems(entry, prov)
     doc["hypothesis"]["seal_commit"] = commit
     doc["kernels"] = {}
     for kernel in kernels:
-        scores = score(ds, kernel, tables)
+        scores = score(ds, kernel, tables, scopes)
         via = next((s for s in h.scorings()
                     if scores[s]["matches"] == scores[s]["cells"] > 0), None)
         doc["kernels"][kernel] = {"in_claim": kernel in doc["hypothesis"]["kernels"],

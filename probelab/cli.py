@@ -146,6 +146,44 @@ def sweep(
     typer.echo(str(result.path))
 
 
+@app.command(epilog=EPILOG)
+@guarded
+def asm(
+    probe: Annotated[str, typer.Argument(help="Probe id (see `probelab list`).")],
+    arch: Annotated[str, typer.Option(help="Target ISA: gfx1201, gfx942, gfx90a, sm_90, ...")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Build a probe's kernels offline for --arch and show what the code objects hold.
+
+    Prints each kernel's disassembly, instruction histogram and the evidence gate's
+    findings: the instruction under test is present, no forbidden relative is, and each
+    operand reaches it from memory as declared. Exit 3 if any kernel fails the gate; 4 if
+    no toolchain can build the target (the message names one that would).
+    """
+    from dataclasses import asdict
+
+    from probelab.asm import inspect
+
+    reports = inspect(probe, arch)
+    if as_json:
+        emit_json([asdict(r) for r in reports])
+    else:
+        for r in reports:
+            typer.echo(f"== {r.kernel} ({r.symbol}) for {arch}: {r.status.upper()}")
+            if r.status == "skipped":
+                typer.echo(f"   {r.detail}")
+                continue
+            typer.echo("\n".join(f"   {line}" for line in r.disassembly))
+            typer.echo("   histogram: " + ", ".join(f"{k} {v}" for k, v in r.histogram.items()))
+            for t in r.evidence.get("operands", []):
+                typer.echo(f"   operand {t['operand']}: {t['reaches']} (needs "
+                           f"{t['requirement']}) via {' <- '.join(t['path'])}")
+            if r.detail:
+                typer.echo(f"   problems: {r.detail}")
+    if any(r.status == "failed" for r in reports):
+        raise typer.Exit(int(Exit.INTEGRITY))
+
+
 @prereg_app.command("new", epilog=EPILOG)
 @guarded
 def prereg_new(probe: str, hypothesis_id: Annotated[str, typer.Argument(metavar="ID")]) -> None:

@@ -16,6 +16,7 @@ class Instruction:
     operands: tuple[str, ...]
     predicate: str = ""  # e.g. "@!P2": the instruction may not execute
     text: str = ""
+    modifiers: tuple[str, ...] = ()  # e.g. ("neg_lo:[1,1,0]", "clamp")
 
     @property
     def base(self) -> str:
@@ -48,6 +49,51 @@ def parse_sass(text: str) -> dict[str, list[Instruction]]:
     return functions
 
 
+_GCN_FUNC = re.compile(r"^[0-9a-f]+ <([^>]+)>:\s*$")
+_GCN_SPLIT = re.compile(r",\s*(?![^\[]*\])")  # commas outside [...]: neg_lo:[1,1,0] stays whole
+
+
+def parse_gcn(text: str) -> dict[str, list[Instruction]]:
+    """Parse `llvm-objdump -d` output of an AMDGPU code object into {function: instructions}.
+
+    Operands are comma-separated; modifiers (neg_lo:[..], clamp, cbsz:1, ...) follow the
+    last operand after white space.
+    """
+    functions: dict[str, list[Instruction]] = {}
+    current: list[Instruction] | None = None
+    for line in text.splitlines():
+        if m := _GCN_FUNC.match(line):
+            current = functions.setdefault(m.group(1), [])
+            continue
+        if current is None or not line.startswith("\t"):
+            continue
+        body, _, comment = line.strip().partition("//")
+        body = body.strip()
+        if not body:
+            continue
+        offset = comment.strip().split(":")[0]
+        mnemonic, _, rest = body.partition(" ")
+        parts = [p.strip() for p in _GCN_SPLIT.split(rest.strip())] if rest.strip() else []
+        modifiers: list[str] = []
+        if parts:
+            last, *extra = parts[-1].split()
+            parts[-1] = last
+            modifiers = extra
+        current.append(Instruction(int(offset, 16) if offset else len(current), mnemonic,
+                                   tuple(parts), "", body, tuple(modifiers)))
+    return functions
+
+
+PADDING = ("NOP", "s_nop", "s_code_end")  # alignment filler, not the kernel's work
+
+
+def without_padding(instructions: list[Instruction]) -> list[Instruction]:
+    end = len(instructions)
+    while end and instructions[end - 1].base in PADDING:
+        end -= 1
+    return instructions[:end]
+
+
 def histogram(instructions: list[Instruction]) -> dict[str, int]:
-    counts = Counter(i.mnemonic for i in instructions if i.base != "NOP")
+    counts = Counter(i.mnemonic for i in instructions if i.base not in PADDING)
     return dict(sorted(counts.items()))

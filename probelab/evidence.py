@@ -17,24 +17,55 @@ MAX_DEPTH = 8
 
 @dataclass(frozen=True)
 class Isa:
-    """What the gate must know of an ISA's text: register names, loads, non-writing opcodes."""
+    """What the gate must know of an ISA's text: which registers an operand names, which an
+    instruction writes, and which instructions load the stimulus from memory."""
 
-    register: re.Pattern[str]
-    zero: str
-    loads: re.Pattern[str]  # loads from memory the stimulus lives in
-    no_destination: re.Pattern[str]
+    name: str
+    register: re.Pattern[str]  # one register or a range, e.g. R2, v[8:9], s4
+    loads: re.Pattern[str]  # mnemonics that load from the memory the stimulus lives in
+    no_destination: re.Pattern[str]  # mnemonics whose first operand is not written
 
-    def width(self, mnemonic: str) -> int:
-        if ".128" in mnemonic:
-            return 4
-        return 2 if (".64" in mnemonic or "WIDE" in mnemonic) else 1
+    def registers(self, operand: str) -> list[str]:
+        m = self.register.match(operand)
+        if not m:
+            return []
+        groups = m.groupdict()
+        bank = groups["bank"]
+        first = int(groups.get("single") or groups["first"])
+        last = groups.get("last")
+        return [f"{bank}{n}" for n in range(first, int(last or first) + 1)]
+
+    def defines(self, insn: Instruction) -> set[str]:
+        if not insn.operands or self.no_destination.match(insn.mnemonic):
+            return set()
+        regs = self.registers(insn.operands[0])
+        if len(regs) == 1 and self.name == "sass":  # SASS spells pair/quad writes in the opcode
+            width = 4 if ".128" in insn.mnemonic else 2 if (
+                ".64" in insn.mnemonic or "WIDE" in insn.mnemonic) else 1
+            bank, n = regs[0][0], int(regs[0][1:])
+            regs = [f"{bank}{n + k}" for k in range(width)]
+        return set(regs)
+
+    def is_load(self, insn: Instruction) -> bool:
+        return self.loads.match(insn.mnemonic) is not None and not insn.predicate
 
 
 SASS = Isa(
-    register=re.compile(r"^[-|!~]*(R\d+|RZ)(?:\.\w+)*$"),
-    zero="RZ",
-    loads=re.compile(r"^(LDG|LD)$"),
-    no_destination=re.compile(r"^(ST|STG|STS|STL|RED|BRA|EXIT|RET|BAR|MEMBAR|NOP|CALL|JMP)$"),
+    name="sass",
+    register=re.compile(r"^[-|!~]*(?P<bank>R)(?P<first>\d+)(?P<last>)(?:\.\w+)*$"),
+    loads=re.compile(r"^(LDG|LD)(\.|$)"),
+    no_destination=re.compile(r"^(ST|STG|STS|STL|RED|BRA|EXIT|RET|BAR|MEMBAR|NOP|CALL|JMP)"
+                              r"(\.|$)"),
+)
+
+GCN = Isa(
+    name="gcn",
+    register=re.compile(r"^-?(?:\|)?(?P<bank>[vsa])(?:\[(?P<first>\d+)(?::(?P<last>\d+))?\]"
+                        r"|(?P<single>\d+))"),
+    loads=re.compile(r"^(global_load|buffer_load|flat_load)_"),
+    no_destination=re.compile(r"^(global_store|buffer_store|flat_store|scratch_store|ds_write|"
+                              r"ds_store|s_wait|s_nop|s_endpgm|s_sendmsg|s_delay_alu|s_cbranch|"
+                              r"s_branch|s_barrier|s_clause|s_setprio|s_code_end|s_dcache)"),
 )
 
 
@@ -71,24 +102,9 @@ class EvidenceReport:
         return asdict(self) | {"ok": self.ok}
 
 
-def _register(isa: Isa, operand: str) -> str | None:
-    m = isa.register.match(operand)
-    return m.group(1) if m else None
-
-
-def _writes(isa: Isa, insn: Instruction, reg: str) -> bool:
-    if not insn.operands or isa.no_destination.match(insn.base):
-        return False
-    dest = _register(isa, insn.operands[0])
-    if dest is None or dest == isa.zero:
-        return False
-    first = int(dest[1:])
-    return reg != isa.zero and first <= int(reg[1:]) < first + isa.width(insn.mnemonic)
-
-
 def _definition(isa: Isa, code: list[Instruction], index: int, reg: str) -> int | None:
     for j in range(index - 1, -1, -1):
-        if _writes(isa, code[j], reg):
+        if reg in isa.defines(code[j]):
             return j
     return None
 
@@ -99,25 +115,24 @@ def _reaches_load(isa: Isa, code: list[Instruction], index: int, reg: str, depth
     if j is None or depth > MAX_DEPTH:
         return False
     path.append(code[j].text)
-    if isa.loads.match(code[j].base):
+    if isa.is_load(code[j]):
         return True
-    for src in code[j].operands[1:]:
-        r = _register(isa, src)
-        if r and r != isa.zero and _reaches_load(isa, code, j, r, depth + 1, path):
-            return True
-    return False
+    return any(_reaches_load(isa, code, j, r, depth + 1, path)
+               for src in code[j].operands[1:] for r in isa.registers(src))
 
 
 def trace_operand(isa: Isa, code: list[Instruction], index: int, operand: str,
                   requirement: str) -> OperandTrace:
-    reg = _register(isa, operand)
-    if reg is None or reg == isa.zero:
+    """How an operand (every register it names) reaches instruction `index`."""
+    regs = isa.registers(operand)
+    if not regs:
         return OperandTrace(operand, requirement, "not_from_memory", ["not a register"])
-    j = _definition(isa, code, index, reg)
-    if j is not None and isa.loads.match(code[j].base) and not code[j].predicate:
-        return OperandTrace(operand, requirement, "unmodified", [code[j].text])
+    defs = [_definition(isa, code, index, r) for r in regs]
+    if all(j is not None and isa.is_load(code[j]) for j in defs):
+        return OperandTrace(operand, requirement, "unmodified",
+                            sorted({code[j].text for j in defs if j is not None}))
     path: list[str] = []
-    found = _reaches_load(isa, code, index, reg, 0, path)
+    found = all(_reaches_load(isa, code, index, r, 0, path) for r in regs)
     return OperandTrace(operand, requirement, "from_memory" if found else "not_from_memory", path)
 
 

@@ -6,6 +6,8 @@
     claim = "..."                        # what is claimed, in words
     coordinates = "raw"                  # the coordinate system the prediction is stated in
     kernels = ["byte_perm"]              # optional: the kernels the claim is about (default all)
+    targets = ["gfx12*"]                 # optional: the ISA targets it is about (default all)
+    where = "family == 0"                # optional: the cells it is about (default all)
     parent = "old-id"                    # optional: this file amends a sealed one
     [let]                                # optional helper definitions, in order
     src = "(y << 32) | x"
@@ -17,6 +19,7 @@
 Predictions are taken modulo 2**32: observables are 32-bit registers.
 """
 
+import fnmatch
 import hashlib
 import re
 import tomllib
@@ -35,7 +38,8 @@ MASK = 0xFFFFFFFF
 LITERAL = "literal"
 _REQUIRED = {"schema": int, "id": str, "probe": str, "claim": str, "coordinates": str,
              "predict": dict}
-_OPTIONAL = {"kernels": list, "parent": str, "let": dict, "translations": dict}
+_OPTIONAL = {"kernels": list, "targets": list, "where": str, "parent": str, "let": dict,
+             "translations": dict}
 
 
 @dataclass(frozen=True)
@@ -50,11 +54,16 @@ class Hypothesis:
     lets: tuple[tuple[str, str], ...] = ()
     translations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     kernels: tuple[str, ...] | None = None
+    targets: tuple[str, ...] | None = None
+    where: str | None = None
     parent: str | None = None
 
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.raw).hexdigest()
+
+    def about_target(self, target: str) -> bool:
+        return self.targets is None or any(fnmatch.fnmatchcase(target, t) for t in self.targets)
 
     def scorings(self) -> list[str]:
         return [LITERAL, *sorted(self.translations)]
@@ -99,9 +108,10 @@ def parse_hypothesis(path: Path, raw: bytes) -> Hypothesis:
         raise UsageError(f"{path}: each [translations.NAME] must be a table")
     if LITERAL in translations:
         raise UsageError(f"{path}: a translation may not be called {LITERAL!r}")
-    kernels = doc.get("kernels")
-    if kernels is not None and not all(isinstance(k, str) for k in kernels):
-        raise UsageError(f"{path}: 'kernels' must be a list of strings")
+    for key in ("kernels", "targets"):
+        if key in doc and not all(isinstance(k, str) for k in doc[key]):
+            raise UsageError(f"{path}: '{key}' must be a list of strings")
+    kernels, targets = doc.get("kernels"), doc.get("targets")
     predict = _strings(doc["predict"], "predict")
     if not predict:
         raise UsageError(f"{path}: [predict] names no observable")
@@ -110,7 +120,9 @@ def parse_hypothesis(path: Path, raw: bytes) -> Hypothesis:
         coordinates=doc["coordinates"], predict=predict,
         lets=tuple(_strings(doc.get("let", {}), "let").items()),
         translations={k: _strings(v, f"translations.{k}") for k, v in translations.items()},
-        kernels=tuple(kernels) if kernels is not None else None, parent=doc.get("parent"),
+        kernels=tuple(kernels) if kernels is not None else None,
+        targets=tuple(targets) if targets is not None else None, where=doc.get("where"),
+        parent=doc.get("parent"),
     )
 
 
@@ -136,30 +148,44 @@ def _grid_env(grid: xr.Dataset, dims: tuple[str, ...]) -> dict[str, np.ndarray]:
     return env
 
 
-def predict(h: Hypothesis, grid: xr.Dataset,
-            observables: Mapping[str, tuple[str, ...]]) -> dict[str, dict[str, np.ndarray]]:
-    """{scoring: {observable: uint32 prediction over the observable's grid dims}}.
+def predict(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]]
+            ) -> dict[str, dict[str, np.ndarray]]:
+    """{scoring: {observable: uint32 prediction over the observable's grid dims}}."""
+    return evaluate_claim(h, grid, observables)[0]
 
-    A translation rebinds coordinates (e.g. x = "y") before the prediction is evaluated.
-    """
+
+Tables = dict[str, dict[str, np.ndarray]]
+
+
+def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]]
+                   ) -> tuple[Tables, Tables | None]:
+    """(predictions, scopes): {scoring: {observable: uint32 values}} and the same shape of
+    bool masks of the cells the claim is about (None when it is about all of them).
+
+    A translation rebinds coordinates (e.g. x = "y") before prediction and scope are
+    evaluated."""
     unknown = set(h.predict) - set(observables)
     if unknown:
         raise UsageError(f"{h.path}: predicts {sorted(unknown)}, but the probe observes "
                          f"{sorted(observables)}")
     tables: dict[str, dict[str, np.ndarray]] = {s: {} for s in h.scorings()}
+    scopes: dict[str, dict[str, np.ndarray]] = {s: {} for s in h.scorings()}
     try:
         for observable, source in h.predict.items():
             env = _grid_env(grid, observables[observable])
-            program = compile_program([*h.lets, ("predicted", source)], env)
+            extra = [("in_scope", h.where)] if h.where is not None else []
+            program = compile_program([*h.lets, ("predicted", source), *extra], env)
             for scoring in tables:
                 scoped = dict(env)
                 if scoring != LITERAL:
                     scoped |= _translate(h, h.translations[scoring], env)
-                values = program.evaluate(scoped)["predicted"]
-                tables[scoring][observable] = (values & MASK).astype(np.uint32)
+                values = program.evaluate(scoped)
+                tables[scoring][observable] = (values["predicted"] & MASK).astype(np.uint32)
+                if h.where is not None:
+                    scopes[scoring][observable] = values["in_scope"] != 0
     except ExprError as exc:
         raise UsageError(f"{h.path}: {exc}") from exc
-    return tables
+    return tables, (scopes if h.where is not None else None)
 
 
 def _translate(h: Hypothesis, mapping: Mapping[str, str],
@@ -172,11 +198,14 @@ def _translate(h: Hypothesis, mapping: Mapping[str, str],
             for coord, source in mapping.items()}
 
 
-def table_sha256(tables: Mapping[str, Mapping[str, np.ndarray]]) -> str:
+def table_sha256(tables: Mapping[str, Mapping[str, np.ndarray]],
+                 scopes: Mapping[str, Mapping[str, np.ndarray]] | None = None) -> str:
     h = hashlib.sha256()
     for scoring in sorted(tables):
         for observable in sorted(tables[scoring]):
             values = np.ascontiguousarray(tables[scoring][observable], "<u4")
             h.update(f"{scoring}|{observable}|{values.shape}|".encode())
             h.update(values.tobytes())
+            if scopes is not None:  # the claimed cells are part of what was sealed
+                h.update(np.packbits(scopes[scoring][observable]).tobytes())
     return h.hexdigest()

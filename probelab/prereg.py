@@ -15,9 +15,9 @@ from probelab.dataset import grid_sha256
 from probelab.errors import IntegrityError, UsageError
 from probelab.hypothesis import (
     Hypothesis,
+    evaluate_claim,
     is_plain_id,
     load_hypothesis,
-    predict,
     table_sha256,
 )
 from probelab.paths import lab_root, ledger_path, prereg_dir
@@ -52,7 +52,7 @@ def evaluate(h: Hypothesis) -> tuple[Probe, str, str]:
     if unknown:
         raise UsageError(f"{h.path}: kernels {sorted(unknown)} are not kernels of {probe.id}")
     grid = probe.stimulus()
-    return probe, grid_sha256(grid), table_sha256(predict(h, grid, probe.observables))
+    return probe, grid_sha256(grid), table_sha256(*evaluate_claim(h, grid, probe.observables))
 
 
 def template(probe: Probe, hypothesis_id: str) -> str:

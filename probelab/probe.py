@@ -46,6 +46,7 @@ class Kernel:
     vendor: str  # "nvidia" or "amd"
     evidence: Evidence
     options: Mapping[str, object] = field(default_factory=dict)  # compiler options
+    headers: str | None = None  # "hip": needs HIP's headers, so only ROCm's hiprtc builds it
 
     def source_text(self) -> str:
         return self.source.read_text()
