@@ -12,13 +12,15 @@ def cache_key(**parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def cached_bytes(kind: str, key: str, build: Callable[[], bytes]) -> tuple[bytes, bool]:
-    """Return (bytes, hit). A corrupt or unreadable cache entry is rebuilt, never trusted."""
+def cached_bytes(kind: str, key: str, build: Callable[[], bytes],
+                 fresh: bool = False) -> tuple[bytes, bool]:
+    """Return (bytes, hit). A corrupt or unreadable cache entry is rebuilt, never trusted;
+    `fresh` rebuilds regardless (to show a build is reproducible)."""
     path = cache_dir() / kind / f"{key}.bin"
     try:
-        blob = path.read_bytes()
+        blob = b"" if fresh else path.read_bytes()
         digest, payload = blob[:64], blob[64:]
-        if hashlib.sha256(payload).hexdigest().encode() == digest:
+        if blob and hashlib.sha256(payload).hexdigest().encode() == digest:
             return payload, True
     except OSError:
         pass

@@ -22,7 +22,7 @@ from probelab.backends.guards import POISONS
 from probelab.errors import IntegrityError, UsageError
 from probelab.evidence import gate
 from probelab.paths import data_dir, lab_root, sim_data_dir
-from probelab.probe import get_probe, supports
+from probelab.probe import Probe, get_probe, supports
 
 Step = Callable[[str], None]
 
@@ -61,6 +61,10 @@ def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None =
         raise UsageError("--repeats must be at least 2: repeats alternate the output poison, "
                          "which is how a cell the kernel never wrote is told from a real value")
     probe = get_probe(probe_id)
+    if getattr(probe, "static", False):
+        from probelab.static import run_static_sweep
+
+        return run_static_sweep(probe, target, out_root=out_root, step=step, command=command)
     backend = load_backend(backend_name, probe, target)
     if backend.simulated and out_root is not None and \
             out_root.resolve().is_relative_to(data_dir().resolve()):
@@ -112,32 +116,40 @@ def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None =
         outputs[kernel.name] = runs[0]
 
     ds = probe.assemble(stimulus, outputs)
-    head, dirty = gitinfo.head()
-    now = datetime.now(UTC)
     prov = {
-        "probe": probe.id,
-        "probe_version": probe.version,
         "backend": backend.name,
         "device": device.name,
         "target": device.target,
         "device_details": dict(device.details),
         "toolchain": backend.describe(),
         "kernels": records,
-        "probelab_version": probelab.__version__,
-        "git_head": head,
-        "git_dirty": dirty,
-        "utc": now.isoformat(timespec="seconds"),
         "repeats": repeats,
         "repeats_identical": True,  # a sweep whose repeats differ is never saved
         "poisons": [f"{p:#010x}" for p in poisons],
         "simulated": backend.simulated,
+    }
+    root = out_root or (sim_data_dir() if backend.simulated else data_dir())
+    return save_sweep(probe, ds, prov, root, step, command)
+
+
+def save_sweep(probe: Probe, ds: xr.Dataset, prov: dict, root: Path, step: Step,
+               command: list[str] | None) -> SweepResult:
+    """Add what every dataset records about where and when it was made, and save it."""
+    head, dirty = gitinfo.head()
+    now = datetime.now(UTC)
+    prov = {
+        "probe": probe.id,
+        "probe_version": probe.version,
+        "probelab_version": probelab.__version__,
+        "git_head": head,
+        "git_dirty": dirty,
+        "utc": now.isoformat(timespec="seconds"),
         "grid_sha256": dataset.grid_sha256(ds),
         "command": command or sys.argv,
         "host": {"python": platform.python_version(), "numpy": np.__version__,
                  "xarray": xr.__version__},
-    }
-    root = out_root or (sim_data_dir() if backend.simulated else data_dir())
-    path = root / probe.id / device.target / f"{now.strftime('%Y%m%dT%H%M%SZ')}.nc"
+    } | prov
+    path = root / probe.id / prov["target"] / f"{now.strftime('%Y%m%dT%H%M%SZ')}.nc"
     if path.exists():
         raise UsageError(f"{path} already exists; not overwriting a dataset")
     step(f"saving {path}")

@@ -95,8 +95,8 @@ def check_target(target: str) -> None:
                           "(point PROBELAB_CLANG at it)")
 
 
-def compile_object(source: str, target: str, defines: dict[str, int] | None = None
-                   ) -> tuple[bytes, bool]:
+def compile_object(source: str, target: str, defines: dict[str, int] | None = None,
+                   fresh: bool = False) -> tuple[bytes, bool]:
     """Compile HIP source to a raw AMDGPU code object for `target` (e.g. gfx1201, or a full
     target id such as gfx90a:xnack-). Returns (code object, cache hit)."""
     clang = find_clang()
@@ -111,11 +111,11 @@ def compile_object(source: str, target: str, defines: dict[str, int] | None = No
             src.write_text(source)
             run = subprocess.run([clang.path, *flags, "-o", out, src], capture_output=True,
                                  text=True)
-            if run.returncode != 0:
-                raise CompileError(run.stderr.strip())
+            if run.returncode != 0:  # name the file as the probe does, not the temp path
+                raise CompileError(run.stderr.replace(str(src), "kernel.hip").strip())
             return out.read_bytes()
 
-    return cached_bytes("amdgpu", key, build)
+    return cached_bytes("amdgpu", key, build, fresh)
 
 
 class CompileError(Exception):
@@ -141,13 +141,14 @@ def describe() -> dict[str, str]:
             "route": "offline clang (-nogpuinc -nogpulib, raw code object)"}
 
 
-def build(kernel: Kernel, target: str, defines: dict[str, int] | None = None) -> CodeObject:
+def build(kernel: Kernel, target: str, defines: dict[str, int] | None = None,
+          fresh: bool = False) -> CodeObject:
     """Compile a probe kernel and disassemble the very bytes that will be loaded."""
     if kernel.headers == "hip":
         raise Unavailable(f"{kernel.name} needs HIP's headers: it is built on the device with "
                           "hiprtc (ROCm), not offline")
     try:
-        blob, hit = compile_object(kernel.source_text(), target, defines)
+        blob, hit = compile_object(kernel.source_text(), target, defines, fresh)
     except CompileError as exc:
         raise Unavailable(f"{kernel.name} does not compile for {target}:\n{exc}") from exc
     text = disassemble(blob, target)
