@@ -298,7 +298,7 @@ def verify(
             typer.echo(f"{row['dataset']} × {row['hypothesis']}: {row['verdict']} "
                        f"({kernels}) [recorded: {row['recorded']}]")
         for note in result["notes"]:
-            err.print(f"note: {note}", highlight=False)
+            typer.echo(f"note: {note}", err=True)
         for problem in result["problems"]:
             err.print(f"[red]problem:[/] {escape(problem)}", highlight=False)
         seals = len(result["seals"])
@@ -354,6 +354,36 @@ def report(
         emit_json(docs)
     else:
         typer.echo("\n".join(render(d) for d in docs))
+
+
+@app.command("diff", epilog=EPILOG)
+@guarded
+def diff_cmd(
+    a: Annotated[str, typer.Argument(metavar="A", help="Dataset PATH or PATH:KERNEL.")],
+    b: Annotated[str, typer.Argument(metavar="B", help="Dataset PATH or PATH:KERNEL.")],
+    as_json: JsonOpt = False,
+    plot_dir: Annotated[Path | None, typer.Option("--plot", help="Also draw each pair's "
+                                                  "mismatch map (PNG and SVG) into DIR.")] = None,
+) -> None:
+    """Where two datasets of one probe disagree, cell by cell (the porting-hazard report).
+
+    Compares kernel A:KERNEL with B:KERNEL, or without kernels every kernel name both
+    datasets have. Refuses (exit 2) datasets of different probes or stimulus grids, or with
+    no common kernel. Exit 1 when any compared pair differs, 0 when all are identical. A
+    simulated side is said so: a diff against a model is never evidence.
+    """
+    from probelab.diff import diff, plot, render
+
+    doc, side_a, side_b, results = diff(a, b)
+    if plot_dir is not None:
+        doc["figures"] = [str(p) for p in plot(doc, side_a, side_b, results, plot_dir)]
+    if as_json:
+        emit_json(doc)
+    else:
+        typer.echo(render(doc, side_a.ds))
+        for path in doc.get("figures", []):
+            typer.echo(path)
+    raise typer.Exit(int(Exit.OK if doc["identical"] else Exit.REFUTED))
 
 
 def main() -> None:
