@@ -58,6 +58,10 @@ def inspect(probe_id: str, target: str) -> list[KernelReport]:
         raise UsageError(f"{probe.id} has no {vendor} kernels")
     reports = []
     for kernel in kernels:
+        if not kernel.for_target(target):
+            reports.append(KernelReport(kernel.name, kernel.symbol, "skipped",
+                                        f"{kernel.name} is for {', '.join(kernel.targets or ())}"))
+            continue
         try:
             code = build(kernel, target)
         except Unavailable as exc:

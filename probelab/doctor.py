@@ -24,6 +24,7 @@ def _check(name: str, ok: bool, detail: str) -> dict[str, Any]:
 
 def backend_status() -> dict[str, dict[str, Any]]:
     from probelab.backends.ops_cuda import CudaBackend
+    from probelab.backends.ops_hip import HipBackend
 
     status = {}
     try:
@@ -32,6 +33,12 @@ def backend_status() -> dict[str, dict[str, Any]]:
                           f"driver {dev.details.get('driver', '?')}"}
     except LabError as exc:
         status["cuda"] = {"usable": False, "detail": str(exc)}
+    try:
+        dev = HipBackend().device()
+        status["hip"] = {"usable": True, "detail": f"{dev.name} ({dev.details['target_id']}), "
+                         f"HIP runtime {dev.details['hip_runtime']}"}
+    except LabError as exc:
+        status["hip"] = {"usable": False, "detail": str(exc)}
     status["sim"] = {"usable": True, "detail": "simulated devices; data are never evidence"}
     return status
 
@@ -47,6 +54,9 @@ def _toolchains() -> list[dict[str, Any]]:
     tool = nvidia.find_nvdisasm()
     rows.append(_check("nvdisasm", tool is not None,
                        f"{tool} ({nvidia.nvdisasm_version()})" if tool else nvidia.INSTALL_HINT))
+    from probelab.backends.ops_hip import rocm_rows
+
+    rows += [_check(name, ok, detail) for name, ok, detail in rocm_rows()]
     clang = next((c for c in ("clang-19", "amdclang", "clang") if shutil.which(c)), None)
     rows.append(_check("AMDGPU clang", clang is not None, shutil.which(clang) if clang else
                        "apt-get install clang-19 lld-19 llvm-19 (offline AMD compiles)"))

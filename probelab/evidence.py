@@ -24,6 +24,7 @@ class Isa:
     register: re.Pattern[str]  # one register or a range, e.g. R2, v[8:9], s4
     loads: re.Pattern[str]  # mnemonics that load from the memory the stimulus lives in
     no_destination: re.Pattern[str]  # mnemonics whose first operand is not written
+    narrow: re.Pattern[str]  # loads of less than 32 bits: the value arrives truncated
 
     def registers(self, operand: str) -> list[str]:
         m = self.register.match(operand)
@@ -54,6 +55,7 @@ SASS = Isa(
     name="sass",
     register=re.compile(r"^[-|!~]*(?P<bank>R)(?P<first>\d+)(?P<last>)(?:\.\w+)*$"),
     loads=re.compile(r"^(LDG|LD)(\.|$)"),
+    narrow=re.compile(r"\.(U8|S8|U16|S16)(\.|$)"),
     no_destination=re.compile(r"^(ST|STG|STS|STL|RED|BRA|EXIT|RET|BAR|MEMBAR|NOP|CALL|JMP)"
                               r"(\.|$)"),
 )
@@ -63,6 +65,7 @@ GCN = Isa(
     register=re.compile(r"^-?(?:\|)?(?P<bank>[vsa])(?:\[(?P<first>\d+)(?::(?P<last>\d+))?\]"
                         r"|(?P<single>\d+))"),
     loads=re.compile(r"^(global_load|buffer_load|flat_load)_"),
+    narrow=re.compile(r"_(u8|i8|u16|i16|d16\w*|ubyte|sbyte|ushort|sshort)$"),
     no_destination=re.compile(r"^(global_store|buffer_store|flat_store|scratch_store|ds_write|"
                               r"ds_store|s_wait|s_nop|s_endpgm|s_sendmsg|s_delay_alu|s_cbranch|"
                               r"s_branch|s_barrier|s_clause|s_setprio|s_code_end|s_dcache)"),
@@ -88,7 +91,7 @@ class OperandTrace:
 @dataclass
 class EvidenceReport:
     kernel: str
-    instruction: str
+    instruction: str | None  # None: no instruction claimed; only forbidden ones are checked
     matches: list[str] = field(default_factory=list)
     forbidden_found: list[str] = field(default_factory=list)
     operands: list[OperandTrace] = field(default_factory=list)
@@ -129,8 +132,10 @@ def trace_operand(isa: Isa, code: list[Instruction], index: int, operand: str,
         return OperandTrace(operand, requirement, "not_from_memory", ["not a register"])
     defs = [_definition(isa, code, index, r) for r in regs]
     if all(j is not None and isa.is_load(code[j]) for j in defs):
-        return OperandTrace(operand, requirement, "unmodified",
-                            sorted({code[j].text for j in defs if j is not None}))
+        loads = sorted({code[j].text for j in defs if j is not None})
+        if any(j is not None and isa.narrow.search(code[j].mnemonic) for j in defs):
+            return OperandTrace(operand, requirement, "from_memory", ["truncated by", *loads])
+        return OperandTrace(operand, requirement, "unmodified", loads)
     path: list[str] = []
     found = all(_reaches_load(isa, code, index, r, 0, path) for r in regs)
     return OperandTrace(operand, requirement, "from_memory" if found else "not_from_memory", path)
@@ -138,14 +143,16 @@ def trace_operand(isa: Isa, code: list[Instruction], index: int, operand: str,
 
 def gate(kernel: str, evidence: Evidence, code: list[Instruction], isa: Isa) -> EvidenceReport:
     report = EvidenceReport(kernel, evidence.instruction)
-    hits = [i for i, insn in enumerate(code) if re.fullmatch(evidence.instruction, insn.mnemonic)
-            or re.fullmatch(evidence.instruction, insn.base)]
+    claimed = evidence.instruction
+    hits = [] if claimed is None else [  # None: nothing claimed, the histogram is the record
+        i for i, insn in enumerate(code)
+        if re.fullmatch(claimed, insn.mnemonic) or re.fullmatch(claimed, insn.base)]
     report.matches = [code[i].text for i in hits]
     for pattern in evidence.forbidden:
         report.forbidden_found += [c.text for c in code if re.fullmatch(pattern, c.mnemonic)]
-    if not hits:
+    if claimed is not None and not hits:
         report.problems.append(f"{kernel}: no instruction matching {evidence.instruction!r}")
-    elif evidence.count is not None and len(hits) != evidence.count:
+    elif hits and evidence.count is not None and len(hits) != evidence.count:
         report.problems.append(
             f"{kernel}: {len(hits)} instructions match {evidence.instruction!r}, "
             f"expected {evidence.count}")

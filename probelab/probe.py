@@ -25,14 +25,15 @@ from probelab.paths import probes_dir
 class Evidence:
     """What the code object must show for a kernel to count as exercising its instruction.
 
-    `instruction` is a regex on the disassembled mnemonic; `forbidden` lists near relatives
-    that must not appear; `operands` says, per source operand of the instruction in
-    disassembly order, how it must be fed: "unmodified" (straight from a memory load),
-    "from_memory" (a load reaches it, possibly through other instructions, which are recorded)
-    or "any".
+    `instruction` is a regex on the disassembled mnemonic, or None: no instruction is claimed
+    (e.g. a library function such as HIP's __byte_perm), only the histogram is recorded;
+    `forbidden` lists near relatives that must not appear (checked either way); `operands`
+    says, per source operand of the instruction in disassembly order, how it must be fed:
+    "unmodified" (straight from a memory load), "from_memory" (a load reaches it, possibly
+    through other instructions, which are recorded) or "any".
     """
 
-    instruction: str
+    instruction: str | None
     forbidden: tuple[str, ...] = ()
     operands: tuple[str, ...] = ()
     count: int | None = 1  # exact number of matches per kernel; None: at least one
@@ -47,6 +48,11 @@ class Kernel:
     evidence: Evidence
     options: Mapping[str, object] = field(default_factory=dict)  # compiler options
     headers: str | None = None  # "hip": needs HIP's headers, so only ROCm's hiprtc builds it
+    defines: Mapping[str, int] = field(default_factory=dict)  # -D NAME=value when compiling
+    targets: tuple[str, ...] | None = None  # fnmatch patterns; None: every target of the probe
+
+    def for_target(self, target: str) -> bool:
+        return self.targets is None or any(fnmatch.fnmatchcase(target, t) for t in self.targets)
 
     def source_text(self) -> str:
         return self.source.read_text()

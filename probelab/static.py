@@ -37,15 +37,15 @@ def run_static_sweep(probe, target: str | None, *, out_root: Path | None = None,
     text, diagnostic, objects = [""] * n, [""] * n, [""] * n
     for i in range(n):
         case = {c: int(grid[c].values[i]) for c in numeric}
-        kernel, defines = probe.variant(case)
+        kernel = probe.variant(case)
         step(f"compiling case {i + 1}/{n} for {target}")
         try:
-            code = amdgpu.build(kernel, target, defines)
+            code = amdgpu.build(kernel, target)
         except Unavailable as exc:
             diagnostic[i] = next((line for line in str(exc).splitlines()[1:]
                                   if "error" in line), str(exc).splitlines()[0])
             continue
-        again = amdgpu.build(kernel, target, defines, fresh=True)
+        again = amdgpu.build(kernel, target, fresh=True)
         if again.sha256 != code.sha256:
             raise IntegrityError(f"case {i}: two builds differ ({code.sha256[:12]} vs "
                                  f"{again.sha256[:12]}); the toolchain is not deterministic")
@@ -65,7 +65,7 @@ def run_static_sweep(probe, target: str | None, *, out_root: Path | None = None,
         ds[name] = (("kernel", "case"), values[None, :])
     ds["instruction"] = ("case", np.array(text, dtype=str))
     ds["diagnostic"] = ("case", np.array(diagnostic, dtype=str))
-    source = probe.variant({c: int(grid[c].values[0]) for c in numeric})[0].source
+    source = probe.variant({c: int(grid[c].values[0]) for c in numeric}).source
     prov = {
         "backend": "toolchain",
         "device": "none: static probe, measured on the compiler's output",

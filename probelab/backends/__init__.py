@@ -17,7 +17,8 @@ from probelab.errors import UsageError
 from probelab.evidence import Isa
 from probelab.probe import Kernel, Launch, Probe
 
-BACKENDS = {"cuda": "probelab.backends.ops_cuda", "sim": "probelab.backends.ops_sim"}
+BACKENDS = {"cuda": "probelab.backends.ops_cuda", "hip": "probelab.backends.ops_hip",
+            "sim": "probelab.backends.ops_sim"}
 
 
 @dataclass(frozen=True)

@@ -141,14 +141,13 @@ def describe() -> dict[str, str]:
             "route": "offline clang (-nogpuinc -nogpulib, raw code object)"}
 
 
-def build(kernel: Kernel, target: str, defines: dict[str, int] | None = None,
-          fresh: bool = False) -> CodeObject:
+def build(kernel: Kernel, target: str, fresh: bool = False) -> CodeObject:
     """Compile a probe kernel and disassemble the very bytes that will be loaded."""
     if kernel.headers == "hip":
         raise Unavailable(f"{kernel.name} needs HIP's headers: it is built on the device with "
                           "hiprtc (ROCm), not offline")
     try:
-        blob, hit = compile_object(kernel.source_text(), target, defines, fresh)
+        blob, hit = compile_object(kernel.source_text(), target, dict(kernel.defines), fresh)
     except CompileError as exc:
         raise Unavailable(f"{kernel.name} does not compile for {target}:\n{exc}") from exc
     text = disassemble(blob, target)

@@ -70,7 +70,7 @@ class BuiltinModifiers:
     def kernels(self, vendor: str) -> list[Kernel]:
         if vendor != "amd":
             return []
-        return [self.variant(case)[0] for case in _cases() if case["a1"] == case["blgp"] == 0
+        return [self.variant(case) for case in _cases() if case["a1"] == case["blgp"] == 0
                 and case["a3"] == case["a7"] == case["cbsz"] == case["abid"] == 0]
 
     def stimulus(self) -> xr.Dataset:
@@ -83,15 +83,15 @@ class BuiltinModifiers:
             else "mfma_f64_16x16x4f64" for c in cases]))
         return xr.Dataset(coords=coords)
 
-    def variant(self, case: Mapping[str, int]) -> tuple[Kernel, dict[str, int]]:
-        """The kernel to compile for one case, and its -D defines."""
+    def variant(self, case: Mapping[str, int]) -> Kernel:
+        """The kernel to compile for one case, its constant arguments as -D defines."""
         family, k = int(case["family"]), int(case["k"])
         name = f"k{k}" if family == SWMMAC else "mfma_f64"
         evidence = Evidence(INSTRUCTION[(family, k)], forbidden=FORBIDDEN[family], count=1)
-        kernel = Kernel(name, "probe_modifiers", SOURCE, "amd", evidence)
         defines = {key.upper(): int(case[key]) for key in
                    ("family", "k", "a1", "a3", "a7", "cbsz", "abid", "blgp")}
-        return kernel, defines
+        return Kernel(name, "probe_modifiers", SOURCE, "amd", evidence, defines=defines,
+                      targets=("gfx12*",) if family == SWMMAC else ("gfx90a", "gfx94*"))
 
     def decode(self, insn: Instruction) -> dict[str, int]:
         values = modifier_values(insn)
