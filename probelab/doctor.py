@@ -57,9 +57,18 @@ def _toolchains() -> list[dict[str, Any]]:
     from probelab.backends.ops_hip import rocm_rows
 
     rows += [_check(name, ok, detail) for name, ok, detail in rocm_rows()]
-    clang = next((c for c in ("clang-19", "amdclang", "clang") if shutil.which(c)), None)
-    rows.append(_check("AMDGPU clang", clang is not None, shutil.which(clang) if clang else
-                       "apt-get install clang-19 lld-19 llvm-19 (offline AMD compiles)"))
+    from probelab.toolchains import amdgpu
+
+    try:
+        clang = amdgpu.find_clang()
+        known = amdgpu.supported_targets()
+        lab = ("gfx90a", "gfx942", "gfx950", "gfx1201")
+        builds = ", ".join(t for t in lab if t in known)
+        lacks = ", ".join(t for t in lab if t not in known) or "none"
+        rows.append(_check("AMDGPU clang", True, f"{clang.version} ({clang.origin}) at "
+                           f"{clang.path}; builds {builds}; not {lacks}"))
+    except LabError as exc:
+        rows.append(_check("AMDGPU clang", False, str(exc)))
     return rows
 
 
