@@ -12,13 +12,16 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import xarray as xr
 
 from probelab.errors import UsageError
 from probelab.paths import probes_dir
+
+if TYPE_CHECKING:
+    from probelab.disasm import Instruction
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,28 @@ class Probe(Protocol):
     def simulate(
         self, kernel: Kernel, inputs: Mapping[str, np.ndarray]
     ) -> dict[str, np.ndarray]: ...
+
+
+class StaticProbe(Protocol):
+    """A probe measured on the compiler's output rather than a device (`static = True`).
+
+    Its grid has one dimension, `case`; each case is compiled on its own (`variant` gives
+    the kernel with the case's -D defines) and `decode` turns the instruction under test
+    into the case's observables.
+    """
+
+    id: str
+    version: str
+    summary: str
+    targets: tuple[str, ...]
+    static: bool
+    observables: Mapping[str, tuple[str, ...]]
+    plots: Mapping[str, Callable[..., object]]
+
+    def kernels(self, vendor: str) -> list[Kernel]: ...
+    def stimulus(self) -> xr.Dataset: ...
+    def variant(self, case: Mapping[str, int]) -> Kernel: ...
+    def decode(self, instruction: "Instruction") -> dict[str, int]: ...
 
 
 def stack_kernels(stimulus: xr.Dataset, outputs: Mapping[str, Mapping[str, np.ndarray]],
