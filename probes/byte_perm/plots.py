@@ -1,6 +1,8 @@
 """byte-perm figures: what each selector nibble picks, and where a hypothesis gets it wrong.
 
 Each entry of PLOTS takes (ds, tables=None, scoring="literal") and returns {kernel: figure}.
+mismatch-map also draws `probelab diff`: another dataset's values stand in for the prediction
+and `versus` names that dataset in the title.
 The tables behind the figures are plain functions (selector_table, lane_differences,
 mismatch_fractions), so they can be checked without reading pixels.
 """
@@ -76,10 +78,12 @@ def mismatch_fractions(ds: xr.Dataset, kernel: str, predicted: np.ndarray) -> np
         return wrong / pairs
 
 
-def _header(ax, kernel: str, what: str, ds: xr.Dataset, subtitle: str) -> None:
+def _header(ax, kernel: str, what: str, ds: xr.Dataset, subtitle: str,
+            other_simulated: bool = False) -> None:
     """Title lines above the axes: [SIMULATED], kernel + device, then the subtitle.
 
-    Unknown provenance counts as simulated."""
+    Unknown provenance counts as simulated; `other_simulated` marks a simulated dataset this
+    one is compared with (probelab diff)."""
     try:
         prov = provenance(ds)
     except UsageError:  # e.g. a sweep's in-memory dataset: provenance is attached on save
@@ -89,6 +93,8 @@ def _header(ax, kernel: str, what: str, ds: xr.Dataset, subtitle: str) -> None:
     lines = [(subtitle, 9, "normal", "black"), (f"{kernel}: {what} — {where}", 12, "bold", "black")]
     if prov.get("simulated", True):  # unknown counts as simulated
         lines.append(("SIMULATED — not evidence", 12, "bold", "red"))
+    elif other_simulated:
+        lines.append(("compared with SIMULATED data — not evidence", 12, "bold", "red"))
     offset = 6
     for text, size, weight, color in lines:
         ax.annotate(text, (0, 1), xytext=(0, offset), xycoords="axes fraction",
@@ -128,7 +134,8 @@ def selector_map(ds: xr.Dataset, tables: dict | None = None,
 
 
 def _mismatch_figure(ds: xr.Dataset, kernel: str, predicted: np.ndarray,
-                     scoring: str) -> Figure:
+                     scoring: str, versus: str | None = None,
+                     versus_simulated: bool = False) -> Figure:
     fractions = mismatch_fractions(ds, kernel, predicted)
     percent = np.round(100 * fractions).astype(int)
     text = np.where(fractions == 0, "·", np.char.add(percent.astype(str), "%"))
@@ -138,23 +145,34 @@ def _mismatch_figure(ds: xr.Dataset, kernel: str, predicted: np.ndarray,
     ax, bar = fig.subplots(1, 2, gridspec_kw={"width_ratios": [40, 1], "wspace": 0.03})
     mapping = cell_table(ax, fractions, text, list(ds["pattern"].values), NIBBLE_LABELS,
                          cmap="Reds", vmin=0, vmax=1)
-    fig.colorbar(mapping, cax=bar, label="share of (selector, lane) pairs whose byte is wrong")
+    wrong = "is wrong" if versus is None else "differs"
+    fig.colorbar(mapping, cax=bar, label=f"share of (selector, lane) pairs whose byte {wrong}")
     ax.set_xlabel("selector nibble value v  (pairs (s, L) with nibble L of s = v)")
     cells = predicted.size
     matches = cells - int(np.count_nonzero(ds["value"].sel(kernel=kernel).values != predicted))
-    _header(ax, kernel, f"where the prediction ({scoring}) misses", ds,
-            f"{matches:,} / {cells:,} cells match ({100 * matches / cells:.2f}%); "
-            "cell: share of output bytes the prediction gets wrong")
+    if versus is None:
+        _header(ax, kernel, f"where the prediction ({scoring}) misses", ds,
+                f"{matches:,} / {cells:,} cells match ({100 * matches / cells:.2f}%); "
+                "cell: share of output bytes the prediction gets wrong")
+    else:
+        _header(ax, kernel, "diff, A (this) vs B", ds,
+                f"B = {versus}. {matches:,} / {cells:,} cells agree "
+                f"({100 * matches / cells:.2f}%); cell: share of output bytes that differ",
+                other_simulated=versus_simulated)
     return fig
 
 
-def mismatch_map(ds: xr.Dataset, tables: dict | None = None,
-                 scoring: str = "literal") -> dict[str, Figure]:
-    """Per kernel: for each operand and nibble value, how often the prediction is wrong."""
+def mismatch_map(ds: xr.Dataset, tables: dict | None = None, scoring: str = "literal",
+                 versus: str | None = None, versus_simulated: bool = False
+                 ) -> dict[str, Figure]:
+    """Per kernel: for each operand and nibble value, how often the prediction is wrong.
+
+    For `probelab diff`, `tables` holds another dataset's values and `versus` names it (with
+    `versus_simulated` when it is simulated): the figure is then titled as a diff."""
     if tables is None:
         raise ValueError("mismatch-map needs a hypothesis")
     predicted = np.asarray(tables[scoring]["value"], np.uint32)
-    return {str(k): _mismatch_figure(ds, str(k), predicted, scoring)
+    return {str(k): _mismatch_figure(ds, str(k), predicted, scoring, versus, versus_simulated)
             for k in ds["kernel"].values}
 
 

@@ -1,0 +1,240 @@
+"""`probelab diff`: where two datasets of one probe disagree, cell by cell.
+
+The porting-hazard report: e.g. CUDA's __byte_perm on an H200 against HIP's on gfx1201, over
+the same stimulus. Both datasets must come from the same probe and the same stimulus grid
+(`grid_sha256`), so cell (i, j) of one is cell (i, j) of the other. Nothing here is a
+verdict: a diff says where two devices (or a device and a model) differ, not who is right.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from probelab import dataset
+from probelab.errors import UsageError
+from probelab.prereg import shown
+from probelab.probe import get_probe
+
+FIRST_SHOWN = 8
+MAX_INDEX_DECIMAL = 256  # index-like dimension coordinates shorter than this print in decimal
+
+
+@dataclass
+class Side:
+    """One argument of the diff: a dataset, and the kernel asked for (None: by name)."""
+
+    path: Path
+    kernel: str | None
+    ds: xr.Dataset = field(repr=False)
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        return dataset.provenance(self.ds)
+
+    @property
+    def kernels(self) -> list[str]:
+        return [str(k) for k in self.ds["kernel"].values]
+
+    def describe(self) -> dict[str, Any]:
+        prov = self.provenance
+        return {"path": shown(self.path), "device": prov.get("device"),
+                "target": prov.get("target"), "utc": prov.get("utc"),
+                "git_head": prov.get("git_head"), "kernels": self.kernels,
+                "simulated": bool(prov.get("simulated", True))}  # unknown counts as simulated
+
+
+@dataclass
+class PairDiff:
+    a_kernel: str
+    b_kernel: str
+    cells: int
+    differing: int
+    masks: dict[str, np.ndarray] = field(repr=False)  # observable -> bool, True where differ
+    first: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def identical(self) -> bool:
+        return self.differing == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a_kernel": self.a_kernel, "b_kernel": self.b_kernel, "cells": self.cells,
+                "differing": self.differing, "identical": self.identical,
+                "observables": {o: {"cells": int(m.size), "differing": int(np.count_nonzero(m))}
+                                for o, m in self.masks.items()},
+                "first_differences": self.first}
+
+
+def parse_spec(text: str) -> tuple[Path, str | None]:
+    """`PATH` or `PATH:KERNEL`. A path that exists as given is never split."""
+    path, sep, kernel = text.rpartition(":")
+    if not sep or not kernel or not path or "/" in kernel or Path(text).exists():
+        return Path(text), None
+    return Path(path), kernel
+
+
+def load_side(text: str) -> Side:
+    path, kernel = parse_spec(text)
+    ds = dataset.load(path)
+    if "kernel" not in ds.coords:
+        raise UsageError(f"{path} has no kernel axis")
+    side = Side(path, kernel, ds)
+    if kernel is not None and kernel not in side.kernels:
+        raise UsageError(f"{path} has no kernel {kernel!r} (it has {', '.join(side.kernels)})")
+    return side
+
+
+def pairs(a: Side, b: Side) -> list[tuple[str, str]]:
+    """The kernels to compare: the ones asked for (a kernel named on one side only is looked
+    up by the same name on the other), else every kernel name both datasets have."""
+    if a.kernel is None and b.kernel is None:
+        common = [k for k in a.kernels if k in b.kernels]
+        if not common:
+            raise UsageError(f"no common kernel: {shown(a.path)} has {', '.join(a.kernels)}; "
+                             f"{shown(b.path)} has {', '.join(b.kernels)} (name them: "
+                             "A:KERNEL B:KERNEL)")
+        return [(k, k) for k in common]
+    ka = a.kernel or b.kernel
+    kb = b.kernel or a.kernel
+    assert ka is not None and kb is not None
+    for side, k in ((a, ka), (b, kb)):
+        if k not in side.kernels:
+            raise UsageError(f"{shown(side.path)} has no kernel {k!r} (it has "
+                             f"{', '.join(side.kernels)}; name it: PATH:KERNEL)")
+    return [(ka, kb)]
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _cell(da: xr.DataArray, index: tuple[int, ...]) -> dict[str, Any]:
+    """Every coordinate of one cell (no kernel): the grid dims and the labels on them."""
+    point = dict(zip(da.dims, index, strict=True))
+    return {str(name): _plain(coord.isel({d: point[d] for d in coord.dims}).values[()])
+            for name, coord in da.coords.items()
+            if name != "kernel" and set(coord.dims) <= set(da.dims)}
+
+
+def compare(a: Side, b: Side, ka: str, kb: str, observables: list[str],
+            first: int = FIRST_SHOWN) -> PairDiff:
+    masks, shown_cells = {}, []
+    for observable in observables:
+        va = a.ds[observable].sel(kernel=ka)
+        vb = b.ds[observable].sel(kernel=kb).transpose(*va.dims)
+        differ = np.asarray(va.values != vb.values)
+        masks[observable] = differ
+        for flat in np.flatnonzero(differ)[: max(first - len(shown_cells), 0)]:
+            index = tuple(int(i) for i in np.unravel_index(flat, differ.shape))
+            shown_cells.append(_cell(va, index) | {
+                "observable": observable,
+                "a": f"{int(va.values[index]):#010x}", "b": f"{int(vb.values[index]):#010x}"})
+    cells = sum(int(m.size) for m in masks.values())
+    differing = sum(int(np.count_nonzero(m)) for m in masks.values())
+    return PairDiff(ka, kb, cells, differing, masks, shown_cells)
+
+
+def _observables(a: Side, b: Side) -> list[str]:
+    probe = get_probe(a.provenance["probe"])
+    names = [o for o in probe.observables if o in a.ds and o in b.ds]
+    if not names:
+        raise UsageError(f"the datasets share none of {probe.id}'s observables "
+                         f"{sorted(probe.observables)}")
+    return names
+
+
+def check_comparable(a: Side, b: Side) -> None:
+    pa, pb = a.provenance.get("probe"), b.provenance.get("probe")
+    if pa != pb:
+        raise UsageError(f"different probes: {shown(a.path)} is {pa!r}, {shown(b.path)} is "
+                         f"{pb!r}")
+    ga, gb = dataset.grid_sha256(a.ds), dataset.grid_sha256(b.ds)
+    if ga != gb:
+        raise UsageError(f"different stimulus grids (grid_sha256 {ga[:12]} vs {gb[:12]}): "
+                         "cells of the two datasets are not the same cells")
+
+
+def diff(a_spec: str, b_spec: str) -> tuple[dict[str, Any], Side, Side, list[PairDiff]]:
+    """(report, A, B, per-pair results). Refuses (UsageError) what cannot be compared."""
+    a, b = load_side(a_spec), load_side(b_spec)
+    check_comparable(a, b)
+    observables = _observables(a, b)
+    results = [compare(a, b, ka, kb, observables) for ka, kb in pairs(a, b)]
+    sides = {"a": a.describe(), "b": b.describe()}
+    doc = {"probe": a.provenance["probe"], "grid_sha256": dataset.grid_sha256(a.ds),
+           **sides, "any_simulated": any(s["simulated"] for s in sides.values()),
+           "identical": all(r.identical for r in results),
+           "pairs": [r.to_dict() for r in results]}
+    return doc, a, b, results
+
+
+def _where(side: dict[str, Any]) -> str:
+    device, target = str(side.get("device")), str(side.get("target"))
+    where = device if target in device else f"{device}, {target}"
+    return where + (", SIMULATED" if side["simulated"] else ", measured")
+
+
+def _value(name: str, value: Any, ds: xr.Dataset | None) -> str:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return f"{name}={value}"
+    if ds is None or name not in ds.coords:
+        return f"{name}={value:#x}"
+    if name in ds.dims and ds.sizes[name] < MAX_INDEX_DECIMAL:
+        return f"{name}={value}"
+    digits = len(f"{int(ds[name].values.max()):x}")  # as wide as the coordinate's largest
+    return f"{name}=0x{value:0{digits}x}"
+
+
+def render(doc: dict[str, Any], ds: xr.Dataset | None = None) -> str:
+    """Plain text: one block per compared pair."""
+    a, b = doc["a"], doc["b"]
+    lines = [f"diff {doc['probe']} (grid {doc['grid_sha256'][:12]}):",
+             f"  A = {a['path']} ({_where(a)})", f"  B = {b['path']} ({_where(b)})"]
+    simulated = [n for n, s in (("A", a), ("B", b)) if s["simulated"]]
+    lines.append("  SIMULATED: " + " and ".join(simulated) + " — a simulated side is a model, "
+                 "never evidence" if simulated else "  neither side is simulated")
+    for p in doc["pairs"]:
+        share = 100 * p["differing"] / p["cells"] if p["cells"] else 0.0
+        lines.append(f"{p['a_kernel']} (A) vs {p['b_kernel']} (B): {p['differing']:,} / "
+                     f"{p['cells']:,} cells differ ({share:.2f}%)"
+                     + (" — identical" if p["identical"] else ""))
+        for cell in p["first_differences"]:
+            coords = " ".join(_value(k, v, ds) for k, v in cell.items()
+                              if k not in ("a", "b", "observable"))
+            lines.append(f"  {cell['observable']} at {coords}: A {cell['a']}  B {cell['b']}")
+        if p["differing"] > len(p["first_differences"]):
+            lines.append(f"  ... and {p['differing'] - len(p['first_differences']):,} more")
+    return "\n".join(lines)
+
+
+def _stem(side: dict[str, Any], path: Path) -> str:
+    return f"{side.get('target')}-{path.stem}"
+
+
+def plot(doc: dict[str, Any], a: Side, b: Side, results: list[PairDiff], out_dir: Path
+         ) -> list[Path]:
+    """The probe's mismatch-map per pair, with B's values standing in for A's prediction."""
+    from probelab.plot import save_figure
+
+    probe = get_probe(doc["probe"])
+    if "mismatch-map" not in probe.plots:
+        raise UsageError(f"{probe.id} has no mismatch-map plot to draw a diff with")
+    draw = probe.plots["mismatch-map"]
+    written: list[Path] = []
+    for r in results:
+        # The plot's shape: {scoring: {observable: values over the observable's grid dims}}.
+        scoring = f"B {r.b_kernel}"
+        tables = {scoring: {o: b.ds[o].sel(kernel=r.b_kernel)
+                            .transpose(*a.ds[o].sel(kernel=r.a_kernel).dims).values
+                            for o in r.masks}}
+        one = a.ds.sel(kernel=[r.a_kernel])
+        versus = f"{r.b_kernel} on {_where(doc['b'])}"
+        figures = draw(one, tables=tables, scoring=scoring, versus=versus,
+                       versus_simulated=doc["b"]["simulated"])
+        for figure in figures.values():
+            stem = (f"diff.{_stem(doc['a'], a.path)}.{r.a_kernel}.vs."
+                    f"{_stem(doc['b'], b.path)}.{r.b_kernel}")
+            written += save_figure(figure, out_dir / stem)
+    return written
