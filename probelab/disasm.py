@@ -57,7 +57,9 @@ def parse_gcn(text: str) -> dict[str, list[Instruction]]:
     """Parse `llvm-objdump -d` output of an AMDGPU code object into {function: instructions}.
 
     Operands are comma-separated; modifiers (neg_lo:[..], clamp, cbsz:1, ...) follow the
-    last operand after white space.
+    last operand after white space. A gfx11+ dual-issue pair `v_dual_x ... :: v_dual_y ...`
+    writes two registers: it becomes two instructions at the same offset, so the evidence
+    gate sees both writes.
     """
     functions: dict[str, list[Instruction]] = {}
     current: list[Instruction] | None = None
@@ -72,16 +74,19 @@ def parse_gcn(text: str) -> dict[str, list[Instruction]]:
         if not body:
             continue
         offset = comment.strip().split(":")[0]
-        mnemonic, _, rest = body.partition(" ")
-        parts = [p.strip() for p in _GCN_SPLIT.split(rest.strip())] if rest.strip() else []
-        modifiers: list[str] = []
-        if parts:
-            last, *extra = parts[-1].split()
-            parts[-1] = last
-            modifiers = extra
-        current.append(Instruction(int(offset, 16) if offset else len(current), mnemonic,
-                                   tuple(parts), "", body, tuple(modifiers)))
+        at = int(offset, 16) if offset else len(current)
+        current += [_gcn_instruction(at, half.strip()) for half in body.split(" :: ")]
     return functions
+
+
+def _gcn_instruction(offset: int, body: str) -> Instruction:
+    mnemonic, _, rest = body.partition(" ")
+    parts = [p.strip() for p in _GCN_SPLIT.split(rest.strip())] if rest.strip() else []
+    modifiers: list[str] = []
+    if parts:
+        last, *modifiers = parts[-1].split()
+        parts[-1] = last
+    return Instruction(offset, mnemonic, tuple(parts), "", body, tuple(modifiers))
 
 
 PADDING = ("NOP", "s_nop", "s_code_end")  # alignment filler, not the kernel's work

@@ -157,3 +157,20 @@ def test_probe_kernels_declare_the_instruction_and_its_relatives():
     probe = get_probe("builtin-modifiers")
     for kernel in probe.kernels("amd"):
         assert kernel.evidence.instruction and kernel.evidence.forbidden
+
+
+def test_dual_issue_pairs_are_two_instructions_with_two_writes():
+    from probelab.disasm import parse_gcn
+
+    kernel = next(k for k in get_probe("byte-perm").kernels("amd") if k.name == "v_perm")
+    blob, _ = amdgpu.compile_object(kernel.source_text(), "gfx1201")
+    text = amdgpu.disassemble(blob, "gfx1201")
+    pairs = [line.split("//")[0].strip() for line in text.splitlines() if " :: " in line]
+    assert pairs, "gfx1201 code is expected to use v_dual_* pairs"
+    parsed = [i for fn in parse_gcn(text).values() for i in fn]
+    for pair in pairs:
+        first, second = (half.strip() for half in pair.split(" :: "))
+        halves = [i for i in parsed if i.text in (first, second)]
+        assert {i.mnemonic for i in halves} == {first.split()[0], second.split()[0]}
+        for insn in halves:  # each half's destination is a write the gate can see
+            assert GCN.defines(insn) == set(GCN.registers(insn.operands[0]))
