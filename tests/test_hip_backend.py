@@ -406,6 +406,7 @@ def test_offline_build_gets_the_full_target_id(fake: FakeHip, monkeypatch) -> No
     seen = []
     monkeypatch.setattr(amdgpu, "build", lambda k, target: seen.append(target)
                         or CODE)
+    monkeypatch.setattr(amdgpu, "describe", lambda: {"compiler": "fake clang"})
     backend = ops.HipBackend()
     backend.device()
     assert backend.compile(kernel("xor"), "gfx942") is CODE

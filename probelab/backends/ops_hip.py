@@ -34,13 +34,14 @@ def _no_rocm(why: object) -> Unavailable:
     """One line: what is missing and how to get it. hip-python's version starts with the
     ROCm release it was built for (6.2.0.x -> ROCm 6.2.0)."""
     version = _hip_python_version()
-    rocm = ".".join(version.split(".")[:3]) if version[:1].isdigit() else "(any release)"
+    rocm = ".".join(version.split(".")[:3])
     reason = " ".join(str(why).split())
     if lib := re.search(r"dlopen '?b?'(lib[\w.]+)", reason):  # hip-python's wording is noisy
         reason = f"cannot load {lib.group(1)}"
+    match = (f"ROCm {rocm} to match hip-python {version}" if version[:1].isdigit()
+             else "ROCm and the hip-python release that matches it")
     return Unavailable(f"ROCm or an AMD GPU not found ({reason}): on a machine with an AMD "
-                       f"GPU install ROCm {rocm} to match hip-python {version}, then "
-                       "pip install 'probelab[hip]'")
+                       f"GPU install {match}, then pip install 'probelab[hip]'")
 
 
 def _hip():
