@@ -54,15 +54,18 @@ def score(ds: xr.Dataset, kernel: str, tables: Tables, scopes: Tables | None = N
     for scoring, predicted in tables.items():
         matches = cells = 0
         shown: list[dict[str, Any]] = []
+        ki = list(ds.kernel.values).index(kernel)
         for observable, want in predicted.items():
             got = ds[observable].sel(kernel=kernel).values
-            claimed = scopes[scoring][observable] if scopes else np.ones(got.shape, bool)
+            claimed = scopes[scoring][observable] if scopes else np.ones(want.shape, bool)
+            if want.ndim == got.ndim + 1:  # predicted per kernel (its dims start with kernel)
+                want, claimed = want[ki], claimed[ki]
             diff = (got != want) & claimed
             cells += int(np.count_nonzero(claimed))
             matches += int(np.count_nonzero(claimed)) - int(np.count_nonzero(diff))
             for flat in np.flatnonzero(diff)[: MISMATCHES_SHOWN - len(shown)]:
                 index = np.unravel_index(flat, diff.shape)
-                full = (list(ds.kernel.values).index(kernel), *map(int, index))
+                full = (ki, *map(int, index))
                 shown.append(_cell(ds, observable, full) | {
                     "observable": observable,
                     "predicted": f"{int(want[index]):#010x}",

@@ -168,6 +168,11 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
     if unknown:
         raise UsageError(f"{h.path}: predicts {sorted(unknown)}, but the probe observes "
                          f"{sorted(observables)}")
+    known = {str(c) for c, v in grid.coords.items() if v.dtype.kind in "iub"}
+    for name, mapping in h.translations.items():
+        if missing := set(mapping) - known:
+            raise UsageError(f"{h.path}: translation {name!r} maps {sorted(missing)}, which "
+                             "are not coordinates of the grid")
     tables: dict[str, dict[str, np.ndarray]] = {s: {} for s in h.scorings()}
     scopes: dict[str, dict[str, np.ndarray]] = {s: {} for s in h.scorings()}
     try:
@@ -178,7 +183,7 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
             for scoring in tables:
                 scoped = dict(env)
                 if scoring != LITERAL:
-                    scoped |= _translate(h, h.translations[scoring], env)
+                    scoped |= _translate(h.translations[scoring], env)
                 values = program.evaluate(scoped)
                 tables[scoring][observable] = (values["predicted"] & MASK).astype(np.uint32)
                 if h.where is not None:
@@ -188,14 +193,12 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
     return tables, (scopes if h.where is not None else None)
 
 
-def _translate(h: Hypothesis, mapping: Mapping[str, str],
-               env: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Right-hand sides are evaluated over the raw coordinates, all at once (a swap works)."""
-    missing = set(mapping) - set(env)
-    if missing:
-        raise UsageError(f"{h.path}: a translation maps {sorted(missing)}, not coordinates")
+def _translate(mapping: Mapping[str, str], env: Mapping[str, np.ndarray]
+               ) -> dict[str, np.ndarray]:
+    """Right-hand sides are evaluated over the raw coordinates, all at once (a swap works).
+    Only the coordinates this observable's grid has are rebound."""
     return {coord: compile_program([("translated", source)], env).evaluate(env)["translated"]
-            for coord, source in mapping.items()}
+            for coord, source in mapping.items() if coord in env}
 
 
 def table_sha256(tables: Mapping[str, Mapping[str, np.ndarray]],

@@ -79,7 +79,10 @@ class Probe(Protocol):
     version: str
     summary: str
     targets: tuple[str, ...]  # fnmatch patterns of ISA targets, e.g. "sm_*", "gfx1201"
-    observables: Mapping[str, tuple[str, ...]]  # data variable -> its grid dims (no kernel)
+    # data variable -> the grid dims a prediction is evaluated over. Without "kernel" one
+    # prediction serves every kernel; with "kernel" first, the stimulus carries kernel
+    # coordinates (e.g. K) and the prediction may differ per kernel.
+    observables: Mapping[str, tuple[str, ...]]
     plots: Mapping[str, Callable[..., object]]
 
     def kernels(self, vendor: str) -> list[Kernel]: ...
