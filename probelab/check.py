@@ -22,6 +22,7 @@ from probelab.hypothesis import (
     load_hypothesis,
     table_sha256,
 )
+from probelab.paths import lab_root
 from probelab.prereg import ledger_entries, relative, seal_commit, shown
 from probelab.probe import get_probe
 from probelab.storage import atomic_write_text
@@ -178,6 +179,22 @@ def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
         return doc | {"verdict": NOT_EVIDENCE,
                       "reasons": [f"simulated data (would be {verdict}); never evidence"]}
     return doc | {"verdict": verdict}
+
+
+def check_all(dataset_path: Path) -> list[dict[str, Any]]:
+    """Check a dataset against every sealed hypothesis of its probe that applies to it, and
+    save each verdict beside it."""
+    ds = dataset.load(dataset_path)
+    probe = dataset.provenance(ds).get("probe")
+    docs = []
+    for entry in ledger_entries():
+        path = lab_root() / entry["path"]
+        if entry["probe"] != probe or not_applicable(load_hypothesis(path), ds):
+            continue
+        doc = check(path, dataset_path)
+        save_verdict(doc, dataset_path)
+        docs.append(doc)
+    return docs
 
 
 def verdict_path(dataset_path: Path, hypothesis_id: str) -> Path:

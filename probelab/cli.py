@@ -115,20 +115,26 @@ def doctor(as_json: JsonOpt = False) -> None:
 @guarded
 def sweep(
     probe: Annotated[str, typer.Argument(help="Probe id, e.g. byte-perm (see `probelab list`).")],
-    backend: Annotated[str, typer.Option(help="cuda (NVIDIA GPU) or sim (simulated device, "
-                                         "never evidence; writes under sim-data/).")] = "cuda",
-    target: Annotated[str | None, typer.Option(help="ISA target to simulate (sim only).")] = None,
+    backend: Annotated[str, typer.Option(help="cuda (NVIDIA GPU), hip (AMD GPU, ROCm) or sim "
+                                         "(simulated device, never evidence; writes under "
+                                         "sim-data/).")] = "cuda",
+    target: Annotated[str | None, typer.Option(help="ISA target: for sim, and for static "
+                                               "probes (the toolchain is the device).")] = None,
     repeats: Annotated[int, typer.Option(help="Fresh launches per kernel; all must be "
                                          "byte-identical.")] = 3,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Root for datasets (default "
                                                  "data/, or sim-data/ for sim).")] = None,
+    check_after: Annotated[bool, typer.Option("--check", help="Then check every sealed "
+                                              "hypothesis of the probe that applies, and save "
+                                              "the verdicts beside the dataset.")] = False,
 ) -> None:
     """Run a probe on a device and save one dataset with full provenance.
 
     Compiles each kernel, proves from the disassembly that the instruction under test is
     there and fed from memory, runs every kernel REPEATS times with poisoned outputs and
     guard words, and writes data/PROBE/TARGET/TIME.nc atomically. Nothing is written if
-    any step fails.
+    any step fails. With --check, the verdicts follow at once (exit 3 if any hypothesis
+    is tampered or post hoc; refuted rivals are results, not failures).
     """
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -144,6 +150,16 @@ def sweep(
     err.print(f"{prov['device']} ({prov['target']}), {prov['repeats']} identical repeats"
               + (", [bold red]SIMULATED[/]" if prov["simulated"] else ""))
     typer.echo(str(result.path))
+    if check_after:
+        from probelab.check import check_all
+
+        failed = False
+        for doc in check_all(result.path):
+            kernels = ", ".join(f"{k} {v['status']}" for k, v in doc.get("kernels", {}).items())
+            typer.echo(f"{doc['hypothesis']['id']}: {doc['verdict']} ({kernels})")
+            failed |= doc["verdict"] in ("TAMPERED", "POST-HOC")
+        if failed:
+            raise typer.Exit(int(Exit.INTEGRITY))
 
 
 @app.command(epilog=EPILOG)

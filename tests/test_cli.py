@@ -339,3 +339,22 @@ def test_check_with_a_path_like_hypothesis_id_is_not_exit_1(
     data = toylab.as_measured(toylab.sim_dataset())
     result = runner.invoke(app, ["check", str(path), str(data)])
     assert result.exit_code == 0, repr(result.exception)
+
+
+def test_sweep_check_gives_every_applicable_verdict_at_once(toylab: ToyLab) -> None:
+    sealed(toylab, "sum", "a + b")
+    sealed(toylab, "wrong", "a * b")
+    result = invoke("sweep", "toy", "--backend", "sim", "--check")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    dataset_path = Path(lines[0])
+    assert "sum: NOT-EVIDENCE (add CONFIRMED)" in lines
+    assert "wrong: NOT-EVIDENCE (add REFUTED)" in lines
+    assert {p.name.split(".")[1] for p in dataset_path.parent.glob("*.verdict.json")} == {
+        "sum", "wrong"}
+    # a hypothesis edited after its seal is not counted: the sweep says so with exit 3
+    path = toylab.root / "preregistrations" / "toy" / "sum.toml"
+    path.write_text(path.read_text() + "\n")
+    tampered = invoke("sweep", "toy", "--backend", "sim", "--check",
+                      "--out", str(toylab.root / "sim-data" / "again"))  # not the same second
+    assert tampered.exit_code == 3 and "sum: TAMPERED" in tampered.stdout

@@ -242,11 +242,17 @@ class SwmmacIu4:
         return load_sibling(HERE / "plots.py").PLOTS
 
 
+# Every other gfx12 WMMA/SWMMAC form is a near relative the kernel must not use instead.
+RELATIVES = (r"v_swmmac_.*_iu8", r"v_swmmac_.*_(fp8|bf8)", r"v_swmmac_.*_(f16|bf16)",
+             r"v_wmma_.*")
+
+
 def _evidence(k: int) -> Evidence:
+    """Exactly one iu4 SWMMAC of this K; A, B and idx (the accumulator is tied to D) each
+    straight from a full-width global load."""
     other = 64 if k == 32 else 32
     return Evidence(rf"v_swmmac_i32_16x16x{k}_iu4",
-                    forbidden=(r"v_swmmac_.*_iu8", r"v_swmmac_.*_fp8.*", r"v_swmmac_.*_bf8.*",
-                               r"v_wmma_.*", rf"v_swmmac_i32_16x16x{other}_iu4"),
+                    forbidden=(*RELATIVES, rf"v_swmmac_i32_16x16x{other}_iu4"),
                     operands=("unmodified", "unmodified", "unmodified"))
 
 
