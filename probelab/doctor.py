@@ -27,18 +27,17 @@ def backend_status() -> dict[str, dict[str, Any]]:
     from probelab.backends.ops_hip import HipBackend
 
     status = {}
-    try:
-        dev = CudaBackend().device()
-        status["cuda"] = {"usable": True, "detail": f"{dev.name} ({dev.target}), "
-                          f"driver {dev.details.get('driver', '?')}"}
-    except LabError as exc:
-        status["cuda"] = {"usable": False, "detail": str(exc)}
-    try:
-        dev = HipBackend().device()
-        status["hip"] = {"usable": True, "detail": f"{dev.name} ({dev.details['target_id']}), "
-                         f"HIP runtime {dev.details['hip_runtime']}"}
-    except LabError as exc:
-        status["hip"] = {"usable": False, "detail": str(exc)}
+    for name, backend, describe in (
+        ("cuda", CudaBackend, lambda d: f"driver {d.details.get('driver', '?')}"),
+        ("hip", HipBackend, lambda d: f"{d.details['target_id']}, HIP runtime "
+                                      f"{d.details['hip_runtime']}"),
+    ):
+        try:
+            dev = backend().device()
+            status[name] = {"usable": True,
+                            "detail": f"{dev.name} ({dev.target}), {describe(dev)}"}
+        except LabError as exc:
+            status[name] = {"usable": False, "detail": str(exc)}
     status["sim"] = {"usable": True, "detail": "simulated devices; data are never evidence"}
     return status
 

@@ -25,3 +25,12 @@ def toylab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ToyLab:
     yield lab
     sys.modules.pop(TOY_MODULE, None)
     catalog.cache_clear()
+
+
+@pytest.fixture
+def repo_lab(monkeypatch: pytest.MonkeyPatch):
+    """The repository itself as the lab: its probes, preregistrations and archive."""
+    monkeypatch.setenv("PROBELAB_ROOT", str(Path(__file__).resolve().parents[1]))
+    catalog.cache_clear()
+    yield
+    catalog.cache_clear()

@@ -17,7 +17,7 @@ from probelab.disasm import Instruction
 from probelab.errors import Unavailable
 from probelab.evidence import GCN, gate
 from probelab.hypothesis import load_hypothesis, predict
-from probelab.probe import Evidence, Kernel, catalog, load_sibling
+from probelab.probe import Evidence, Kernel, load_sibling
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = load_sibling(ROOT / "probes" / "byte_perm" / "probe.py").PROBE
@@ -25,14 +25,6 @@ HYPOTHESIS = ROOT / "preregistrations" / "byte-perm" / "v-perm-seeds.toml"
 TARGETS = ["gfx1201", "gfx942"]
 # Kernel arguments in order; each is one 8-byte pointer in the kernarg segment.
 ARGS = ("params", "x", "y", "sel", "out")
-
-
-@pytest.fixture
-def lab(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("PROBELAB_ROOT", str(ROOT))
-    catalog.cache_clear()
-    yield
-    catalog.cache_clear()
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +61,7 @@ def test_amd_kernels_line_up_with_the_cuda_ones():
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_asm_reports_v_perm_ok_and_byte_perm_skipped(clang, lab, target):
+def test_asm_reports_v_perm_ok_and_byte_perm_skipped(clang, repo_lab, target):
     reports = {r.kernel: r for r in inspect("byte-perm", target)}
     skipped = reports["byte_perm"]
     assert skipped.status == "skipped"
@@ -121,7 +113,7 @@ def _arguments_reached(code: list[Instruction], index: int, operand: str,
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_v_perm_operands_are_x_y_selector_in_that_order(clang, lab, target):
+def test_v_perm_operands_are_x_y_selector_in_that_order(clang, repo_lab, target):
     """GCN prints v_perm_b32 vD, src0, src1, src2: src0 must be loaded through the x pointer,
     src1 through y and src2 through sel (builtin order), each load's address traced back to
     the kernarg registers it was computed from."""
@@ -139,7 +131,7 @@ def test_v_perm_operands_are_x_y_selector_in_that_order(clang, lab, target):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_no_dual_issue_write_hides_between_load_and_v_perm(clang, lab, target):
+def test_no_dual_issue_write_hides_between_load_and_v_perm(clang, repo_lab, target):
     """The gate reads one destination per instruction; a VOPD pair (`a :: b`, gfx11+) writes
     two. Make sure no second half writes a v_perm source between its load and the v_perm."""
     code = build(amd_kernel("v_perm"), target)

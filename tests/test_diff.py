@@ -35,12 +35,7 @@ def invoke(*args: str | Path) -> Result:
     return result
 
 
-@pytest.fixture(autouse=True)
-def lab(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("PROBELAB_ROOT", str(ROOT))
-    catalog.cache_clear()
-    yield
-    catalog.cache_clear()
+pytestmark = pytest.mark.usefixtures("repo_lab")
 
 
 @pytest.fixture(scope="module")
