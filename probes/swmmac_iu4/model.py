@@ -76,6 +76,8 @@ def swmmac(k: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, idx: np.ndarray,
     `lane_laws` gives chosen lanes their own law: a device that is not lane-uniform.
     """
     waves, na, nb = a.shape[0], k // 4, k // 2
+    if k == 32:  # K = 32 reads one 16-bit half of the index (index_key 0: bits 0-15)
+        idx = idx & np.uint32(0xFFFF)
     a_nib, b_nib = nibbles(a[..., : k // 32], na), nibbles(b[..., : k // 16], nb)
     dense_a = np.zeros((waves, 16, k), np.int64)
     for lane in range(LANES):

@@ -12,8 +12,9 @@ recorded (`d_*` variables, dims (kernel, ..., lane, dword)). Sub-sweeps:
 - random (ra, rn, rq): every lane l carries its own random idx word ridx[l]; only lane ra
   drives nibble rn.
 - blane (bm, bq): only B lane bm drives nibble bq; A nibble 0 everywhere, idx 0.
-- signed (sa, sb): A nibble 0 = sa, B nibble 0 = sb over the full signed range -8..7, with
-  a distinct nonzero accumulator in every lane and dword.
+- signed (sa, sb): A nibble 0 = sa, B nibbles 0-3 = sb (the whole group, so a product forms
+  whichever offset pairs) over the full signed range -8..7, with a distinct nonzero
+  accumulator in every lane and dword.
 - loo (trial, drop): dense random A, B and idx; drop 0 is the whole product, drop 1 + 16 l + n
   zeroes lane l's A nibble n (leave one out): the parts must add up to the whole.
 
@@ -102,7 +103,12 @@ def stimulus_waves(grid: xr.Dataset) -> dict[str, dict[str, np.ndarray]]:
                         _hot(32, rq + zero, one + 0 * rq), words[None, :] + 0 * ra),
         "blane": _wave(_hot(16, zero + 0 * bm, one + 0 * bm),
                        _hot(32, bq + zero, (lane == bm).astype(np.int64)), zero + 0 * bm),
-        "signed": _wave(_hot(16, zero + 0 * sa, sa + zero), _hot(32, zero + 0 * sb, sb + zero),
+        # B nibbles 0-3 (all of group 0) carry sb, so A nibble 0 forms a product whatever
+        # offset the law gives it under an all-zero index.
+        "signed": _wave(_hot(16, zero + 0 * sa, sa + zero),
+                        np.concatenate([np.broadcast_to((sb + zero)[..., None], (*sa.shape[:1],
+                                        LANES, 4)), np.zeros((sa.shape[0], LANES, 28))],
+                                       -1).astype(np.int8),
                         zero + 0 * sa, np.broadcast_to(accumulator_start(),
                                                        (sa.shape[0], LANES, DWORDS))),
     }
@@ -124,10 +130,10 @@ def _decode_hits(d: np.ndarray) -> np.ndarray:
     return (d != 0).any(axis=(-2, -1)).astype(np.uint32)
 
 
-def _paired_q(hit: np.ndarray) -> np.ndarray:
-    """(..., q) hits -> the one q that hit, else NONE or MULTIPLE (never dropped)."""
+def _paired_q(hit: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """(..., q) hits -> the one q value that hit, else NONE or MULTIPLE (never dropped)."""
     count = hit.sum(-1)
-    return np.where(count == 1, hit.argmax(-1), np.where(count == 0, NONE, MULTIPLE)
+    return np.where(count == 1, q[hit.argmax(-1)], np.where(count == 0, NONE, MULTIPLE)
                     ).astype(np.uint32)
 
 
@@ -149,7 +155,7 @@ def _loo_linear(d: np.ndarray) -> np.ndarray:
 
 class SwmmacIu4:
     id = "swmmac-iu4"
-    version = "1"
+    version = "2"  # 2: the signed sub-sweep drives all of B's group 0
     summary = "v_swmmac_i32_16x16x{32,64}_iu4 metadata: which idx field pairs which nibbles"
     targets = ("gfx12*",)
     observables = OBSERVABLES
@@ -215,7 +221,8 @@ class SwmmacIu4:
         ds["hit_lane"] = (OBSERVABLES["hit_lane"], _decode_hits(ds["d_lane"].values))
         ds["hit_random"] = (OBSERVABLES["hit_random"], _decode_hits(ds["d_random"].values))
         ds["hit_blane"] = (OBSERVABLES["hit_blane"], _decode_hits(ds["d_blane"].values))
-        ds["paired_q"] = (OBSERVABLES["paired_q"], _paired_q(ds["hit"].values))
+        ds["paired_q"] = (OBSERVABLES["paired_q"],
+                          _paired_q(ds["hit"].values, stimulus["q"].values))
         sa, sb = stimulus["sa"].values, stimulus["sb"].values
         ds["scaled"] = (OBSERVABLES["scaled"],
                         np.stack([_scaled(d, sa, sb) for d in ds["d_signed"].values]))
