@@ -22,8 +22,8 @@ from probelab.hypothesis import (
     load_hypothesis,
     table_sha256,
 )
-from probelab.paths import lab_root
-from probelab.prereg import ledger_entries, relative, seal_commit, shown
+from probelab.paths import lab_root, relative, shown
+from probelab.prereg import ledger_entries, seal_commit
 from probelab.probe import get_probe
 from probelab.storage import atomic_write_text
 

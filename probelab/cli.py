@@ -249,8 +249,7 @@ def prereg_verify(as_json: JsonOpt = False) -> None:
 def prereg_list(as_json: JsonOpt = False) -> None:
     """List hypothesis files and whether each is sealed."""
     from probelab import ledger
-    from probelab.paths import ledger_path, prereg_dir
-    from probelab.prereg import relative
+    from probelab.paths import ledger_path, prereg_dir, relative
 
     entries = {e["path"]: e for e in ledger.read(ledger_path())}
     rows = [{"path": relative(p), "sealed": relative(p) in entries,

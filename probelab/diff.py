@@ -15,7 +15,7 @@ import xarray as xr
 
 from probelab import dataset
 from probelab.errors import UsageError
-from probelab.prereg import shown
+from probelab.paths import shown
 from probelab.probe import get_probe
 
 FIRST_SHOWN = 8

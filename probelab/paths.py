@@ -3,6 +3,8 @@
 import os
 from pathlib import Path
 
+from probelab.errors import UsageError
+
 _MARKERS = ("probes", "preregistrations")
 
 
@@ -43,3 +45,19 @@ def cache_dir() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "probelab"
+
+
+def relative(path: Path) -> str:
+    """`path` relative to the lab, as git and the ledger spell it; refuses one outside."""
+    try:
+        return path.resolve().relative_to(lab_root()).as_posix()
+    except ValueError as exc:
+        raise UsageError(f"{path} is outside the lab at {lab_root()}") from exc
+
+
+def shown(path: Path) -> str:
+    """Lab-relative where possible (stable across clones), else absolute."""
+    try:
+        return relative(path)
+    except UsageError:
+        return str(path.resolve())

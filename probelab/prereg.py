@@ -20,25 +20,10 @@ from probelab.hypothesis import (
     load_hypothesis,
     table_sha256,
 )
-from probelab.paths import lab_root, ledger_path, prereg_dir
+from probelab.paths import lab_root, ledger_path, prereg_dir, relative
 from probelab.probe import Probe, get_probe
 
 SEAL_TAG = "probelab-seal:"
-
-
-def relative(path: Path) -> str:
-    try:
-        return path.resolve().relative_to(lab_root()).as_posix()
-    except ValueError as exc:
-        raise UsageError(f"{path} is outside the lab at {lab_root()}") from exc
-
-
-def shown(path: Path) -> str:
-    """Lab-relative where possible (stable across clones), else absolute."""
-    try:
-        return relative(path)
-    except UsageError:
-        return str(path.resolve())
 
 
 def _kernel_names(probe: Probe) -> set[str]:

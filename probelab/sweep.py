@@ -19,9 +19,10 @@ import probelab
 from probelab import dataset, gitinfo
 from probelab.backends import load_backend
 from probelab.backends.guards import POISONS
+from probelab.disasm import histogram
 from probelab.errors import IntegrityError, UsageError
 from probelab.evidence import gate
-from probelab.paths import data_dir, lab_root, sim_data_dir
+from probelab.paths import data_dir, shown, sim_data_dir
 from probelab.probe import Probe, get_probe, supports
 
 Step = Callable[[str], None]
@@ -32,13 +33,6 @@ class SweepResult:
     path: Path
     dataset: xr.Dataset
     provenance: dict
-
-
-def _relative(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(lab_root()))
-    except ValueError:
-        return str(path)
 
 
 def _compare_repeats(kernel: str, runs: list[dict[str, np.ndarray]]) -> None:
@@ -86,7 +80,7 @@ def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None =
         code = backend.compile(kernel, device.target)
         record = {
             "symbol": kernel.symbol,
-            "source": _relative(kernel.source),
+            "source": shown(kernel.source),
             "source_sha256": hashlib.sha256(kernel.source.read_bytes()).hexdigest(),
             "code_object_sha256": code.sha256,
             "cache_hit": code.cache_hit,
@@ -95,8 +89,6 @@ def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None =
             functions = code.functions.get(kernel.symbol)
             if functions is None:
                 raise IntegrityError(f"{kernel.symbol} not found in the disassembly")
-            from probelab.disasm import histogram
-
             report = gate(kernel.name, kernel.evidence, functions, backend.isa)
             if not report.ok:
                 raise IntegrityError("evidence gate failed: " + "; ".join(report.problems))
