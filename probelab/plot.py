@@ -112,3 +112,31 @@ def cell_table(ax: Axes, colors: np.ndarray, text: np.ndarray, row_labels: Seque
     for spine in ax.spines.values():
         spine.set_visible(False)
     return mapping
+
+
+def dataset_header(ax, kernel: str, what: str, ds, subtitle: str,
+                   other_simulated: bool = False) -> None:
+    """Title lines above the axes: [SIMULATED — not evidence], kernel + device, subtitle.
+
+    Unknown provenance (e.g. an unsaved sweep) counts as simulated; `other_simulated` marks a
+    simulated dataset this one is compared with (probelab diff)."""
+    from probelab.dataset import provenance
+    from probelab.errors import UsageError
+
+    try:
+        prov = provenance(ds)
+    except UsageError:
+        prov = {"device": "unknown device", "target": "?"}
+    device, target = str(prov.get("device", "?")), str(prov.get("target", "?"))
+    where = device if target in device else f"{device} ({target})"
+    lines = [(subtitle, 9, "normal", "black"), (f"{kernel}: {what} — {where}", 12, "bold", "black")]
+    if prov.get("simulated", True):
+        lines.append(("SIMULATED — not evidence", 12, "bold", "red"))
+    elif other_simulated:
+        lines.append(("compared with SIMULATED data — not evidence", 12, "bold", "red"))
+    offset = 6
+    for text, size, weight, color in lines:
+        ax.annotate(text, (0, 1), xytext=(0, offset), xycoords="axes fraction",
+                    textcoords="offset points", ha="left", va="bottom", fontsize=size,
+                    fontweight=weight, color=color)
+        offset += size + 7

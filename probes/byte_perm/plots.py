@@ -12,9 +12,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from probelab.dataset import provenance
-from probelab.errors import UsageError
-from probelab.plot import cell_table, new_figure
+from probelab.plot import cell_table, dataset_header, new_figure
 
 STRUCTURED = ("msb_none", "msb_all", *(f"msb_byte{k}" for k in range(8)))
 NIBBLES = np.arange(16, dtype=np.uint32)
@@ -78,31 +76,6 @@ def mismatch_fractions(ds: xr.Dataset, kernel: str, predicted: np.ndarray) -> np
         return wrong / pairs
 
 
-def _header(ax, kernel: str, what: str, ds: xr.Dataset, subtitle: str,
-            other_simulated: bool = False) -> None:
-    """Title lines above the axes: [SIMULATED], kernel + device, then the subtitle.
-
-    Unknown provenance counts as simulated; `other_simulated` marks a simulated dataset this
-    one is compared with (probelab diff)."""
-    try:
-        prov = provenance(ds)
-    except UsageError:  # e.g. a sweep's in-memory dataset: provenance is attached on save
-        prov = {"device": "unknown device", "target": "?"}
-    device, target = str(prov.get("device", "?")), str(prov.get("target", "?"))
-    where = device if target in device else f"{device} ({target})"
-    lines = [(subtitle, 9, "normal", "black"), (f"{kernel}: {what} — {where}", 12, "bold", "black")]
-    if prov.get("simulated", True):  # unknown counts as simulated
-        lines.append(("SIMULATED — not evidence", 12, "bold", "red"))
-    elif other_simulated:
-        lines.append(("compared with SIMULATED data — not evidence", 12, "bold", "red"))
-    offset = 6
-    for text, size, weight, color in lines:
-        ax.annotate(text, (0, 1), xytext=(0, offset), xycoords="axes fraction",
-                    textcoords="offset points", ha="left", va="bottom", fontsize=size,
-                    fontweight=weight, color=color)
-        offset += size + 7
-
-
 def _selector_figure(ds: xr.Dataset, kernel: str) -> Figure:
     table = selector_table(ds, kernel)
     kinds = byte_kinds(table, source_bytes(ds, _operands(ds, STRUCTURED)))
@@ -114,7 +87,8 @@ def _selector_figure(ds: xr.Dataset, kernel: str) -> Figure:
     differ = {lane: n for lane, n in lane_differences(ds, kernel).items() if n}
     lanes = ("all 4 byte lanes agree" if not differ else "lanes differ: " + ", ".join(
         f"lane {lane} in {n}/{table.size} cells" for lane, n in differ.items()) + " vs lane 0")
-    _header(ax, kernel, "output byte 0 per selector nibble", ds, f"{lanes} (lane L: s = v << 4L)")
+    dataset_header(ax, kernel, "output byte 0 per selector nibble", ds,
+                   f"{lanes} (lane L: s = v << 4L)")
     foot.axis("off")
     handles = [Patch(facecolor=c, edgecolor="0.5", label=n)
                for c, n in zip(KIND_COLORS, KIND_NAMES, strict=True)]
@@ -151,11 +125,11 @@ def _mismatch_figure(ds: xr.Dataset, kernel: str, predicted: np.ndarray,
     cells = predicted.size
     matches = cells - int(np.count_nonzero(ds["value"].sel(kernel=kernel).values != predicted))
     if versus is None:
-        _header(ax, kernel, f"where the prediction ({scoring}) misses", ds,
+        dataset_header(ax, kernel, f"where the prediction ({scoring}) misses", ds,
                 f"{matches:,} / {cells:,} cells match ({100 * matches / cells:.2f}%); "
                 "cell: share of output bytes the prediction gets wrong")
     else:
-        _header(ax, kernel, "diff, A (this) vs B", ds,
+        dataset_header(ax, kernel, "diff, A (this) vs B", ds,
                 f"B = {versus}. {matches:,} / {cells:,} cells agree "
                 f"({100 * matches / cells:.2f}%); cell: share of output bytes that differ",
                 other_simulated=versus_simulated)

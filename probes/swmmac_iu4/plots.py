@@ -15,9 +15,7 @@ from matplotlib import colormaps
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
-from probelab.dataset import provenance
-from probelab.errors import UsageError
-from probelab.plot import cell_table, new_figure
+from probelab.plot import cell_table, dataset_header, new_figure
 from probelab.probe import load_sibling
 
 decode = load_sibling(Path(__file__).parent / "decode.py")
@@ -51,26 +49,6 @@ def _footer(problems: list[str], notes: list[str]) -> str:
             lines.append(f"• ... {len(problems) - PROBLEMS_SHOWN} more (decode.recover_law)")
     lines += [_wrap(f"note: {n}") for n in notes[:PROBLEMS_SHOWN]]
     return "\n".join(lines)
-
-
-def _header(ax, kernel: str, what: str, ds: xr.Dataset, subtitle: str) -> None:
-    """Title lines above the axes: [SIMULATED — not evidence], kernel + device, subtitle.
-    Unknown provenance (an unsaved sweep) counts as simulated."""
-    try:
-        prov = provenance(ds)
-    except UsageError:
-        prov = {"device": "unknown device", "target": "?"}
-    device, target = str(prov.get("device", "?")), str(prov.get("target", "?"))
-    where = device if target in device else f"{device} ({target})"
-    lines = [(subtitle, 9, "normal", "black"), (f"{kernel}: {what} — {where}", 12, "bold", "black")]
-    if prov.get("simulated", True):
-        lines.append(("SIMULATED — not evidence", 12, "bold", "red"))
-    offset = 6
-    for text, size, weight, color in lines:
-        ax.annotate(text, (0, 1), xytext=(0, offset), xycoords="axes fraction",
-                    textcoords="offset points", ha="left", va="bottom", fontsize=size,
-                    fontweight=weight, color=color)
-        offset += size + 7
 
 
 def nibble_labels(nibbles: int) -> list[str]:
@@ -126,7 +104,7 @@ def _pairing_figure(ds: xr.Dataset, kernel: str) -> Figure:
     side.set_xlabel("idx field f (bits 2f..2f+1 of the lane's idx word)\n"
                     "●: the field that governs nibble n (grey: f = n)")
     status = "law recovered" if rec.ok else f"NO LAW ({len(rec.problems)} problems)"
-    _header(ax, kernel, "which B nibble each compressed A nibble pairs with", ds,
+    dataset_header(ax, kernel, "which B nibble each compressed A nibble pairs with", ds,
             f"{status}. Cell: paired B nibble q (its offset in group 4·(n//2)); "
             f"colour: offset 0-3, magenta: no single B nibble / outside the group")
     foot.axis("off")
@@ -208,7 +186,7 @@ def _lane_figure(ds: xr.Dataset, kernel: str) -> Figure:
                       f"({'lane' if side == 'a' else 'B-lane'} sub-sweep, hit cells); "
                       "cell: the D dwords reached in that D lane")
     status = "calibrated" if maps.ok else f"NOT CALIBRATED ({len(maps.problems)} problems)"
-    _header(d_ax, kernel, "calibrated lane maps, from raw D words", ds,
+    dataset_header(d_ax, kernel, "calibrated lane maps, from raw D words", ds,
             f"{status}. Class aN / bN: the A / B lanes that reach exactly what lane N "
             "reaches (N = the smallest such lane; in a matrix layout one row of A / one "
             "column of B). '-': reached by none, '*': by several classes (magenta).")
