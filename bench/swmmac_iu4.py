@@ -13,6 +13,7 @@
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,7 +58,7 @@ def main() -> None:
             saved = next(sim_out.rglob("*.nc"))
             results["dataset_bytes"] = saved.stat().st_size
         finally:
-            subprocess.run(["rm", "-rf", str(sim_out)], check=False)
+            shutil.rmtree(sim_out, ignore_errors=True)
     text = json.dumps(results, indent=2)
     print(text)
     if args.json:

@@ -25,6 +25,7 @@ class Isa:
     loads: re.Pattern[str]  # mnemonics that load from the memory the stimulus lives in
     no_destination: re.Pattern[str]  # mnemonics whose first operand is not written
     narrow: re.Pattern[str]  # loads of less than 32 bits: the value arrives truncated
+    width_in_opcode: bool = False  # SASS writes R2 but means R2..R3 when the opcode says .64
 
     def registers(self, operand: str) -> list[str]:
         m = self.register.match(operand)
@@ -40,7 +41,7 @@ class Isa:
         if not insn.operands or self.no_destination.match(insn.mnemonic):
             return set()
         regs = self.registers(insn.operands[0])
-        if len(regs) == 1 and self.name == "sass":  # SASS spells pair/quad writes in the opcode
+        if len(regs) == 1 and self.width_in_opcode:
             width = 4 if ".128" in insn.mnemonic else 2 if (
                 ".64" in insn.mnemonic or "WIDE" in insn.mnemonic) else 1
             bank, n = regs[0][0], int(regs[0][1:])
@@ -56,6 +57,7 @@ SASS = Isa(
     register=re.compile(r"^[-|!~]*(?P<bank>R)(?P<first>\d+)(?P<last>)(?:\.\w+)*$"),
     loads=re.compile(r"^(LDG|LD)(\.|$)"),
     narrow=re.compile(r"\.(U8|S8|U16|S16)(\.|$)"),
+    width_in_opcode=True,
     no_destination=re.compile(r"^(ST|STG|STS|STL|RED|BRA|EXIT|RET|BAR|MEMBAR|NOP|CALL|JMP)"
                               r"(\.|$)"),
 )
