@@ -8,7 +8,7 @@ from probelab.codeobject import CodeObject
 from probelab.disasm import histogram, without_padding
 from probelab.errors import Unavailable, UsageError
 from probelab.evidence import GCN, SASS, Isa, gate
-from probelab.probe import Kernel, get_probe, supports
+from probelab.probe import Kernel, get_probe, require_target
 
 
 @dataclass
@@ -49,9 +49,7 @@ def inspect_kernel(kernel: Kernel, code: CodeObject, isa: Isa) -> KernelReport:
 
 def inspect(probe_id: str, target: str) -> list[KernelReport]:
     probe = get_probe(probe_id)
-    if not supports(probe, target):
-        raise UsageError(f"{probe.id} does not target {target} (targets: "
-                         f"{', '.join(probe.targets)})")
+    require_target(probe, target)
     vendor, isa, build = toolchain(target)
     kernels = probe.kernels(vendor)
     if not kernels:

@@ -127,9 +127,13 @@ def _reaches_load(isa: Isa, code: list[Instruction], index: int, reg: str, depth
 
 
 def trace_operand(isa: Isa, code: list[Instruction], index: int, operand: str,
-                  requirement: str) -> OperandTrace:
-    """How an operand (every register it names) reaches instruction `index`."""
+                  requirement: str, span: int = 1) -> OperandTrace:
+    """How an operand (every register it names, or `span` registers from the one it names)
+    reaches instruction `index`."""
     regs = isa.registers(operand)
+    if len(regs) == 1 and span > 1:
+        bank, first = regs[0][0], int(regs[0][1:])
+        regs = [f"{bank}{first + k}" for k in range(span)]
     if not regs:
         return OperandTrace(operand, requirement, "not_from_memory", ["not a register"])
     defs = [_definition(isa, code, index, r) for r in regs]
@@ -162,8 +166,9 @@ def gate(kernel: str, evidence: Evidence, code: list[Instruction], isa: Isa) -> 
         report.problems.append(f"{kernel}: forbidden relative present: {report.forbidden_found}")
     for i in hits:
         sources = code[i].operands[1:]
-        for operand, requirement in zip(sources, evidence.operands, strict=False):
-            trace = trace_operand(isa, code, i, operand, requirement)
+        spans = (*evidence.spans, *(1,) * max(0, len(evidence.operands) - len(evidence.spans)))
+        for operand, requirement, span in zip(sources, evidence.operands, spans, strict=False):
+            trace = trace_operand(isa, code, i, operand, requirement, span)
             report.operands.append(trace)
             if not trace.ok:
                 report.problems.append(

@@ -19,6 +19,7 @@
 Predictions are taken modulo 2**32: observables are 32-bit registers.
 """
 
+import ast
 import fnmatch
 import hashlib
 import re
@@ -179,7 +180,8 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
         for observable, source in h.predict.items():
             env = _grid_env(grid, observables[observable])
             extra = [("in_scope", h.where)] if h.where is not None else []
-            program = compile_program([*h.lets, ("predicted", source), *extra], env)
+            targets = [("predicted", source), *extra]
+            program = compile_program([*_needed(h.lets, targets), *targets], env)
             for scoring in tables:
                 scoped = dict(env)
                 if scoring != LITERAL:
@@ -191,6 +193,25 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
     except ExprError as exc:
         raise UsageError(f"{h.path}: {exc}") from exc
     return tables, (scopes if h.where is not None else None)
+
+
+def _names(source: str) -> set[str]:
+    try:
+        return {n.id for n in ast.walk(ast.parse(source, mode="eval")) if isinstance(n, ast.Name)}
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()  # compile_program reports it properly
+
+
+def _needed(lets: tuple[tuple[str, str], ...], targets: list[tuple[str, str]]
+            ) -> list[tuple[str, str]]:
+    """The helper definitions these expressions use, directly or through each other, in
+    file order. A helper only some observables can evaluate (it names a coordinate others do
+    not have) is then only compiled where it is used."""
+    wanted = set().union(*(_names(source) for _, source in targets))
+    for name, source in reversed(lets):  # a helper may use only earlier helpers
+        if name in wanted:
+            wanted |= _names(source)
+    return [(name, source) for name, source in lets if name in wanted]
 
 
 def _translate(mapping: Mapping[str, str], env: Mapping[str, np.ndarray]

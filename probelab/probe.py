@@ -40,6 +40,9 @@ class Evidence:
     forbidden: tuple[str, ...] = ()
     operands: tuple[str, ...] = ()
     count: int | None = 1  # exact number of matches per kernel; None: at least one
+    # per source operand, how many 32-bit registers it spans where the disassembly names only
+    # the first (SASS: `DMMA.16x8x16 R8, R16, ...` reads R16..R31 for an 8-double A)
+    spans: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,17 @@ def stack_kernels(stimulus: xr.Dataset, outputs: Mapping[str, Mapping[str, np.nd
 
 def supports(probe: Probe, target: str) -> bool:
     return any(fnmatch.fnmatchcase(target, pattern) for pattern in probe.targets)
+
+
+def require_target(probe: Probe, target: str) -> None:
+    """Refuse a target the probe does not cover, saying why when the probe knows (its
+    optional `excluded`: {pattern: reason}, e.g. a GPU without the instruction)."""
+    if supports(probe, target):
+        return
+    why = next((reason for pattern, reason in getattr(probe, "excluded", {}).items()
+                if fnmatch.fnmatchcase(target, pattern)), None)
+    raise UsageError(f"{probe.id} does not target {target}"
+                     + (f": {why}" if why else f" (targets: {', '.join(probe.targets)})"))
 
 
 @dataclass

@@ -23,7 +23,7 @@ from probelab.disasm import histogram
 from probelab.errors import IntegrityError, UsageError
 from probelab.evidence import gate
 from probelab.paths import data_dir, shown, sim_data_dir
-from probelab.probe import Probe, get_probe, supports
+from probelab.probe import Probe, get_probe, require_target
 
 Step = Callable[[str], None]
 
@@ -65,9 +65,7 @@ def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None =
         raise UsageError("simulated datasets never go under data/ (the measured archive)")
     step("opening device")
     device = backend.device()
-    if not supports(probe, device.target):
-        raise UsageError(f"{probe.id} does not target {device.target} "
-                         f"(targets: {', '.join(probe.targets)})")
+    require_target(probe, device.target)
     kernels = probe.kernels(backend.vendor)
     if not kernels:
         raise UsageError(f"{probe.id} has no {backend.vendor} kernels")

@@ -2,8 +2,8 @@
 # The whole NVIDIA measurement in one call on the GPU machine:
 #   PROBELAB_GIT_HEAD=$(git rev-parse HEAD) bash scripts/measure_h200.sh
 # Installs carried wheels (.whl/, for packages the image lacks), reports the machine, runs
-# the tests (TESTS, default all; CUDA tests included), sweeps every NVIDIA probe into data/
-# and runs the benchmark. The repo arrives there without git history, hence PROBELAB_GIT_HEAD.
+# the tests (TESTS, default all; CUDA tests included), sweeps the NVIDIA probes (PROBES,
+# default all of them) into data/ and runs the benchmark (BENCH=0 skips it). The repo arrives there without git history, hence PROBELAB_GIT_HEAD.
 set -euo pipefail
 : "${PROBELAB_GIT_HEAD:?set PROBELAB_GIT_HEAD to the commit being measured}"
 export PROBELAB_GIT_DIRTY="${PROBELAB_GIT_DIRTY:-0}" PYTHONUNBUFFERED=1
@@ -20,10 +20,10 @@ set +e
 python3 -m pytest -q -rs ${TESTS:-tests} 2>&1 | tee "$OUT/pytest.log"
 tests_rc=${PIPESTATUS[0]}
 set -e
-for probe in ${PROBES:-byte-perm}; do
+for probe in ${PROBES:-byte-perm dmma-f64}; do
   python3 -m probelab sweep "$probe" --repeats 3 | tee -a "$OUT/datasets.txt"
 done
-python3 bench/byte_perm_sweep.py --json "$OUT/bench.json"
+if [ "${BENCH:-1}" != 0 ]; then python3 bench/byte_perm_sweep.py --json "$OUT/bench.json"; fi
 while read -r ds; do cp "$ds" "$OUT/"; done < "$OUT/datasets.txt"
 echo "tests exit code: $tests_rc"
 exit "$tests_rc"

@@ -91,3 +91,20 @@ def test_byte_perm_sweep_end_to_end(tmp_path):
     assert prov["repeats"] == 2 and prov["repeats_identical"] is True
     assert all(k["evidence"]["ok"] for k in prov["kernels"].values())
     assert ds["value"].dtype == np.uint32 and ds["value"].shape == (2, 16, 65536)
+
+
+def test_dmma_f64_sweep_end_to_end(tmp_path):
+    """The lane-id sweep on the GPU: gated, guarded, repeated, saved; what the device did is
+    for the verdicts to judge, but a recovered lane map must pass its own GEMM check."""
+    from probelab.sweep import run_sweep
+
+    if DEVICE.target != "sm_90":
+        pytest.skip(f"dmma-f64 targets sm_90, this is {DEVICE.target}")
+    result = run_sweep("dmma-f64", "cuda", repeats=2, out_root=tmp_path)
+    ds = dataset.load(result.path)
+    prov = dataset.provenance(ds)
+    assert prov["simulated"] is False and prov["repeats_identical"] is True
+    assert all(k["evidence"]["ok"] for k in prov["kernels"].values())
+    for kernel in ds["kernel"].values:
+        cell = ds.sel(kernel=kernel)
+        assert bool(cell["gemm_exact"].all()) == bool(cell["recovered"]), kernel

@@ -10,9 +10,9 @@ from probelab.backends import DeviceInfo
 from probelab.backends.guards import framed, unframe
 from probelab.codeobject import CodeObject
 from probelab.errors import IntegrityError, UsageError
-from probelab.probe import Kernel, Launch, Probe
+from probelab.probe import Kernel, Launch, Probe, supports
 
-DEFAULT_TARGETS = {"sm_*": "sm_90", "gfx12*": "gfx1201", "gfx9*": "gfx942"}
+DEFAULT_TARGETS = ("sm_90", "gfx1201", "gfx942")  # the first one the probe covers
 
 
 class SimBackend:
@@ -51,8 +51,7 @@ class SimBackend:
 
 def make(probe: Probe, target: str | None) -> SimBackend:
     if target is None:
-        target = next((t for pat, t in DEFAULT_TARGETS.items() for p in probe.targets
-                       if p == pat), None)
+        target = next((t for t in DEFAULT_TARGETS if supports(probe, t)), None)
         if target is None:
             raise UsageError(f"--target is needed to simulate {probe.id}")
     return SimBackend(probe, target)
