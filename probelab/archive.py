@@ -15,6 +15,7 @@ from probelab import dataset
 from probelab.check import (
     TAMPERED,
     check,
+    kernel_statuses,
     not_applicable,
     render_json,
     save_verdict,
@@ -76,7 +77,7 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
                 recorded = "written"
             row = {"dataset": rel, "hypothesis": entry["hypothesis"], "verdict": doc["verdict"],
                    "recorded": recorded,
-                   "kernels": {k: v["status"] for k, v in doc.get("kernels", {}).items()}}
+                   "kernels": kernel_statuses(doc)}
             result["checks"].append(row)
             if doc["verdict"] == TAMPERED:
                 result["problems"].append(f"{rel} × {entry['hypothesis']}: "

@@ -181,6 +181,12 @@ def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
     return doc | {"verdict": verdict}
 
 
+def kernel_statuses(doc: dict[str, Any]) -> dict[str, str]:
+    """{kernel: status} for a verdict, kernels outside the claim marked as such."""
+    return {k: v["status"] if v["in_claim"] else f"not claimed, would be {v['status']}"
+            for k, v in doc.get("kernels", {}).items()}
+
+
 def check_all(dataset_path: Path) -> list[dict[str, Any]]:
     """Check a dataset against every sealed hypothesis of its probe that applies to it, and
     save each verdict beside it."""

@@ -151,11 +151,11 @@ def sweep(
               + (", [bold red]SIMULATED[/]" if prov["simulated"] else ""))
     typer.echo(str(result.path))
     if check_after:
-        from probelab.check import check_all
+        from probelab.check import check_all, kernel_statuses
 
         failed = False
         for doc in check_all(result.path):
-            kernels = ", ".join(f"{k} {v['status']}" for k, v in doc.get("kernels", {}).items())
+            kernels = ", ".join(f"{k} {v}" for k, v in kernel_statuses(doc).items())
             typer.echo(f"{doc['hypothesis']['id']}: {doc['verdict']} ({kernels})")
             failed |= doc["verdict"] in ("TAMPERED", "POST-HOC")
         if failed:
@@ -327,19 +327,23 @@ def verify(
 @app.command(epilog=EPILOG)
 @guarded
 def plot(
-    dataset_path: Annotated[Path, typer.Argument(metavar="DATASET")],
-    kind: Annotated[list[str] | None, typer.Option(help="Plot name (repeatable); default all "
-                                                   "the probe offers.")] = None,
+    args: Annotated[list[str], typer.Argument(metavar="[KIND]... DATASET", help="The plots to "
+                                              "draw (e.g. lanemap), then the dataset.")],
+    kind: Annotated[list[str] | None, typer.Option(help="Plot name (repeatable), as KIND; "
+                                                   "default all the probe offers.")] = None,
     prereg: Annotated[Path | None, typer.Option(help="Hypothesis for mismatch plots.")] = None,
     scoring: Annotated[str, typer.Option(help="literal or a translation name.")] = "literal",
     out_dir: Annotated[Path | None, typer.Option("--out", help="Folder for PNG and SVG "
                                                  "(default: figures/ beside the dataset).")] = None,
 ) -> None:
-    """Draw a dataset's figures (PNG and SVG): the probe's maps, and hypothesis mismatch
-    maps when --prereg is given."""
+    """Draw a dataset's figures (PNG and SVG): the probe's maps, lane maps for datasets that
+    carry them (`probelab plot lanemap DATASET`), and hypothesis mismatch maps when --prereg
+    is given. Without KIND, every plot the dataset offers."""
     from probelab.figures import draw
 
-    for path in draw(dataset_path, kind, prereg, scoring, out_dir):
+    *kinds, dataset_path = args
+    for path in draw(Path(dataset_path), [*kinds, *(kind or [])] or None, prereg, scoring,
+                     out_dir):
         typer.echo(str(path))
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 from probelab import dataset
 from probelab.errors import UsageError
 from probelab.hypothesis import load_hypothesis, predict
+from probelab.lanemap import has_lane_maps, lane_map_figures
 from probelab.probe import get_probe
 
 
@@ -14,7 +15,9 @@ def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scori
 
     ds = dataset.load(dataset_path)
     probe = get_probe(dataset.provenance(ds)["probe"])
-    plots = probe.plots
+    plots = dict(probe.plots)
+    if has_lane_maps(ds):  # a core view of any dataset that carries lane maps
+        plots.setdefault("lanemap", lane_map_figures)
     unknown = set(kinds or ()) - set(plots)
     if unknown:
         raise UsageError(f"{probe.id} has no plot {sorted(unknown)} (it has {sorted(plots)})")

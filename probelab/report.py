@@ -30,6 +30,8 @@ def render(doc: dict[str, Any]) -> str:
                 "|---|---|" + "---|" * len(scorings) + "---|"]
         for name, k in kernels.items():
             result = k["status"] + (f" ({k['via']})" if k["via"] else "")
+            if not k["in_claim"]:  # scored for information; the verdict ignores it
+                result = f"not claimed (would be {result})"
             cells = [_count(k["scores"][s]) for s in scorings]
             out.append(f"| `{name}` | {'yes' if k['in_claim'] else 'no'} | "
                        + " | ".join(cells) + f" | {result} |")

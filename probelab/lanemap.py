@@ -1,0 +1,143 @@
+"""Lane maps: figures of which lane and register holds which matrix element, for any dataset
+that carries them (`<operand>_row` / `<operand>_col` over (kernel, lane, reg), -1 for an
+empty slot; probelab.lane_id writes them).
+
+Two views per kernel, in CuTe's vocabulary (thread, value) -> coordinate:
+- matrix: each operand drawn as its matrix, cells coloured by lane and labelled
+  "L<lane>" over "r<register>";
+- registers: each operand's slots, lanes in blocks of LANES_PER_ROW (columns: lane % 16,
+  rows: register and lane block), cells labelled "row,col" and coloured by row.
+The tables behind them are plain functions (matrix_table, register_table), so they can be
+checked without reading pixels.
+"""
+
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+
+from probelab.plot import cell_table, dataset_header, new_figure
+
+OPERANDS = {"a": ("A", "row", "k"), "b": ("B", "k", "col"), "c": ("C", "row", "col"),
+            "d": ("D", "row", "col")}
+LANES_PER_ROW = 16
+CELL_IN = 0.42  # inches per cell: labels stay at >= 6 pt when printed
+EMPTY = "#eeeeee"
+
+
+def has_lane_maps(ds: xr.Dataset) -> bool:
+    return all(f"{n}_{x}" in ds for n in ("a", "b", "d") for x in ("row", "col"))
+
+
+def operands(ds: xr.Dataset, kernel: str) -> list[str]:
+    """A, B and D; C too where it is not held exactly like D."""
+    k = ds.sel(kernel=kernel)
+    same = all(np.array_equal(k[f"c_{x}"].values, k[f"d_{x}"].values) for x in ("row", "col")) \
+        if "c_row" in ds else True
+    return ["a", "b", "d"] if same else ["a", "b", "c", "d"]
+
+
+def _cells(ds: xr.Dataset, kernel: str, operand: str) -> tuple[np.ndarray, np.ndarray]:
+    k = ds.sel(kernel=kernel)
+    return k[f"{operand}_row"].values.astype(int), k[f"{operand}_col"].values.astype(int)
+
+
+def title(operand: str, shown: list[str]) -> str:
+    return "C/D" if operand == "d" and "c" not in shown else OPERANDS[operand][0]
+
+
+def recovered(ds: xr.Dataset, kernel: str) -> bool:
+    return "recovered" not in ds or int(ds["recovered"].sel(kernel=kernel)) == 1
+
+
+def matrix_table(ds: xr.Dataset, kernel: str, operand: str) -> tuple[np.ndarray, np.ndarray]:
+    """(lane, register) of each matrix element, -1 where no slot holds it: two (rows, cols)
+    int arrays. Raises if two slots claim one element (not a lane map)."""
+    rows, cols = _cells(ds, kernel, operand)
+    shape = (rows.max() + 1, cols.max() + 1) if (rows >= 0).any() else (0, 0)
+    lane, reg = np.full(shape, -1), np.full(shape, -1)
+    for (ln, rg), r in np.ndenumerate(rows):
+        if r < 0:
+            continue
+        c = cols[ln, rg]
+        if lane[r, c] >= 0:
+            raise ValueError(f"{kernel}: {operand.upper()}[{r}][{c}] is held by two slots")
+        lane[r, c], reg[r, c] = ln, rg
+    return lane, reg
+
+
+def register_table(ds: xr.Dataset, kernel: str, operand: str
+                   ) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """(text, row labels, matrix row for colour) with one row per (register, lane block) and
+    LANES_PER_ROW columns; registers no lane uses are left out."""
+    rows, cols = _cells(ds, kernel, operand)
+    lanes, regs = rows.shape
+    blocks = -(-lanes // LANES_PER_ROW)
+    text, labels, shade = [], [], []
+    for reg in range(regs):
+        if not (rows[:, reg] >= 0).any():
+            continue
+        for b in range(blocks):
+            span = range(b * LANES_PER_ROW, min(lanes, (b + 1) * LANES_PER_ROW))
+            text.append([f"{rows[ln, reg]},{cols[ln, reg]}" if rows[ln, reg] >= 0 else "-"
+                         for ln in span])
+            shade.append([rows[ln, reg] if rows[ln, reg] >= 0 else np.nan for ln in span])
+            labels.append(f"r{reg} · L{span[0]}-{span[-1]}")
+    return np.array(text, dtype=object), labels, np.array(shade, float)
+
+
+def _matrix_figure(ds: xr.Dataset, kernel: str) -> Figure:
+    names = operands(ds, kernel)
+    tables = {n: matrix_table(ds, kernel, n) for n in names}
+    widths = [max(t[0].shape[1], 1) for t in tables.values()]
+    height = max(t[0].shape[0] for t in tables.values())
+    fig = new_figure(CELL_IN * (sum(widths) + 2.5 * len(names)), CELL_IN * height + 2.2)
+    grid = fig.add_gridspec(1, len(names), width_ratios=widths, wspace=0.25)
+    lanes = ds.sizes[next(d for d in ds[f"{names[0]}_row"].dims if d.endswith("_lane"))]
+    for i, (name, (lane, reg)) in enumerate(tables.items()):
+        ax = fig.add_subplot(grid[0, i])
+        _, rows_are, cols_are = OPERANDS[name]
+        text = np.where(lane >= 0, np.char.add(np.char.add("L", lane.astype(str)),
+                                               np.char.add("\nr", reg.astype(str))), "")
+        colours = np.where(lane >= 0, lane, np.nan).astype(float)
+        cell_table(ax, colours, text, [f"{rows_are} {r}" for r in range(lane.shape[0])],
+                   [str(c) for c in range(lane.shape[1])], cmap="twilight_shifted", vmin=0,
+                   vmax=lanes)
+        ax.set_aspect("equal")  # square cells: the matrix's own proportions
+        ax.set_xlabel(f"{title(name, names)} ({lane.shape[0]} x {lane.shape[1]}): {cols_are}",
+                      fontsize=11, fontweight="bold")
+        if i == 0:
+            dataset_header(ax, kernel, "lane map, matrix view", ds,
+                           "each element: the lane (L) and register (r) that hold it; "
+                           "colour = lane")
+    return fig
+
+
+def _register_figure(ds: xr.Dataset, kernel: str) -> Figure:
+    names = operands(ds, kernel)
+    tables = {n: register_table(ds, kernel, n) for n in names}
+    height = sum(t[0].shape[0] for t in tables.values())
+    fig = new_figure(CELL_IN * 1.3 * LANES_PER_ROW + 2.5, CELL_IN * (height + 2 * len(names)) + 2)
+    grid = fig.add_gridspec(len(names), 1, height_ratios=[t[0].shape[0] for t in tables.values()],
+                            hspace=0.45)
+    for i, (name, (text, labels, shade)) in enumerate(tables.items()):
+        ax = fig.add_subplot(grid[i, 0])
+        _, rows_are, cols_are = OPERANDS[name]
+        cell_table(ax, shade, text, labels, [str(c) for c in range(text.shape[1])],
+                   cmap="viridis")
+        ax.set_ylabel(title(name, names), rotation=0, labelpad=18, fontsize=12, fontweight="bold")
+        ax.set_xlabel(f"lane % {LANES_PER_ROW}; cell: {rows_are},{cols_are}; colour = {rows_are}")
+        if i == 0:
+            dataset_header(ax, kernel, "lane map, register view", ds,
+                           "each (lane, register): the element it holds")
+    return fig
+
+
+def lane_map_figures(ds: xr.Dataset, tables=None, scoring: str = "literal") -> dict[str, Figure]:
+    """{"<kernel>.matrix" | "<kernel>.registers": figure} for every kernel whose lane map was
+    recovered (a refused one has no map to draw)."""
+    figures = {}
+    for kernel in (str(k) for k in ds["kernel"].values):
+        if recovered(ds, kernel):
+            figures[f"{kernel}.matrix"] = _matrix_figure(ds, kernel)
+            figures[f"{kernel}.registers"] = _register_figure(ds, kernel)
+    return figures

@@ -1,0 +1,67 @@
+"""Lane-map figures: the tables behind them (checked without reading pixels), the CLI's
+`probelab plot lanemap DATASET` (the notebook that draws the recorded datasets is tested in
+test_notebook.py)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from probelab import dataset
+from probelab.cli import app
+from probelab.lanemap import lane_map_figures, matrix_table, operands, register_table
+from probelab.sweep import run_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def sim_path(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("PROBELAB_GIT_HEAD", raising=False)
+        return run_sweep("dmma-f64", "sim", target="sm_90", repeats=2,
+                         out_root=tmp_path_factory.mktemp("sim")).path
+
+
+def test_matrix_table_inverts_the_lane_map(sim_path: Path) -> None:
+    ds = dataset.load(sim_path)
+    for kernel in ("m8n8k4", "m16n8k16"):
+        k = ds.sel(kernel=kernel)
+        for op, (rows, cols) in {"a": ("M", "K"), "b": ("K", "N"), "d": ("M", "N")}.items():
+            lane, reg = matrix_table(ds, kernel, op)
+            assert lane.shape == (int(k[rows]), int(k[cols])) and (lane >= 0).all()
+            r = k[f"{op}_row"].values[lane, reg]
+            c = k[f"{op}_col"].values[lane, reg]
+            assert (r == np.arange(lane.shape[0])[:, None]).all()
+            assert (c == np.arange(lane.shape[1])[None, :]).all()
+
+
+def test_register_table_rows_are_register_and_lane_block(sim_path: Path) -> None:
+    ds = dataset.load(sim_path)
+    text, labels, shade = register_table(ds, "m8n8k4", "d")
+    assert labels == ["r0 · L0-15", "r0 · L16-31", "r1 · L0-15", "r1 · L16-31"]
+    k = ds.sel(kernel="m8n8k4")
+    assert text[3][5] == f"{int(k.d_row[21, 1])},{int(k.d_col[21, 1])}"  # lane 21, reg 1
+    assert shade[3][5] == int(k.d_row[21, 1])
+    assert operands(ds, "m8n8k4") == ["a", "b", "d"]  # C held as D: drawn once, as C/D
+
+
+def test_plot_lanemap_writes_both_views_per_kernel(sim_path: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["plot", "lanemap", str(sim_path), "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    names = sorted(p.name for p in tmp_path.iterdir())
+    for kernel in ("m8n8k4", "m16n8k4", "m16n8k8", "m16n8k16"):
+        for view in ("matrix", "registers"):
+            for fmt in ("png", "svg"):
+                assert f"{sim_path.stem}.lanemap.{kernel}.{view}.{fmt}" in names
+    svg = (tmp_path / f"{sim_path.stem}.lanemap.m8n8k4.matrix.svg").read_text()
+    assert "SIMULATED" in svg  # text stays text in the SVG
+
+
+def test_a_refused_kernel_gets_no_lane_map(sim_path: Path) -> None:
+    ds = dataset.load(sim_path)
+    ds["recovered"].values[0] = 0  # as if m8n8k4 had formed no layout
+    assert sorted(lane_map_figures(ds)) == [f"{k}.{v}" for k in ("m16n8k16", "m16n8k4",
+                                                                 "m16n8k8")
+                                            for v in ("matrix", "registers")]
