@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from probelab import dataset
+from probelab import dataset, gitinfo
 from probelab.check import (
     TAMPERED,
     check,
@@ -27,6 +27,26 @@ from probelab.paths import data_dir, lab_root
 from probelab.prereg import ledger_entries, verify_seals
 
 EXPECTED_SUFFIXES = (".nc", ".verdict.json", ".png", ".svg", ".md")
+
+
+def rewritten(path: Path) -> list[str]:
+    """A measured dataset is written once: after the commit that adds it, git must show no
+    change to it (committed or not). Silent where the checkout has no history."""
+    rel = path.relative_to(lab_root()).as_posix()
+    try:
+        if not gitinfo.git("ls-files", "--", rel):
+            return []  # not committed yet: a fresh measurement
+        later = gitinfo.git("log", "--format=%h", "--diff-filter=M", "--", rel).split()
+        dirty = gitinfo.git("status", "--porcelain", "--", rel)
+    except (RuntimeError, OSError):
+        return []
+    problems = []
+    if later:
+        problems.append(f"rewritten after it was committed (commits {', '.join(later)}); "
+                        "a measured dataset is never edited")
+    if dirty:
+        problems.append("differs from the committed file (edited in the working tree)")
+    return problems
 
 
 def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, Any]:
@@ -53,6 +73,7 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
         if prov.get("simulated", True):
             result["problems"].append(f"{rel}: simulated dataset among measurements")
             continue
+        result["problems"] += [f"{rel}: {why}" for why in rewritten(path)]
         for entry in (e for e in entries if e["probe"] == prov.get("probe")):
             try:
                 why = not_applicable(load_hypothesis(lab_root() / entry["path"]), ds)

@@ -4,6 +4,7 @@ Scores are kept apart: the literal reading and each declared translation, per ke
 verdict is only counted when the seal is intact and provably older than the measurement.
 """
 
+import hashlib
 import json
 from datetime import datetime
 from pathlib import Path
@@ -13,9 +14,10 @@ import numpy as np
 import xarray as xr
 
 from probelab import dataset, gitinfo, ledger
-from probelab.errors import Exit, IntegrityError, UsageError
+from probelab.errors import Exit, IntegrityError, LabError, UsageError
 from probelab.hypothesis import (
     LITERAL,
+    MAX_FILE_BYTES,
     Hypothesis,
     Tables,
     evaluate_claim,
@@ -121,7 +123,39 @@ def not_applicable(h: Hypothesis, ds: xr.Dataset) -> str | None:
     return None
 
 
+def _dataset_doc(dataset_path: Path, ds: xr.Dataset, prov: dict[str, Any]) -> dict[str, Any]:
+    return {"path": shown(dataset_path), "device": prov.get("device"),
+            "target": prov.get("target"), "git_head": prov.get("git_head"),
+            "utc": prov.get("utc"), "simulated": prov.get("simulated", True),
+            "grid_sha256": dataset.grid_sha256(ds)}
+
+
+def _edited_seal(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any] | None:
+    """A sealed file whose bytes no longer hash to its ledger entry is TAMPERED before it is
+    parsed: re-encoded or corrupted, it must not pass for a mere usage error."""
+    try:
+        if hypothesis_path.stat().st_size > MAX_FILE_BYTES:
+            return None  # load_hypothesis refuses it without reading it
+        raw = hypothesis_path.read_bytes()
+        entry = ledger.find(ledger_entries(), relative(hypothesis_path))
+    except (OSError, LabError):
+        return None  # unreadable file or broken ledger: reported on the normal path
+    if entry is None or entry["file_sha256"] == hashlib.sha256(raw).hexdigest():
+        return None
+    ds = dataset.load(dataset_path)
+    return {"hypothesis": {"id": entry["hypothesis"], "probe": entry["probe"],
+                           "path": entry["path"], "claim": "(not read: the file no longer "
+                           "hashes to its seal)", "coordinates": None, "kernels": [],
+                           "file_sha256": hashlib.sha256(raw).hexdigest(),
+                           "ledger_hash": entry["hash"], "sealed_at": entry["sealed_at"]},
+            "dataset": _dataset_doc(dataset_path, ds, dataset.provenance(ds)),
+            "verdict": TAMPERED,
+            "reasons": ["file edited after sealing: it no longer hashes to its ledger entry"]}
+
+
 def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
+    if edited := _edited_seal(hypothesis_path, dataset_path):
+        return edited
     h = load_hypothesis(hypothesis_path)
     ds = dataset.load(dataset_path)
     prov = dataset.provenance(ds)
@@ -136,12 +170,11 @@ def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
         "hypothesis": {"id": h.id, "probe": h.probe, "path": relative(hypothesis_path),
                        "claim": h.claim.strip(), "coordinates": h.coordinates,
                        "kernels": list(h.kernels or kernels), "file_sha256": h.sha256},
-        "dataset": {"path": shown(dataset_path), "device": prov.get("device"),
-                    "target": prov.get("target"), "git_head": prov.get("git_head"),
-                    "utc": prov.get("utc"), "simulated": prov.get("simulated", True),
-                    "grid_sha256": dataset.grid_sha256(ds)},
+        "dataset": _dataset_doc(dataset_path, ds, prov),
         "reasons": [],
     }
+    if why := dataset.tampered(ds):
+        return doc | {"verdict": TAMPERED, "reasons": [f"dataset: {why}"]}
     try:
         entries = ledger_entries()
     except IntegrityError as exc:

@@ -7,6 +7,7 @@ Exit codes: 0 confirmed / ok · 1 refuted (or not evidence) · 2 usage error ·
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from probelab.errors import Exit, LabError
+from probelab.limits import DEFAULT_TIMEOUT_S
 
 EPILOG = ("Exit codes: 0 confirmed/ok, 1 refuted, 2 usage error, 3 integrity failure "
           "(tampered, post-hoc, broken ledger, failed evidence), 4 no suitable device or "
@@ -48,6 +50,10 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except LabError as exc:
             err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+            if type(exc).__name__ == "KernelTimeout":  # work still runs on the device:
+                sys.stdout.flush()  # leave without the teardown that would wait for it
+                sys.stderr.flush()
+                os._exit(int(exc.code))
             raise typer.Exit(int(exc.code)) from None
         except KeyboardInterrupt:
             err.print("interrupted; nothing was written")
@@ -127,6 +133,9 @@ def sweep(
     check_after: Annotated[bool, typer.Option("--check", help="Then check every sealed "
                                               "hypothesis of the probe that applies, and save "
                                               "the verdicts beside the dataset.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds one launch may take before the sweep "
+                                           "stops as hung (exit 3, nothing written).",
+                                           min=0.001)] = DEFAULT_TIMEOUT_S,
 ) -> None:
     """Run a probe on a device and save one dataset with full provenance.
 
@@ -144,10 +153,12 @@ def sweep(
                   console=err, transient=True) as progress:
         task = progress.add_task("starting", total=None)
         result = run_sweep(probe, backend, target=target, repeats=repeats, out_root=out_dir,
+                           timeout_s=timeout,
                            step=lambda text: progress.update(task, description=text),
                            command=["probelab", *sys.argv[1:]])
     prov = result.provenance
-    err.print(f"{prov['device']} ({prov['target']}), {prov['repeats']} identical repeats"
+    same = "identical" if prov["repeats_identical"] else "(declared outputs varied)"
+    err.print(f"{prov['device']} ({prov['target']}), {prov['repeats']} repeats {same}"
               + (", [bold red]SIMULATED[/]" if prov["simulated"] else ""))
     typer.echo(str(result.path))
     if check_after:

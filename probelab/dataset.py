@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import xarray as xr
 
 from probelab.errors import UsageError
@@ -16,6 +17,7 @@ from probelab.storage import atomic_write_with
 
 SCHEMA = 1
 ENGINE = "h5netcdf"
+CONTENT_KEY = "content_sha256"
 
 
 def grid_coords(ds: xr.Dataset) -> list[str]:
@@ -36,6 +38,41 @@ def grid_sha256(ds: xr.Dataset) -> str:
     return h.hexdigest()
 
 
+def _canonical(values: np.ndarray) -> bytes:
+    """Values as bytes whatever dtype spelling the file round trip picks."""
+    kind = values.dtype.kind
+    if kind in "iub":
+        return b"i" + values.astype("<i8").tobytes()
+    if kind in "fc":
+        return kind.encode() + values.astype("<c16" if kind == "c" else "<f8").tobytes()
+    return b"s" + "\0".join(map(str, values.reshape(-1))).encode()
+
+
+def content_sha256(ds: xr.Dataset, prov: dict[str, Any]) -> str:
+    """What a sweep wrote: every variable and coordinate (name, dims, shape, values) and the
+    provenance itself (less this hash). Recorded at save; `tampered` recomputes it."""
+    h = hashlib.sha256()
+    for name in sorted(str(n) for n in ds.variables):
+        var = ds.variables[name]
+        h.update(f"{name}|{','.join(map(str, var.dims))}|{var.shape}|".encode())
+        h.update(_canonical(np.asarray(var.values)))
+    rest = {k: v for k, v in prov.items() if k != CONTENT_KEY}
+    h.update(json.dumps(rest, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def tampered(ds: xr.Dataset) -> str | None:
+    """Why a dataset's contents are not what its sweep wrote, or None. A dataset saved
+    before content hashes were recorded has none to check (None); git history covers it."""
+    prov = provenance(ds)
+    if CONTENT_KEY not in prov:
+        return None
+    if content_sha256(ds, prov) != prov[CONTENT_KEY]:
+        return ("values or provenance edited after the sweep: the contents no longer hash to "
+                f"the {CONTENT_KEY} recorded when it was saved")
+    return None
+
+
 def provenance(ds: xr.Dataset) -> dict[str, Any]:
     try:
         return json.loads(ds.attrs["provenance"])
@@ -49,15 +86,32 @@ def with_provenance(ds: xr.Dataset, prov: dict[str, Any]) -> xr.Dataset:
     return ds
 
 
-def save(ds: xr.Dataset, path: Path, prov: dict[str, Any]) -> Path:
-    """Write atomically: a failed write leaves nothing at `path`."""
-    ds = with_provenance(ds, prov)
+def save(ds: xr.Dataset, path: Path, prov: dict[str, Any], exclusive: bool = False) -> Path:
+    """Write atomically: a failed write leaves nothing at `path`. The provenance gains the
+    content hash of what is written."""
+    prov = {k: v for k, v in prov.items() if k != CONTENT_KEY}
+    ds = with_provenance(ds, prov | {CONTENT_KEY: content_sha256(ds, prov)})
     encoding = {str(v): {"_FillValue": None} for v in ds.variables}
     for name, var in ds.variables.items():
         if var.dtype.kind in "iu" and var.size >= 4096:  # lossless; lane data compress well
             encoding[str(name)] |= {"compression": "gzip", "compression_opts": 4, "shuffle": True}
-    atomic_write_with(path, lambda tmp: ds.to_netcdf(tmp, engine=ENGINE, encoding=encoding))
+    atomic_write_with(path, lambda tmp: ds.to_netcdf(tmp, engine=ENGINE, encoding=encoding),
+                      exclusive)
     return path
+
+
+def save_new(ds: xr.Dataset, stem: Path, prov: dict[str, Any]) -> Path:
+    """Save under `stem`.nc, or `stem`-2.nc, -3, ... if that name is taken: never over an
+    existing dataset, even when two sweeps finish in the same second."""
+    for n in range(1, 1000):
+        path = stem.with_name(stem.name + (f"-{n}" if n > 1 else "") + ".nc")
+        if path.exists():
+            continue
+        try:
+            return save(ds, path, prov, exclusive=True)
+        except FileExistsError:
+            continue  # another writer took this name between the check and the link
+    raise UsageError(f"{stem}: no free dataset name")
 
 
 def load(path: Path) -> xr.Dataset:

@@ -1,4 +1,9 @@
-"""Atomic file writes: a reader sees the old file or the whole new one, never a part."""
+"""Atomic file writes: a reader sees the old file or the whole new one, never a part.
+
+A failed write (read-only folder, full disk, an exception in the writer) leaves nothing
+behind and raises UsageError naming the path and the reason. `exclusive` writes never
+replace an existing file, even when two processes race for the same name.
+"""
 
 import contextlib
 import os
@@ -6,13 +11,23 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from probelab.errors import UsageError
+
+
+def _cannot_write(path: Path, exc: OSError) -> UsageError:
+    return UsageError(f"cannot write {path}: {exc.strerror or exc}; nothing was written there")
+
 
 @contextlib.contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """Yield a temp path beside `path`; on success it is fsynced and renamed over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+def atomic_path(path: Path, exclusive: bool = False) -> Iterator[Path]:
+    """Yield a temp path beside `path`; on success it is fsynced and moved to `path`
+    (renamed over it, or with `exclusive` linked, which fails if `path` exists)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise _cannot_write(path, exc) from exc
     tmp_path = Path(tmp)
     try:
         yield tmp_path
@@ -21,7 +36,14 @@ def atomic_path(path: Path) -> Iterator[Path]:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp's 0600 would hide results from others
-        os.replace(tmp_path, path)
+        if exclusive:
+            os.link(tmp_path, path)  # atomic, and refuses an existing name
+        else:
+            os.replace(tmp_path, path)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        raise _cannot_write(path, exc) from exc
     finally:
         tmp_path.unlink(missing_ok=True)
 
@@ -35,6 +57,6 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode())
 
 
-def atomic_write_with(path: Path, writer: Callable[[Path], None]) -> None:
-    with atomic_path(path) as tmp:
+def atomic_write_with(path: Path, writer: Callable[[Path], None], exclusive: bool = False) -> None:
+    with atomic_path(path, exclusive) as tmp:
         writer(tmp)

@@ -22,6 +22,7 @@ from probelab.backends.guards import POISONS
 from probelab.disasm import histogram
 from probelab.errors import IntegrityError, UsageError
 from probelab.evidence import gate
+from probelab.limits import DEFAULT_TIMEOUT_S
 from probelab.paths import data_dir, shown, sim_data_dir
 from probelab.probe import Probe, get_probe, require_target
 
@@ -35,22 +36,37 @@ class SweepResult:
     provenance: dict
 
 
-def _compare_repeats(kernel: str, runs: list[dict[str, np.ndarray]]) -> None:
-    """Repeats run with alternating poisons, so a cell no launch wrote cannot match."""
+def _compare_repeats(kernel: str, runs: list[dict[str, np.ndarray]], poisons: list[int],
+                     nondeterministic: frozenset[str]) -> dict[str, int]:
+    """Repeats run with alternating poisons, so a cell no launch wrote cannot match. An
+    output the probe declares nondeterministic may differ between repeats (the number of
+    differing cells is returned for the record), but a cell still holding every repeat's
+    poison was never written, and fails the sweep either way."""
+    varied = {}
     for name in runs[0]:
-        first = runs[0][name]
-        for r, run in enumerate(runs[1:], start=1):
-            diff = np.flatnonzero(run[name] != first)
-            if diff.size:
-                raise IntegrityError(
-                    f"{kernel}: output {name!r} differs between repeat 0 and {r} in {diff.size} "
-                    f"cells (first: index {diff[0]}, {int(first[diff[0]]):#010x} vs "
-                    f"{int(run[name][diff[0]]):#010x}); unwritten cells or nondeterminism")
+        stack = np.stack([run[name] for run in runs])
+        differs = np.flatnonzero((stack != stack[0]).any(axis=0))
+        if name in nondeterministic:
+            poison = np.array(poisons, np.uint32)[:, None]
+            if (unwritten := np.flatnonzero((stack == poison).all(axis=0))).size:
+                raise IntegrityError(f"{kernel}: output {name!r} has {unwritten.size} cells no "
+                                     f"repeat wrote (first: index {unwritten[0]})")
+            varied[name] = int(differs.size)
+        elif differs.size:
+            first, i = stack[0], differs[0]
+            r = next(r for r in range(1, len(runs)) if stack[r][i] != first[i])
+            raise IntegrityError(
+                f"{kernel}: output {name!r} differs between repeat 0 and {r} in "
+                f"{differs.size} cells (first: index {i}, {int(first[i]):#010x} vs "
+                f"{int(stack[r][i]):#010x}); unwritten cells or nondeterminism (a probe "
+                "declares outputs that may vary in `nondeterministic`)")
+    return varied
 
 
 def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None = None,
               repeats: int = 3, out_root: Path | None = None, step: Step = lambda _: None,
-              command: list[str] | None = None) -> SweepResult:
+              command: list[str] | None = None,
+              timeout_s: float = DEFAULT_TIMEOUT_S) -> SweepResult:
     if repeats < 2:
         raise UsageError("--repeats must be at least 2: repeats alternate the output poison, "
                          "which is how a cell the kernel never wrote is told from a real value")
@@ -60,6 +76,7 @@ def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None =
 
         return run_static_sweep(probe, target, out_root=out_root, step=step, command=command)
     backend = load_backend(backend_name, probe, target)
+    backend.timeout_s = timeout_s
     if backend.simulated and out_root is not None and \
             out_root.resolve().is_relative_to(data_dir().resolve()):
         raise UsageError("simulated datasets never go under data/ (the measured archive)")
@@ -96,14 +113,16 @@ def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None =
         records[kernel.name], codes[kernel.name] = record, code
 
     poisons = [POISONS[r % len(POISONS)] for r in range(repeats)]
-    outputs = {}
+    declared = frozenset(getattr(probe, "nondeterministic", ()))
+    outputs, varied = {}, {}
     for kernel in kernels:
         runs = []
         for r in range(repeats):
             step(f"running {kernel.name} (repeat {r + 1}/{repeats}, {launch.threads} threads)")
             runs.append(backend.run(codes[kernel.name], kernel, launch, poisons[r]))
-        _compare_repeats(kernel.name, runs)
-        outputs[kernel.name] = runs[0]
+        if counts := _compare_repeats(kernel.name, runs, poisons, declared):
+            varied[kernel.name] = counts
+        outputs[kernel.name] = runs[0]  # repeat 0's values; the record says what varied
 
     ds = probe.assemble(stimulus, outputs)
     prov = {
@@ -114,7 +133,9 @@ def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None =
         "toolchain": backend.describe(),
         "kernels": records,
         "repeats": repeats,
-        "repeats_identical": True,  # a sweep whose repeats differ is never saved
+        # undeclared differences never reach here: such a sweep is not saved
+        "repeats_identical": not any(n for counts in varied.values() for n in counts.values()),
+        "nondeterministic": varied,  # {kernel: {declared output: cells that varied}}
         "poisons": [f"{p:#010x}" for p in poisons],
         "simulated": backend.simulated,
     }
@@ -139,9 +160,7 @@ def save_sweep(probe: Probe, ds: xr.Dataset, prov: dict, root: Path, step: Step,
         "host": {"python": platform.python_version(), "numpy": np.__version__,
                  "xarray": xr.__version__},
     } | prov
-    path = root / probe.id / prov["target"] / f"{now.strftime('%Y%m%dT%H%M%SZ')}.nc"
-    if path.exists():
-        raise UsageError(f"{path} already exists; not overwriting a dataset")
-    step(f"saving {path}")
-    dataset.save(ds, path, prov)
+    stem = root / probe.id / prov["target"] / now.strftime("%Y%m%dT%H%M%SZ")
+    step(f"saving {shown(stem)}.nc")
+    path = dataset.save_new(ds, stem, prov)
     return SweepResult(path, dataset.with_provenance(ds, prov), prov)

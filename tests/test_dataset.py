@@ -49,7 +49,9 @@ def test_round_trip_is_exact(tmp_path: Path) -> None:
     np.testing.assert_array_equal(back["a"].values, [0, 0xFFFFFFFF])
     assert [str(v) for v in back["label"].values] == ["zero", "all-ones"]
     assert [str(v) for v in back["kernel"].values] == ["add"]
-    assert dataset.provenance(back) == PROV
+    assert dataset.provenance(back) == PROV | {
+        dataset.CONTENT_KEY: dataset.content_sha256(back, PROV)}
+    assert dataset.tampered(back) is None
     assert back.attrs["probelab_schema"] == dataset.SCHEMA
     assert dataset.is_simulated(back) is True
 
@@ -255,6 +257,21 @@ def test_nondeterministic_model_saves_nothing(toylab: ToyLab,
     assert not out.exists() or [p for p in out.rglob("*") if p.is_file()] == []
 
 
+def test_declared_nondeterminism_is_saved_and_recorded(toylab: ToyLab,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A probe that declares `out` nondeterministic gets its dataset, with repeat 0's values
+    and, per kernel, how many cells varied; repeats_identical says False."""
+    probe = toylab.probe()
+    calls = iter(range(100))
+    monkeypatch.setattr(probe, "simulate", lambda kernel, inputs: {
+        "out": np.where(np.arange(128) < 3, next(calls), 7).astype(np.uint32)})
+    monkeypatch.setattr(probe, "nondeterministic", frozenset({"out"}), raising=False)
+    result = run_sweep("toy", "sim", out_root=toylab.root / "sim-data", repeats=3)
+    prov = dataset.provenance(dataset.load(result.path))
+    assert prov["repeats_identical"] is False
+    assert prov["nondeterministic"] == {"add": {"out": 3}}
+
+
 @pytest.mark.parametrize("sub", [".", "toy", "deep/er"])
 def test_simulated_sweep_never_goes_under_data(toylab: ToyLab, sub: str) -> None:
     with pytest.raises(UsageError, match="never go under data/"):
@@ -299,6 +316,7 @@ def test_sweep_does_not_overwrite_a_dataset(toylab: ToyLab,
             return datetime.strptime(name, "%Y%m%dT%H%M%SZ").replace(tzinfo=tz)
 
     monkeypatch.setattr("probelab.sweep.datetime", FrozenClock)
-    with pytest.raises(UsageError, match="already exists"):
-        run_sweep("toy", "sim", out_root=toylab.root / "sim-data", repeats=2)
+    second = run_sweep("toy", "sim", out_root=toylab.root / "sim-data", repeats=2).path
+    assert second == first.with_name(f"{name}-2.nc")  # same second: a new name, never over
     assert first.read_bytes() == before and os.stat(first).st_mtime_ns == mtime
+    assert dataset.tampered(dataset.load(second)) is None

@@ -52,6 +52,7 @@ class hipError_t(IntEnum):  # the values hip-python's enum has for these names
     hipErrorInvalidValue = 1
     hipErrorNoDevice = 100
     hipErrorNotFound = 500
+    hipErrorNotReady = 600
     hipErrorIllegalAddress = 700
 
 
@@ -69,6 +70,7 @@ class Fault(Exception):
 
 class FakeHip:
     BASE, SIZE = 0x7F00_0000_0000, 1 << 20
+    hipError_t = hipError_t
 
     def __init__(self, kernels: dict, devices: int = 1) -> None:
         self.kernels = kernels  # symbol -> fn(fake, threads, *addresses)
@@ -81,6 +83,7 @@ class FakeHip:
         self.launches: list[dict] = []
         self.fail: str | None = None  # the next call of this name returns an error
         self.sticky = hipError_t.hipSuccess  # a kernel fault, reported at synchronize
+        self.hung = False
 
     def _enter(self, name: str) -> hipError_t | None:
         self.calls.append(name)
@@ -175,6 +178,11 @@ class FakeHip:
             self.sticky = hipError_t.hipErrorIllegalAddress
         return (hipError_t.hipSuccess,)
 
+    def hipStreamQuery(self, stream):
+        if self.hung:  # a kernel that never returns
+            return (hipError_t.hipErrorNotReady,)
+        return (self._enter("hipStreamQuery") or hipError_t.hipSuccess,)
+
     def hipDeviceSynchronize(self):
         return (self._enter("hipDeviceSynchronize") or self.sticky,)
 
@@ -252,7 +260,7 @@ def test_round_trip_and_call_sequence(fake: FakeHip) -> None:
     assert fake.calls[start:] == [
         *["hipMalloc"] * 3, *["hipMemcpyHtoD"] * 2, *["hipMemsetD32"] * 2,
         "hipModuleLoadData", "hipModuleGetFunction", "hipModuleLaunchKernel",
-        "hipDeviceSynchronize", *["hipMemcpyDtoH"] * 3, *["hipFree"] * 3]
+        "hipStreamQuery", "hipDeviceSynchronize", *["hipMemcpyDtoH"] * 3, *["hipFree"] * 3]
     assert fake.freed == fake.allocated
 
 
@@ -289,6 +297,18 @@ def test_a_faulting_kernel_is_an_integrity_error(fake: FakeHip) -> None:
     with pytest.raises(IntegrityError, match="hipDeviceSynchronize failed: hipErrorIllegalAddress"):
         run("fault")
     assert fake.freed == fake.allocated
+
+
+def test_a_kernel_that_never_returns_times_out_and_frees_nothing(fake: FakeHip) -> None:
+    """The launch is left running: freeing its buffers would wait for it forever."""
+    from probelab.backends import KernelTimeout
+
+    backend = ops.HipBackend()
+    backend.timeout_s = 0.05
+    fake.hung = True
+    with pytest.raises(KernelTimeout, match=r"kernel xor did not return within 0\.05 s"):
+        run("xor", backend=backend)
+    assert fake.freed == [] and "hipDeviceSynchronize" not in fake.calls
 
 
 CALLS = ["hipMalloc", "hipMemcpyHtoD", "hipMemsetD32", "hipModuleLoadData",

@@ -6,17 +6,21 @@ device() -> DeviceInfo, describe() -> provenance
 """
 
 import importlib
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
 from probelab.codeobject import CodeObject
-from probelab.errors import UsageError
+from probelab.errors import IntegrityError, UsageError
 from probelab.evidence import Isa
+from probelab.limits import DEFAULT_TIMEOUT_S
 from probelab.probe import Kernel, Launch, Probe
 
+__all__ = ["DEFAULT_TIMEOUT_S", "Backend", "DeviceInfo", "KernelTimeout", "load_backend",
+           "wait_for"]
 BACKENDS = {"cuda": "probelab.backends.ops_cuda", "hip": "probelab.backends.ops_hip",
             "sim": "probelab.backends.ops_sim"}
 
@@ -28,11 +32,30 @@ class DeviceInfo:
     details: Mapping[str, str] = field(default_factory=dict)
 
 
+class KernelTimeout(IntegrityError):
+    """A launch did not finish in time. Its work may still run on the device, so the
+    process must not wait for it on the way out (the CLI exits without teardown)."""
+
+
+def wait_for(done: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Poll `done()` until it is True; after `timeout_s` raise KernelTimeout naming `what`.
+    Polling starts fast and backs off to 10 ms, so a quick kernel costs no sleep at all."""
+    deadline, pause = time.monotonic() + timeout_s, 0.0
+    while not done():
+        if time.monotonic() > deadline:
+            raise KernelTimeout(f"{what} did not return within {timeout_s:g} s: it hangs (or "
+                                "needs --timeout raised); the device stays busy until this "
+                                "process exits, and nothing was written")
+        time.sleep(pause)
+        pause = min(0.01, pause * 2 or 1e-5)
+
+
 class Backend(Protocol):
     name: str
     vendor: str
     simulated: bool
     isa: Isa | None  # None: no instruction evidence (simulated)
+    timeout_s: float  # per launch (wait_for); a launch past it raises KernelTimeout
 
     def device(self) -> DeviceInfo: ...
     def compile(self, kernel: Kernel, target: str) -> CodeObject: ...

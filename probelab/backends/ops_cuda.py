@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probelab.backends import DeviceInfo
+from probelab.backends import DEFAULT_TIMEOUT_S, DeviceInfo, KernelTimeout, wait_for
 from probelab.backends.guards import GUARD, GUARD_WORDS, check_inputs_intact, framed, unframe
 from probelab.codeobject import CodeObject
 from probelab.errors import IntegrityError, Unavailable
@@ -55,6 +55,7 @@ class CudaBackend:
     isa = SASS
 
     def __init__(self) -> None:
+        self.timeout_s = DEFAULT_TIMEOUT_S
         self._dev = None
         self._stream = None
         self._modules: dict[str, object] = {}
@@ -97,6 +98,7 @@ class CudaBackend:
         sizes |= {n: words + 2 * GUARD_WORDS for n, words in launch.outputs.items()}
         buffers = {n: dev.allocate(4 * size, stream=self._stream) for n, size in sizes.items()}
         ptr = {n: int(b.handle) for n, b in buffers.items()}
+        failed = False
         try:
             self._stream.sync()
             for n, h in host.items():
@@ -110,22 +112,41 @@ class CudaBackend:
             blocks = (launch.threads + launch.block - 1) // launch.block
             config = core.LaunchConfig(grid=blocks, block=launch.block)
             core.launch(self._stream, config, self._kernel(code, kernel.symbol), *args)
-            self._stream.sync()
+            wait_for(lambda: self._finished(drv, kernel.symbol), self.timeout_s,
+                     f"kernel {kernel.symbol}")
             _check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
             back = {n: np.empty(size, np.uint32) for n, size in sizes.items()}
             for n, b in back.items():
                 _check(drv.cuMemcpyDtoH(b.ctypes.data, ptr[n], b.nbytes), f"cuMemcpyDtoH({n})")
+        except KernelTimeout:
+            buffers = {}  # freeing memory a running kernel uses would wait for it: leak it
+            raise
         except IntegrityError:
+            failed = True
             raise
         except Exception as exc:  # a faulting kernel surfaces as a CUDA error here
+            failed = True
             raise IntegrityError(f"kernel {kernel.symbol} failed on the device: {exc}") from exc
         finally:
             for b in buffers.values():
-                b.close()
+                try:
+                    b.close()
+                except Exception:
+                    if not failed:  # after a fault the context refuses; keep the first error
+                        raise
         for n in launch.inputs:
             check_inputs_intact(n, host[n], back[n])
             unframe(n, back[n])
         return {n: unframe(n, back[n]) for n in launch.outputs}
+
+    def _finished(self, drv, symbol: str) -> bool:
+        """True once the stream is idle; a fault in the kernel raises here."""
+        (err,) = drv.cuStreamQuery(drv.CUstream(int(self._stream.handle)))
+        if err == drv.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        if int(err) != 0:
+            raise IntegrityError(f"kernel {symbol} failed on the device: {err!r}")
+        return True
 
     def describe(self) -> dict[str, str]:
         return dict(nvidia.describe())

@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from probelab.backends import DeviceInfo
+from probelab.backends import DEFAULT_TIMEOUT_S, DeviceInfo, KernelTimeout, wait_for
 from probelab.backends.guards import GUARD, GUARD_WORDS, check_inputs_intact, framed, unframe
 from probelab.codeobject import CodeObject
 from probelab.disasm import parse_gcn
@@ -96,6 +96,12 @@ def _hiprtc_version() -> str:
     return f"hiprtc {major}.{minor}"
 
 
+def _finished(hip) -> bool:
+    """True once the null stream is idle (a fault is reported by the synchronize after)."""
+    (err,) = hip.hipStreamQuery(None)
+    return int(err) != int(hip.hipError_t.hipErrorNotReady)
+
+
 class HipBackend:
     name = "hip"
     vendor = "amd"
@@ -103,6 +109,7 @@ class HipBackend:
     isa = GCN
 
     def __init__(self) -> None:
+        self.timeout_s = DEFAULT_TIMEOUT_S
         self._info: DeviceInfo | None = None
         self._modules: dict[str, tuple[object, bytes]] = {}  # the image stays referenced
         self._routes: dict[str, str] = {}  # kernel -> how its code object was built
@@ -214,10 +221,14 @@ class HipBackend:
             _check(hip.hipModuleLaunchKernel(function, blocks, 1, 1, launch.block, 1, 1, 0,
                                              None, None, extra=args),
                    f"hipModuleLaunchKernel({kernel.symbol})")
+            wait_for(lambda: _finished(hip), self.timeout_s, f"kernel {kernel.symbol}")
             _check(hip.hipDeviceSynchronize(), "hipDeviceSynchronize")  # kernel faults land here
             back = {n: np.empty(size, np.uint32) for n, size in sizes.items()}
             for n, b in back.items():
                 _check(hip.hipMemcpyDtoH(b.ctypes.data, ptr[n], b.nbytes), f"hipMemcpyDtoH({n})")
+        except KernelTimeout:
+            buffers = {}  # freeing memory a running kernel uses would wait for it: leak it
+            raise
         finally:  # free every buffer before judging any free, so one failure leaks nothing
             freed = [(n, hip.hipFree(b)) for n, b in buffers.items()]
         for n, result in freed:

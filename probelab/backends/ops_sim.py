@@ -10,6 +10,7 @@ from probelab.backends import DeviceInfo
 from probelab.backends.guards import framed, unframe
 from probelab.codeobject import CodeObject
 from probelab.errors import IntegrityError, UsageError
+from probelab.limits import DEFAULT_TIMEOUT_S
 from probelab.probe import Kernel, Launch, Probe, supports
 
 DEFAULT_TARGETS = ("sm_90", "gfx1201", "gfx942")  # the first one the probe covers
@@ -22,6 +23,7 @@ class SimBackend:
 
     def __init__(self, probe: Probe, target: str) -> None:
         self.probe, self.target = probe, target
+        self.timeout_s = DEFAULT_TIMEOUT_S  # the model returns or raises; nothing to wait for
         self.vendor = "nvidia" if target.startswith("sm_") else "amd"
 
     def device(self) -> DeviceInfo:

@@ -1,0 +1,252 @@
+"""Trust under attack: each attack of docs/trust.md that no other test file already tries,
+through the CLI where a user would meet it. Every one must end in a clear message, the
+documented exit code, and no partial or silently wrong artifact."""
+
+import errno
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from toylab import ToyLab
+from typer.testing import CliRunner, Result
+
+from probelab import dataset, prereg
+from probelab.archive import verify_archive
+from probelab.backends import KernelTimeout, wait_for
+from probelab.cli import app
+from probelab.errors import UsageError
+from probelab.hypothesis import parse_hypothesis
+
+runner = CliRunner()
+
+
+def invoke(*args: str | Path) -> Result:
+    result = runner.invoke(app, [str(a) for a in args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result
+
+
+def sealed(lab: ToyLab, hyp_id: str, expr: str) -> Path:
+    path = lab.write_hyp(hyp_id, expr)
+    prereg.seal(path)
+    return path
+
+
+# ---- 1. a sealed hypothesis edited after sealing ------------------------------------------
+
+
+@pytest.mark.parametrize("edit", [
+    lambda raw: raw.replace(b"a + b", b"a - b"),  # one byte
+    lambda raw: raw.replace(b"\n", b"\r\n"),  # whitespace only (line endings)
+    lambda raw: raw.decode().encode("utf-16"),  # re-encoded: no longer even UTF-8
+], ids=["one-byte", "whitespace", "re-encoded"])
+def test_check_of_an_edited_sealed_file_is_tampered(toylab: ToyLab, edit) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset())
+    hyp.write_bytes(edit(hyp.read_bytes()))
+    result = invoke("check", hyp, data, "--json")
+    assert result.exit_code == 3, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["verdict"] == "TAMPERED" and "edited after sealing" in doc["reasons"][0]
+
+
+# ---- 4. datasets edited after the sweep, or passed to the wrong hypothesis -----------------
+
+
+def _rewrite_keeping_provenance(path: Path, change) -> None:
+    """Edit a dataset the way a hand would: change it and write it back with its recorded
+    provenance (and content hash) untouched."""
+    ds = dataset.load(path)
+    change(ds)
+    ds.to_netcdf(path, engine=dataset.ENGINE)
+
+
+@pytest.mark.parametrize("change", [
+    lambda ds: ds["value"].values.__setitem__((0, 3, 2), 0),  # one measured value
+    lambda ds: ds.attrs.__setitem__("provenance", ds.attrs["provenance"].replace(
+        '"device": "simulated sm_90"', '"device": "NVIDIA H200"')),
+], ids=["value", "provenance"])
+def test_a_dataset_edited_after_the_sweep_is_tampered(toylab: ToyLab, change) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset())
+    _rewrite_keeping_provenance(data, change)
+    result = invoke("check", hyp, data, "--json")
+    assert result.exit_code == 3
+    assert "edited after the sweep" in json.loads(result.stdout)["reasons"][0]
+
+
+def test_a_rehashed_dataset_edit_is_caught_by_git_history(toylab: ToyLab) -> None:
+    """Whoever recomputes the content hash after an edit still leaves a trace: a measured
+    dataset is committed once and never changed."""
+    sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset())
+    toylab.git("add", "-A")
+    toylab.git("commit", "-q", "-m", "measurement")
+    assert not verify_archive()["problems"]
+    ds = dataset.load(data)
+    ds["value"].values[0, 0, 0] += 1
+    dataset.save(ds, data, dataset.provenance(ds))  # a fresh, valid content hash
+    assert any("differs from the committed file" in p for p in verify_archive()["problems"])
+    toylab.git("commit", "-q", "-am", "quietly fix a value")
+    assert any("rewritten after it was committed" in p for p in verify_archive()["problems"])
+
+
+def test_a_dataset_of_another_target_is_refused(toylab: ToyLab) -> None:
+    path = toylab.write_hyp("sum", "a + b")
+    path.write_text(path.read_text().replace('coordinates = "raw"',
+                                             'coordinates = "raw"\ntargets = ["sm_80"]'))
+    prereg.seal(path)
+    data = toylab.as_measured(toylab.sim_dataset())
+    result = invoke("check", path, data)
+    assert result.exit_code == 2 and "does not apply" in result.stderr
+
+
+# ---- 5. hostile hypothesis files -----------------------------------------------------------
+
+
+HOSTILE = {
+    "deep-nesting": "(" * 5000 + "a" + ")" * 5000,
+    "huge-expression": " + ".join(["a"] * 2000),
+    "dunder": "a.__class__",
+    "import": "__import__('os').system('touch PWNED')",
+    "call": "open('PWNED', 'w')",
+    "not-a-coordinate": "a + secret",
+    "division-by-zero": "a // (b - b)",
+    "huge-power": "a ** (10 ** 10)",
+    "huge-shift": "a << 100000",
+    "lambda": "(lambda: 1)()",
+}
+
+
+@pytest.mark.parametrize("source", HOSTILE.values(), ids=HOSTILE.keys())
+def test_hostile_expressions_are_refused_without_running_anything(toylab: ToyLab,
+                                                                  source: str) -> None:
+    """Sealing evaluates the expression (and refuses it: exit 2, nothing sealed); checking
+    the unsealed file says POST-HOC before any expression is looked at (exit 3)."""
+    data = toylab.sim_dataset()
+    path = toylab.write_hyp("evil", source)
+    seal = invoke("prereg", "seal", path)
+    assert seal.exit_code == 2 and "error:" in seal.stderr, (seal.stdout, seal.stderr)
+    assert invoke("check", path, data).exit_code == 3
+    assert not (toylab.root / "PWNED").exists() and not toylab.ledger.exists()
+
+
+def test_a_100_mb_file_is_refused_before_it_is_read(toylab: ToyLab) -> None:
+    path = toylab.root / "preregistrations" / "toy" / "huge.toml"
+    with open(path, "wb") as handle:
+        handle.truncate(100 * 2**20)  # sparse: 100 MB on paper, nothing on disk
+    result = invoke("check", path, toylab.sim_dataset())
+    assert result.exit_code == 2 and "at most" in result.stderr
+
+
+TOML_VALUES = st.recursive(
+    st.one_of(st.text(max_size=40), st.integers(), st.booleans(), st.floats(allow_nan=False)),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
+                                                                   max_size=3), max_leaves=8)
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items()) \
+            + "}"
+    return repr(value)
+
+
+KEYS = st.sampled_from(["schema", "id", "probe", "claim", "coordinates", "kernels", "targets",
+                        "where", "parent", "let", "predict", "translations", "extra"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=st.dictionaries(KEYS, TOML_VALUES, max_size=8), junk=st.binary(max_size=30))
+def test_fuzzed_hypothesis_files_only_ever_raise_usage_errors(doc, junk) -> None:
+    """Whatever the file holds, loading and evaluating it ends in a hypothesis or a
+    UsageError: never another exception, never code of the author's run."""
+    text = "\n".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in doc.items())
+    grid = xr.Dataset(coords={"a": ("a", np.arange(4, dtype=np.uint32))})
+    for raw in (text.encode(), text.encode() + junk):
+        try:
+            h = parse_hypothesis(Path("fuzz.toml"), raw)
+            from probelab.hypothesis import evaluate_claim
+            evaluate_claim(h, grid, {"value": ("a",)})
+        except UsageError:
+            pass
+
+
+# ---- 7. a launch that never returns (the CUDA and HIP backends share this wait) -----------
+
+
+def test_a_launch_that_never_finishes_times_out_with_its_name() -> None:
+    with pytest.raises(KernelTimeout, match=r"kernel spin did not return within 0\.02 s"):
+        wait_for(lambda: False, 0.02, "kernel spin")
+    polls = iter([False, False, True])
+    wait_for(lambda: next(polls), 5, "kernel quick")  # returns as soon as it is done
+    assert KernelTimeout("x").code == 3
+
+
+# ---- 8. a read-only or full data directory; two sweeps writing at once ---------------------
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+
+def test_a_read_only_data_directory_is_a_clear_error(toylab: ToyLab, monkeypatch) -> None:
+    def refuse(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr("probelab.storage.tempfile.mkstemp", refuse)
+    result = invoke("sweep", "toy", "--backend", "sim")
+    assert result.exit_code == 2
+    assert "cannot write" in result.stderr and "Permission denied" in result.stderr
+    assert _files(toylab.root / "sim-data") == []
+
+
+def test_a_full_disk_leaves_nothing_behind(toylab: ToyLab, monkeypatch) -> None:
+    real = xr.Dataset.to_netcdf
+
+    def half_then_full(self, path, *args, **kwargs):
+        Path(path).write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 1000)  # a partial file
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(xr.Dataset, "to_netcdf", half_then_full)
+    result = invoke("sweep", "toy", "--backend", "sim")
+    monkeypatch.setattr(xr.Dataset, "to_netcdf", real)
+    assert result.exit_code == 2
+    assert "No space left on device" in result.stderr and "nothing was written" in result.stderr
+    assert _files(toylab.root / "sim-data") == []
+
+
+def test_two_sweeps_saving_at_once_both_land_whole(toylab: ToyLab) -> None:
+    """Same probe, target and second: each gets its own file, neither overwrites."""
+    ds = dataset.load(toylab.sim_dataset())
+    prov = dataset.provenance(ds)
+    stem = toylab.root / "sim-data" / "race" / "20261130T000000Z"
+    saved: list[Path] = []
+    start = threading.Barrier(4)
+
+    def save() -> None:
+        start.wait()
+        saved.append(dataset.save_new(ds, stem, prov))
+
+    threads = [threading.Thread(target=save) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(p.name for p in saved) == ["20261130T000000Z-2.nc", "20261130T000000Z-3.nc",
+                                             "20261130T000000Z-4.nc", "20261130T000000Z.nc"]
+    for path in saved:
+        assert dataset.tampered(dataset.load(path)) is None
+    assert sorted(_files(stem.parent)) == sorted(saved)  # no temp file left over
