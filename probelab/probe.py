@@ -78,6 +78,10 @@ class Launch:
 
 
 class Probe(Protocol):
+    """Optional attributes the core reads with getattr: `excluded` ({target pattern: why the
+    probe cannot run there}) and `nondeterministic` (output buffer names whose values may
+    legitimately differ between repeats; the sweep records how many cells did)."""
+
     id: str
     version: str
     summary: str

@@ -56,6 +56,33 @@ def test_check_of_an_edited_sealed_file_is_tampered(toylab: ToyLab, edit) -> Non
     assert doc["verdict"] == "TAMPERED" and "edited after sealing" in doc["reasons"][0]
 
 
+# ---- 3. sealing after the data were taken, with the clock set back ------------------------
+
+
+def test_a_seal_made_after_the_data_with_the_clock_set_back_is_post_hoc(
+        toylab: ToyLab, monkeypatch) -> None:
+    """Both clocks lie (the ledger's and git's, set to 2020), yet the seal commit is not an
+    ancestor of the commit the data were measured at: POST-HOC, not counted."""
+    from datetime import UTC, datetime
+
+    data = toylab.as_measured(toylab.sim_dataset())
+
+    class Backdated:
+        @staticmethod
+        def now(tz=None):
+            return datetime(2020, 1, 1, tzinfo=tz or UTC)
+
+    monkeypatch.setattr("probelab.prereg.datetime", Backdated)
+    for var in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+        monkeypatch.setenv(var, "2020-01-01T00:00:00+00:00")
+    hyp = sealed(toylab, "sum", "a + b")
+    assert toylab.git("show", "-s", "--format=%cI", "HEAD").startswith("2020-01-01")
+    result = invoke("check", hyp, data, "--json")
+    assert result.exit_code == 3
+    doc = json.loads(result.stdout)
+    assert doc["verdict"] == "POST-HOC" and "not an ancestor" in doc["reasons"][0]
+
+
 # ---- 4. datasets edited after the sweep, or passed to the wrong hypothesis -----------------
 
 
@@ -250,3 +277,16 @@ def test_two_sweeps_saving_at_once_both_land_whole(toylab: ToyLab) -> None:
     for path in saved:
         assert dataset.tampered(dataset.load(path)) is None
     assert sorted(_files(stem.parent)) == sorted(saved)  # no temp file left over
+
+
+def test_every_test_the_trust_page_names_exists() -> None:
+    """docs/trust.md's table is a map to the tests; a renamed or deleted test breaks it."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "trust.md").read_text()
+    defined = {m for f in (root / "tests").glob("test_*.py")
+               for m in re.findall(r"^def (test_\w+)", f.read_text(), re.M)}
+    named = set(re.findall(r"`(?:\w+\.py::)?(test_\w+)", page))
+    assert len(named) > 40
+    assert named <= defined, sorted(named - defined)
