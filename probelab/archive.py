@@ -20,6 +20,7 @@ from probelab.check import (
     render_json,
     save_verdict,
     verdict_path,
+    verdict_words,
 )
 from probelab.errors import IntegrityError, LabError
 from probelab.hypothesis import load_hypothesis
@@ -96,7 +97,8 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
             if write and recorded != "same":
                 save_verdict(doc, path)
                 recorded = "written"
-            row = {"dataset": rel, "hypothesis": entry["hypothesis"], "verdict": doc["verdict"],
+            row = {"dataset": rel, "hypothesis": entry["hypothesis"],
+                   "verdict": verdict_words(doc),
                    "recorded": recorded,
                    "kernels": kernel_statuses(doc)}
             result["checks"].append(row)

@@ -206,12 +206,33 @@ def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
         return doc | {"verdict": POST_HOC, "reasons": problems}
     claimed = [doc["kernels"][k] for k in doc["hypothesis"]["kernels"]]
     verdict = CONFIRMED if all(k["status"] == CONFIRMED for k in claimed) else REFUTED
+    if verdict == REFUTED:
+        doc["separation"] = separation(claimed)
     doc["reasons"] += [f"kernel {k}: no cells to score" for k, v in doc["kernels"].items()
                        if v["scores"][LITERAL]["cells"] == 0]
     if doc["dataset"]["simulated"]:
         return doc | {"verdict": NOT_EVIDENCE,
                       "reasons": [f"simulated data (would be {verdict}); never evidence"]}
     return doc | {"verdict": verdict}
+
+
+def separation(claimed: list[dict[str, Any]]) -> dict[str, int]:
+    """On how many claimed cells the data contradict a refuted hypothesis, under its best
+    reading per kernel (the scoring with the most matches): "refuted on 127 of 128 cells"."""
+    cells = refuting = 0
+    for kernel in claimed:
+        best = max(kernel["scores"].values(), key=lambda sc: (sc["matches"], -sc["cells"]))
+        cells += best["cells"]
+        refuting += best["cells"] - best["matches"]
+    return {"refuting_cells": refuting, "cells": cells}
+
+
+def verdict_words(doc: dict[str, Any]) -> str:
+    """The verdict, with the separation count when it is a refutation."""
+    if doc["verdict"] == REFUTED and "separation" in doc:
+        sep = doc["separation"]
+        return f"REFUTED on {sep['refuting_cells']:,} of {sep['cells']:,} cells"
+    return str(doc["verdict"])
 
 
 def kernel_statuses(doc: dict[str, Any]) -> dict[str, str]:

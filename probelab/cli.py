@@ -136,13 +136,18 @@ def sweep(
     timeout: Annotated[float, typer.Option(help="Seconds one launch may take before the sweep "
                                            "stops as hung (exit 3, nothing written).",
                                            min=0.001)] = DEFAULT_TIMEOUT_S,
+    allow_blind: Annotated[bool, typer.Option("--allow-blind", help="Measure even when the "
+                                              "stimulus cannot tell two sealed rivals apart "
+                                              "(see `prereg power`); the dataset records the "
+                                              "blind pairs.")] = False,
 ) -> None:
     """Run a probe on a device and save one dataset with full provenance.
 
     Compiles each kernel, proves from the disassembly that the instruction under test is
     there and fed from memory, runs every kernel REPEATS times with poisoned outputs and
     guard words, and writes data/PROBE/TARGET/TIME.nc atomically. Nothing is written if
-    any step fails. With --check, the verdicts follow at once (exit 3 if any hypothesis
+    any step fails; a stimulus blind to two sealed rivals is refused unless --allow-blind
+    (see `prereg power`). With --check, the verdicts follow at once (exit 3 if any hypothesis
     is tampered or post hoc; refuted rivals are results, not failures).
     """
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -153,7 +158,7 @@ def sweep(
                   console=err, transient=True) as progress:
         task = progress.add_task("starting", total=None)
         result = run_sweep(probe, backend, target=target, repeats=repeats, out_root=out_dir,
-                           timeout_s=timeout,
+                           timeout_s=timeout, allow_blind=allow_blind,
                            step=lambda text: progress.update(task, description=text),
                            command=["probelab", *sys.argv[1:]])
     prov = result.provenance
@@ -162,12 +167,12 @@ def sweep(
               + (", [bold red]SIMULATED[/]" if prov["simulated"] else ""))
     typer.echo(str(result.path))
     if check_after:
-        from probelab.check import check_all, kernel_statuses
+        from probelab.check import check_all, kernel_statuses, verdict_words
 
         failed = False
         for doc in check_all(result.path):
             kernels = ", ".join(f"{k} {v}" for k, v in kernel_statuses(doc).items())
-            typer.echo(f"{doc['hypothesis']['id']}: {doc['verdict']} ({kernels})")
+            typer.echo(f"{doc['hypothesis']['id']}: {verdict_words(doc)} ({kernels})")
             failed |= doc["verdict"] in ("TAMPERED", "POST-HOC")
         if failed:
             raise typer.Exit(int(Exit.INTEGRITY))
@@ -271,6 +276,45 @@ def prereg_list(as_json: JsonOpt = False) -> None:
         return
     for r in rows:
         typer.echo(f"{'sealed  ' if r['sealed'] else 'UNSEALED'} {r['path']}")
+
+
+@prereg_app.command("power", epilog=EPILOG)
+@guarded
+def prereg_power(
+    probe: Annotated[str, typer.Argument(help="Probe id (see `probelab list`).")],
+    target: Annotated[str | None, typer.Option(help="Only hypotheses about this ISA target, "
+                                               "as a sweep there would see them.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Before measuring: can the probe's stimulus tell its sealed rivals apart?
+
+    For every pair of sealed hypotheses that claim common cells (and every hypothesis and
+    each near miss it declares), counts the cells where their predictions differ, with a
+    few examples. A pair that differs on no cell is BLIND: no data could confirm one and
+    refute the other, and `sweep` refuses it (exit 3) unless --allow-blind. Exit 3 here too
+    when any pair is blind.
+    """
+    from probelab.power import power
+    from probelab.probe import get_probe
+
+    pairs, notes = power(get_probe(probe), target=target)
+    if as_json:
+        emit_json({"pairs": [p.to_dict() for p in pairs], "notes": notes})
+    else:
+        if not pairs:
+            typer.echo(f"{probe}: fewer than two sealed hypotheses claim common cells")
+        for p in pairs:
+            if p.compared == 0:
+                typer.echo(f"{p.a} / {p.b}: no cells in common (different kernels or scopes)")
+                continue
+            state = "BLIND" if p.blind else f"differ on {p.differing:,} of {p.compared:,} cells"
+            typer.echo(f"{p.a} / {p.b} ({p.kind}): {state}")
+            for example in p.examples:
+                typer.echo("    " + ", ".join(f"{k}={v}" for k, v in example.items()))
+        for note in notes:
+            typer.echo(f"note: {note}")
+    if any(p.blind for p in pairs):
+        raise typer.Exit(int(Exit.INTEGRITY))
 
 
 @app.command(epilog=EPILOG)

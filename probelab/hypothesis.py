@@ -15,6 +15,8 @@
     value = "..."
     [translations.name]                  # optional: coordinate = expression over raw coordinates
     x = "y"
+    [near_misses.name]                   # optional: a plausible wrong variant, for power checks
+    value = "..."                        # (the observables it changes; the rest are the claim's)
 
 Predictions are taken modulo 2**32: observables are 32-bit registers.
 """
@@ -25,7 +27,7 @@ import hashlib
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +42,7 @@ LITERAL = "literal"
 _REQUIRED = {"schema": int, "id": str, "probe": str, "claim": str, "coordinates": str,
              "predict": dict}
 _OPTIONAL = {"kernels": list, "targets": list, "where": str, "parent": str, "let": dict,
-             "translations": dict}
+             "translations": dict, "near_misses": dict}
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class Hypothesis:
     targets: tuple[str, ...] | None = None
     where: str | None = None
     parent: str | None = None
+    near_misses: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def sha256(self) -> str:
@@ -68,6 +71,12 @@ class Hypothesis:
 
     def scorings(self) -> list[str]:
         return [LITERAL, *sorted(self.translations)]
+
+    def near_miss(self, name: str) -> "Hypothesis":
+        """The declared near miss `name` as a hypothesis of its own: its predictions, the
+        claim's helpers, kernels, targets and scope; no translations."""
+        return replace(self, id=f"{self.id}~{name}", predict=self.near_misses[name],
+                       translations={}, near_misses={})
 
 
 def is_plain_id(text: str) -> bool:
@@ -112,6 +121,11 @@ def parse_hypothesis(path: Path, raw: bytes) -> Hypothesis:
     for key in ("kernels", "targets"):
         if key in doc and not all(isinstance(k, str) for k in doc[key]):
             raise UsageError(f"{path}: '{key}' must be a list of strings")
+    near = doc.get("near_misses", {})
+    for name, table in near.items():
+        if not is_plain_id(name) or not isinstance(table, dict) or not table:
+            raise UsageError(f"{path}: each [near_misses.NAME] must be a plain name with a "
+                             "non-empty table of predictions")
     kernels, targets = doc.get("kernels"), doc.get("targets")
     predict = _strings(doc["predict"], "predict")
     if not predict:
@@ -124,6 +138,7 @@ def parse_hypothesis(path: Path, raw: bytes) -> Hypothesis:
         kernels=tuple(kernels) if kernels is not None else None,
         targets=tuple(targets) if targets is not None else None, where=doc.get("where"),
         parent=doc.get("parent"),
+        near_misses={k: _strings(v, f"near_misses.{k}") for k, v in near.items()},
     )
 
 

@@ -2,6 +2,8 @@
 
 from typing import Any
 
+from probelab.check import verdict_words
+
 
 def _count(score: dict[str, Any]) -> str:
     return f"{score['matches']:,} / {score['cells']:,}"
@@ -19,7 +21,7 @@ def _mismatch_table(rows: list[dict[str, Any]]) -> list[str]:
 
 def render(doc: dict[str, Any]) -> str:
     h, d = doc["hypothesis"], doc["dataset"]
-    out = [f"### {h['probe']} · `{h['id']}` — **{doc['verdict']}**", ""]
+    out = [f"### {h['probe']} · `{h['id']}` — **{verdict_words(doc)}**", ""]
     out += ["> " + line for line in h["claim"].splitlines()] + [""]
     for reason in doc.get("reasons", []):
         out.append(f"- ⚠ {reason}")

@@ -16,20 +16,21 @@ from probelab.errors import IntegrityError, Unavailable, UsageError
 from probelab.evidence import GCN, gate
 from probelab.paths import data_dir
 from probelab.probe import supports
-from probelab.sweep import Step, SweepResult, save_sweep
+from probelab.sweep import Step, SweepResult, blindness_gate, save_sweep
 
 KERNEL = "static"  # the single `kernel` label of a static dataset
 
 
 def run_static_sweep(probe, target: str | None, *, out_root: Path | None = None,
-                     step: Step = lambda _: None, command: list[str] | None = None
-                     ) -> SweepResult:
+                     step: Step = lambda _: None, command: list[str] | None = None,
+                     allow_blind: bool = False) -> SweepResult:
     if target is None or not supports(probe, target) or not target.startswith("gfx"):
         raise UsageError(f"{probe.id} is a static probe of the AMDGPU toolchain: give "
                          f"--target, one of {', '.join(probe.targets)}")
     from probelab.toolchains import amdgpu
 
     grid = probe.stimulus()
+    blind = blindness_gate(probe, grid, target, allow_blind)
     n = grid.sizes["case"]
     numeric = [str(c) for c in grid.coords if grid[c].dims == ("case",)
                and grid[c].dtype.kind in "iu"]
@@ -78,6 +79,7 @@ def run_static_sweep(probe, target: str | None, *, out_root: Path | None = None,
         "repeats": 2,
         "repeats_identical": True,  # each case was built twice; differing builds stop the sweep
         "simulated": False,
+        "blind_pairs": blind,
     }
     return save_sweep(probe, ds, prov, out_root or data_dir(), step, command)
 

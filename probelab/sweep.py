@@ -63,10 +63,26 @@ def _compare_repeats(kernel: str, runs: list[dict[str, np.ndarray]], poisons: li
     return varied
 
 
+def blindness_gate(probe: Probe, grid: xr.Dataset, target: str, allow_blind: bool) -> list:
+    """Refuse a stimulus that cannot tell two sealed rivals (or a hypothesis and one of its
+    near misses) apart; with `allow_blind`, return those pairs for the record instead."""
+    from probelab.power import blind_pairs
+
+    blind = [[p.a, p.b] for p in blind_pairs(probe, grid, target)]
+    if blind and not allow_blind:
+        named = "; ".join(f"{a} and {b}" for a, b in blind)
+        raise IntegrityError(
+            f"the stimulus cannot tell apart {named}: they predict the same value on every "
+            f"cell both claim, so no data could confirm one and refute the other. Change the "
+            f"stimulus (see `probelab prereg power {probe.id}`), or measure anyway with "
+            "--allow-blind, which records the blind pairs in the dataset")
+    return blind
+
+
 def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None = None,
               repeats: int = 3, out_root: Path | None = None, step: Step = lambda _: None,
-              command: list[str] | None = None,
-              timeout_s: float = DEFAULT_TIMEOUT_S) -> SweepResult:
+              command: list[str] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+              allow_blind: bool = False) -> SweepResult:
     if repeats < 2:
         raise UsageError("--repeats must be at least 2: repeats alternate the output poison, "
                          "which is how a cell the kernel never wrote is told from a real value")
@@ -74,7 +90,8 @@ def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None =
     if getattr(probe, "static", False):
         from probelab.static import run_static_sweep
 
-        return run_static_sweep(probe, target, out_root=out_root, step=step, command=command)
+        return run_static_sweep(probe, target, out_root=out_root, step=step, command=command,
+                                allow_blind=allow_blind)
     backend = load_backend(backend_name, probe, target)
     backend.timeout_s = timeout_s
     if backend.simulated and out_root is not None and \
@@ -87,6 +104,8 @@ def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None =
     if not kernels:
         raise UsageError(f"{probe.id} has no {backend.vendor} kernels")
     stimulus = probe.stimulus()
+    step("checking that the stimulus can tell the sealed rivals apart")
+    blind = blindness_gate(probe, stimulus, device.target, allow_blind)
     launch = probe.launch(stimulus)
 
     records, codes = {}, {}
@@ -138,6 +157,7 @@ def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None =
         "nondeterministic": varied,  # {kernel: {declared output: cells that varied}}
         "poisons": [f"{p:#010x}" for p in poisons],
         "simulated": backend.simulated,
+        "blind_pairs": blind,  # rival pairs this stimulus could not separate (--allow-blind)
     }
     root = out_root or (sim_data_dir() if backend.simulated else data_dir())
     return save_sweep(probe, ds, prov, root, step, command)

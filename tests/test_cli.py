@@ -235,7 +235,7 @@ def test_report_renders_markdown(toylab: ToyLab, measured: tuple[Path, Path, Pat
     assert result.exit_code == 0, result.stderr
     text = result.stdout
     assert "`sum` — **CONFIRMED**" in text
-    assert "`off` — **REFUTED**" in text
+    assert "`off` — **REFUTED on 128 of 128 cells**" in text
     rows = [line for line in text.splitlines() if line.startswith("| `add` |")]
     assert len(rows) == 2  # one kernel row per verdict
     assert any("128 / 128" in r and "CONFIRMED (literal)" in r for r in rows)

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def sim_path(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("PROBELAB_GIT_HEAD", raising=False)
-        return run_sweep("dmma-f64", "sim", target="sm_90", repeats=2,
+        return run_sweep("dmma-f64", "sim", target="sm_90", repeats=2, allow_blind=True,
                          out_root=tmp_path_factory.mktemp("sim")).path
 
 

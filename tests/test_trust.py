@@ -12,24 +12,13 @@ import pytest
 import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from toylab import ToyLab
-from typer.testing import CliRunner, Result
+from toylab import ToyLab, invoke
 
 from probelab import dataset, prereg
 from probelab.archive import verify_archive
 from probelab.backends import KernelTimeout, wait_for
-from probelab.cli import app
 from probelab.errors import UsageError
 from probelab.hypothesis import parse_hypothesis
-
-runner = CliRunner()
-
-
-def invoke(*args: str | Path) -> Result:
-    result = runner.invoke(app, [str(a) for a in args])
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result
 
 
 def sealed(lab: ToyLab, hyp_id: str, expr: str) -> Path:

@@ -85,6 +85,19 @@ extern "C" __global__ void probe_add(const unsigned* a, const unsigned* b, unsig
 TOY_MODULE = "probelab_probe_toy_probe"
 
 
+def invoke(*args: str | Path):
+    """Run the CLI in-process; an unexpected exception is raised (it would also exit 1), so
+    only deliberate exits reach the caller."""
+    from typer.testing import CliRunner
+
+    from probelab.cli import app
+
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result
+
+
 def git(root: Path, *args: str) -> str:
     out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
     if out.returncode != 0:

@@ -1,0 +1,134 @@
+"""Discriminating power: `prereg power`, the sweep's blindness gate, and separation counts
+in verdicts. The toy lab gives a deliberately regular stimulus two rivals cannot be told
+apart on; the real probes (byte-perm, swmmac-iu4) show the counts on their own grids."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+from toylab import ToyLab, invoke
+
+from probelab import dataset, prereg
+from probelab.check import check
+from probelab.power import power
+from probelab.probe import get_probe
+from probelab.report import render
+from probelab.sweep import run_sweep
+
+
+def regular(a_step: int):
+    """A toy stimulus: a = a_step * i. With a_step = 16 no bit of a meets a bit of b
+    (b < 8), so a + b and a | b coincide on every cell."""
+    def stimulus() -> xr.Dataset:
+        return xr.Dataset(coords={"a": ("a", (a_step * np.arange(16)).astype(np.uint32)),
+                                  "b": ("b", np.arange(8, dtype=np.uint32))})
+    return stimulus
+
+
+def randomised() -> xr.Dataset:
+    rng = np.random.default_rng(8)
+    return xr.Dataset(coords={"a": ("a", rng.integers(0, 2**16, 16).astype(np.uint32)),
+                              "b": ("b", rng.integers(0, 2**16, 8).astype(np.uint32))})
+
+
+@pytest.fixture
+def rivals(toylab: ToyLab) -> ToyLab:
+    prereg.seal(toylab.write_hyp("sum", "a + b"))
+    prereg.seal(toylab.write_hyp("bitor", "a | b", claim="value is a OR b"))
+    return toylab
+
+
+def test_a_regular_stimulus_blind_to_two_rivals_stops_the_sweep(rivals: ToyLab,
+                                                                 monkeypatch) -> None:
+    monkeypatch.setattr(rivals.probe(), "stimulus", regular(16))
+    (pair,), _ = power(rivals.probe())
+    assert pair.blind and pair.compared == 128 and pair.differing == 0
+    result = invoke("sweep", "toy", "--backend", "sim")
+    assert result.exit_code == 3
+    assert "cannot tell apart bitor and sum" in result.stderr
+    assert not (rivals.root / "sim-data").exists()  # nothing ran, nothing written
+    power_cli = invoke("prereg", "power", "toy")
+    assert power_cli.exit_code == 3 and "bitor / sum (rivals): BLIND" in power_cli.stdout
+
+
+def test_allow_blind_measures_and_records_the_pair(rivals: ToyLab, monkeypatch) -> None:
+    monkeypatch.setattr(rivals.probe(), "stimulus", regular(16))
+    result = invoke("sweep", "toy", "--backend", "sim", "--allow-blind")
+    assert result.exit_code == 0, result.stderr
+    prov = dataset.provenance(dataset.load(Path(result.stdout.strip())))
+    assert prov["blind_pairs"] == [["bitor", "sum"]]
+
+
+def test_randomising_the_stimulus_separates_them_and_the_sweep_proceeds(
+        rivals: ToyLab, monkeypatch) -> None:
+    monkeypatch.setattr(rivals.probe(), "stimulus", randomised)
+    (pair,), _ = power(rivals.probe())
+    grid = randomised()
+    a, b = grid["a"].values[:, None], grid["b"].values[None, :]
+    assert pair.differing == int(((a + b) != (a | b)).sum()) > 0  # counted, not guessed
+    example = pair.examples[0]
+    assert example["sum"] == example["a"] + example["b"] != example["bitor"]
+    power_cli = invoke("prereg", "power", "toy", "--json")
+    assert power_cli.exit_code == 0 and json.loads(power_cli.stdout)["pairs"][0]["blind"] is False
+    result = run_sweep("toy", "sim", out_root=rivals.root / "sim-data", repeats=2)
+    assert result.provenance["blind_pairs"] == []
+
+
+def test_a_declared_near_miss_the_stimulus_cannot_see_is_caught(toylab: ToyLab) -> None:
+    """`a + b` and its near miss `a + b + (a == 99)` differ only where a is 99: a cell the
+    toy grid (a < 16) never visits."""
+    path = toylab.write_hyp("sum", "a + b")
+    path.write_text(path.read_text() + '\n[near_misses.at99]\nvalue = "a + b + (a == 99)"\n')
+    prereg.seal(path)
+    (pair,), _ = power(toylab.probe())
+    assert (pair.a, pair.b, pair.kind, pair.blind) == ("sum", "sum~at99", "near miss", True)
+    result = invoke("sweep", "toy", "--backend", "sim")
+    assert result.exit_code == 3 and "sum and sum~at99" in result.stderr
+
+
+def test_a_near_miss_that_cannot_be_evaluated_is_refused_at_seal(toylab: ToyLab) -> None:
+    path = toylab.write_hyp("sum", "a + b")
+    path.write_text(path.read_text() + '\n[near_misses.bad]\nvalue = "a + nope"\n')
+    result = invoke("prereg", "seal", path)
+    assert result.exit_code == 2 and "nope" in result.stderr
+
+
+def test_verdicts_say_on_how_many_cells_a_refuted_rival_was_separated(toylab: ToyLab) -> None:
+    right = toylab.write_hyp("sum", "a + b")
+    wrong = toylab.write_hyp("row3", "a + b + (a == 3)")
+    prereg.seal(right)
+    prereg.seal(wrong)
+    data = toylab.as_measured(toylab.sim_dataset())
+    doc = check(wrong, data)
+    assert doc["verdict"] == "REFUTED"
+    assert doc["separation"] == {"refuting_cells": 8, "cells": 128}  # row a = 3, 8 b values
+    assert "**REFUTED on 8 of 128 cells**" in render(doc)
+    assert "separation" not in check(right, data)
+
+
+# ---- the real probes ------------------------------------------------------------------------
+
+
+def test_byte_perm_power_separates_the_cuda_contract_from_prmt(repo_lab) -> None:
+    pairs, notes = power(get_probe("byte-perm"), target="sm_90")
+    (pair,) = [p for p in pairs if {p.a, p.b} == {"cuda-contract", "ptx-prmt-default"}]
+    # the two readings differ exactly where a selector nibble is 8 or more: every selector
+    # but the 4,096 with all four nibbles below 8, times 16 operand pairs
+    assert (pair.compared, pair.differing) == (16 * 65536, 16 * (65536 - 8**4))
+    assert not notes
+
+
+def test_swmmac_idx_zero_stimulus_is_blind_to_the_swap(repo_lab) -> None:
+    """seeds/000's lesson on the swmmac grid: with every idx field holding 0 (and the random
+    words zeroed), a rule that swaps which field governs which nibble is invisible; one more
+    field value separates them."""
+    probe = get_probe("swmmac-iu4")
+    full = probe.stimulus()
+    zero = full.sel(v=[0], lv=[0], ra=[0]).assign_coords(ridx=("ra", np.zeros(1, np.uint32)))
+    blind = {frozenset((p.a, p.b)) for p in power(probe, zero)[0] if p.blind}
+    assert blind == {frozenset(("raw-law", "swap-only")), frozenset(("ck-rule", "xor-only"))}
+    assert not [p for p in power(probe, full)[0] if p.blind]
+    richer = full.sel(v=[0, 1], lv=[0], ra=[0]).assign_coords(ridx=("ra", np.zeros(1, np.uint32)))
+    assert not [p for p in power(probe, richer)[0] if p.blind]
