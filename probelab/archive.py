@@ -90,10 +90,12 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
             recorded = "missing"
             if recorded_path.exists():
                 try:
-                    same = json.loads(recorded_path.read_text()) == json.loads(render_json(doc))
+                    old = json.loads(recorded_path.read_text())
+                    same = old == json.loads(render_json(doc))
                     recorded = "same" if same else "differs"
+                    was = old.get("verdict") if isinstance(old, dict) else None
                 except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-                    recorded = "unreadable"
+                    recorded, was = "unreadable", None
             if write and recorded != "same":
                 save_verdict(doc, path)
                 recorded = "written"
@@ -106,8 +108,11 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
                 result["problems"].append(f"{rel} × {entry['hypothesis']}: "
                                           + "; ".join(doc["reasons"]))
             if recorded in ("differs", "unreadable"):
-                result["problems"].append(f"{rel} × {entry['hypothesis']}: recorded verdict "
-                                          f"{recorded} (the data give {doc['verdict']} now)")
+                what = (f"recorded verdict {recorded} (it says {was}, the data give "
+                        f"{doc['verdict']} now)" if was != doc["verdict"] else
+                        f"recorded verdict file differs in its details (the verdict, "
+                        f"{was}, is the same; `probelab verify --write` re-records it)")
+                result["problems"].append(f"{rel} × {entry['hypothesis']}: {what}")
             elif recorded == "missing":
                 result["notes"].append(f"{rel} × {entry['hypothesis']}: no recorded verdict "
                                        "(probelab verify --write records it)")

@@ -309,8 +309,10 @@ def prereg_power(
                 continue
             state = "BLIND" if p.blind else f"differ on {p.differing:,} of {p.compared:,} cells"
             typer.echo(f"{p.a} / {p.b} ({p.kind}): {state}")
-            for example in p.examples:
-                typer.echo("    " + ", ".join(f"{k}={v}" for k, v in example.items()))
+            for example in p.examples:  # predictions as the 32-bit words they are
+                typer.echo("    " + ", ".join(
+                    f"{k}={v:#010x}" if k in (p.a, p.b) else f"{k}={v}"
+                    for k, v in example.items()))
         for note in notes:
             typer.echo(f"note: {note}")
     if any(p.blind for p in pairs):

@@ -355,6 +355,18 @@ def test_corrupt_recorded_verdict_is_an_archive_problem(toylab: ToyLab) -> None:
     assert any("sum" in p for p in result["problems"])
 
 
+@pytest.mark.parametrize(("recorded", "says"), [
+    ({"verdict": "REFUTED"}, "it says REFUTED, the data give CONFIRMED now"),
+    ({"verdict": "CONFIRMED", "note": "x"}, "differs in its details (the verdict, CONFIRMED"),
+], ids=["other-verdict", "same-verdict"])
+def test_a_recorded_verdict_that_differs_says_how(toylab: ToyLab, recorded, says) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = measured_after_seal(toylab)
+    doc = check.check(hyp, data)
+    check.verdict_path(data, "sum").write_text(json.dumps(doc | recorded))
+    assert any(says in p for p in archive.verify_archive()["problems"])
+
+
 def test_dataset_with_no_cells_cannot_confirm(toylab: ToyLab) -> None:
     from probelab import dataset
 
