@@ -35,17 +35,17 @@ def rewritten(path: Path) -> list[str]:
     change to it (committed or not). Silent where the checkout has no history."""
     rel = path.relative_to(lab_root()).as_posix()
     try:
-        if not gitinfo.git("ls-files", "--", rel):
-            return []  # not committed yet: a fresh measurement
-        later = gitinfo.git("log", "--format=%h", "--diff-filter=M", "--", rel).split()
-        dirty = gitinfo.git("status", "--porcelain", "--", rel)
+        touching = gitinfo.git("log", "--format=%h", "--", rel).split()  # newest first
+        if not touching:
+            return []  # never committed (new, or only staged): a fresh measurement
+        edited = gitinfo.git("diff", "--name-only", "HEAD", "--", rel)
     except (RuntimeError, OSError):
         return []
     problems = []
-    if later:
-        problems.append(f"rewritten after it was committed (commits {', '.join(later)}); "
-                        "a measured dataset is never edited")
-    if dirty:
+    if len(touching) > 1:  # modified, or deleted and added again
+        problems.append(f"changed after the commit that added it ({touching[-1]}): commits "
+                        f"{', '.join(touching[:-1])}; a measured dataset is written once")
+    if edited:
         problems.append("differs from the committed file (edited in the working tree)")
     return problems
 
@@ -70,6 +70,9 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
             prov = dataset.provenance(ds)
         except LabError as exc:
             result["problems"].append(f"{rel}: {exc}")
+            continue
+        if why := dataset.tampered(ds):  # before its probe or target are believed
+            result["problems"].append(f"{rel}: {why}")
             continue
         if prov.get("simulated", True):
             result["problems"].append(f"{rel}: simulated dataset among measurements")

@@ -134,19 +134,22 @@ def _edited_seal(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any] | 
     """A sealed file whose bytes no longer hash to its ledger entry is TAMPERED before it is
     parsed: re-encoded or corrupted, it must not pass for a mere usage error."""
     try:
-        if hypothesis_path.stat().st_size > MAX_FILE_BYTES:
-            return None  # load_hypothesis refuses it without reading it
-        raw = hypothesis_path.read_bytes()
         entry = ledger.find(ledger_entries(), relative(hypothesis_path))
+        if entry is None:
+            return None
+        # sealing refuses files over the limit, so a sealed file that grew past it was edited
+        oversize = hypothesis_path.stat().st_size > MAX_FILE_BYTES
+        digest = "(not read: over the size limit)" if oversize else \
+            hashlib.sha256(hypothesis_path.read_bytes()).hexdigest()
     except (OSError, LabError):
         return None  # unreadable file or broken ledger: reported on the normal path
-    if entry is None or entry["file_sha256"] == hashlib.sha256(raw).hexdigest():
+    if digest == entry["file_sha256"]:
         return None
     ds = dataset.load(dataset_path)
     return {"hypothesis": {"id": entry["hypothesis"], "probe": entry["probe"],
                            "path": entry["path"], "claim": "(not read: the file no longer "
                            "hashes to its seal)", "coordinates": None, "kernels": [],
-                           "file_sha256": hashlib.sha256(raw).hexdigest(),
+                           "file_sha256": digest,
                            "ledger_hash": entry["hash"], "sealed_at": entry["sealed_at"]},
             "dataset": _dataset_doc(dataset_path, ds, dataset.provenance(ds)),
             "verdict": TAMPERED,
@@ -159,6 +162,13 @@ def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
     h = load_hypothesis(hypothesis_path)
     ds = dataset.load(dataset_path)
     prov = dataset.provenance(ds)
+    if why := dataset.tampered(ds):  # before any provenance field is believed
+        return {"hypothesis": {"id": h.id, "probe": h.probe, "path": relative(hypothesis_path),
+                               "claim": h.claim.strip(), "coordinates": h.coordinates,
+                               "kernels": list(h.kernels or []), "file_sha256": h.sha256},
+                "dataset": _dataset_doc(dataset_path, ds, prov), "verdict": TAMPERED,
+                "reasons": [f"dataset: {why} (its provenance fields above are as recorded, "
+                            "not vouched for)"]}
     if prov.get("probe") != h.probe:
         raise UsageError(f"{dataset_path} is a {prov.get('probe')!r} dataset; "
                          f"{hypothesis_path} is about {h.probe!r}")
@@ -173,8 +183,6 @@ def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
         "dataset": _dataset_doc(dataset_path, ds, prov),
         "reasons": [],
     }
-    if why := dataset.tampered(ds):
-        return doc | {"verdict": TAMPERED, "reasons": [f"dataset: {why}"]}
     try:
         entries = ledger_entries()
     except IntegrityError as exc:
@@ -245,13 +253,17 @@ def check_all(dataset_path: Path) -> list[dict[str, Any]]:
     """Check a dataset against every sealed hypothesis of its probe that applies to it, and
     save each verdict beside it."""
     ds = dataset.load(dataset_path)
+    if why := dataset.tampered(ds):
+        raise IntegrityError(f"{dataset_path}: {why}")
     probe = dataset.provenance(ds).get("probe")
     docs = []
-    for entry in ledger_entries():
+    for entry in (e for e in ledger_entries() if e["probe"] == probe):
         path = lab_root() / entry["path"]
-        if entry["probe"] != probe or not_applicable(load_hypothesis(path), ds):
-            continue
-        doc = check(path, dataset_path)
+        doc = _edited_seal(path, dataset_path)  # a broken seal is judged before it is read
+        if doc is None:
+            if not_applicable(load_hypothesis(path), ds):
+                continue
+            doc = check(path, dataset_path)
         save_verdict(doc, dataset_path)
         docs.append(doc)
     return docs

@@ -18,6 +18,8 @@ from probelab.storage import atomic_write_with
 SCHEMA = 1
 ENGINE = "h5netcdf"
 CONTENT_KEY = "content_sha256"
+# provenance keys that came with the content hash: a dataset with them must carry it
+GENERATION_KEYS = frozenset({"blind_pairs", "nondeterministic"})
 
 
 def grid_coords(ds: xr.Dataset) -> list[str]:
@@ -56,8 +58,8 @@ def content_sha256(ds: xr.Dataset, prov: dict[str, Any]) -> str:
         var = ds.variables[name]
         h.update(f"{name}|{','.join(map(str, var.dims))}|{var.shape}|".encode())
         h.update(_canonical(np.asarray(var.values)))
-    rest = {k: v for k, v in prov.items() if k != CONTENT_KEY}
-    h.update(json.dumps(rest, sort_keys=True).encode())
+    rest = json.loads(json.dumps({k: v for k, v in prov.items() if k != CONTENT_KEY}))
+    h.update(json.dumps(rest, sort_keys=True).encode())  # as stored: JSON keys are strings
     return h.hexdigest()
 
 
@@ -66,6 +68,8 @@ def tampered(ds: xr.Dataset) -> str | None:
     before content hashes were recorded has none to check (None); git history covers it."""
     prov = provenance(ds)
     if CONTENT_KEY not in prov:
+        if GENERATION_KEYS & prov.keys():  # written by a version that records the hash
+            return f"its {CONTENT_KEY} was removed from the provenance"
         return None
     if content_sha256(ds, prov) != prov[CONTENT_KEY]:
         return ("values or provenance edited after the sweep: the contents no longer hash to "

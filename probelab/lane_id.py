@@ -52,6 +52,9 @@ class Shape:
             if regs * self.lanes != elements:
                 raise ValueError(f"{self.name}: {what} has {elements} elements, not "
                                  f"{self.lanes} lanes x {regs} registers")
+            if elements >= CSCALE:  # ids 1..slots must stay below C's scale to be read apart
+                raise ValueError(f"{self.name}: {what} has {elements} slots; the lane-id "
+                                 f"encoding names at most {CSCALE - 1}")
 
 
 @dataclass(frozen=True)
@@ -189,14 +192,14 @@ def random_layout(shape: Shape, rng: np.random.Generator, regs: Sizes | None = N
 
 # ---- decode ----
 
-def _names(values: np.ndarray, slots: int) -> tuple[np.ndarray, np.ndarray]:
+def _names(values: np.ndarray, slots: int, c_slots: int) -> tuple[np.ndarray, np.ndarray]:
     """D values -> (C slot, operand slot), each NONE where nothing arrived and INVALID where
     the value is not CSCALE * (c + 1) + (x + 1) with both ids in range."""
     finite = np.isfinite(values) & (values == np.floor(values)) & (values >= 0) & \
         (values < CSCALE * (2**20))
     v = np.where(finite, values, 0).astype(np.int64)
     c, x = v // CSCALE - 1, v % CSCALE - 1
-    ok = finite & (x < slots)
+    ok = finite & (x < slots) & (c < c_slots)
     c_name = np.where(c < 0, NONE, c)
     x_name = np.where(x < 0, NONE, x)
     return (np.where(ok, c_name, INVALID).astype(np.uint32),
@@ -372,8 +375,8 @@ def _decode(grid: xr.Dataset, shape: Shape, d: np.ndarray) -> tuple[dict[str, np
     size = _sizes(grid)
     na, nb = size.slots("a"), size.slots("b")
     d_a, d_b, d_g = d[:nb], d[nb:nb + na], d[nb + na:]
-    c_a, a_src = _names(d_a, na)
-    c_b, b_src = _names(d_b, nb)
+    c_a, a_src = _names(d_a, na, size.slots("d"))
+    c_b, b_src = _names(d_b, nb, size.slots("d"))
     c_all = np.concatenate([c_a, c_b])
     c_src = np.where((c_all == c_all[0]).all(0), c_all[0], INVALID).astype(np.uint32)
     by_a, by_b = relations(a_src, b_src, size)

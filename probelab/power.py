@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from probelab.errors import LabError
+from probelab.errors import IntegrityError, LabError
 from probelab.hypothesis import Hypothesis, evaluate_claim, load_hypothesis
 from probelab.paths import lab_root
 from probelab.prereg import ledger_entries
@@ -55,13 +55,20 @@ class Pair:
 
 
 def sealed_hypotheses(probe_id: str) -> tuple[list[Hypothesis], list[str]]:
-    """The probe's sealed, intact hypotheses, and notes on the ones that cannot be read."""
+    """The probe's sealed hypotheses, as sealed. A file that no longer hashes to its seal is
+    an IntegrityError: the rivals cannot be judged from an edited record."""
     found, notes = [], []
     for entry in (e for e in ledger_entries() if e["probe"] == probe_id):
+        path = lab_root() / entry["path"]
         try:
-            found.append(load_hypothesis(lab_root() / entry["path"]))
+            h = load_hypothesis(path)
         except LabError as exc:
-            notes.append(f"{entry['hypothesis']}: not compared ({exc})")
+            raise IntegrityError(f"sealed hypothesis {entry['path']} cannot be read ({exc}); "
+                                 "`probelab prereg verify` says more") from exc
+        if h.sha256 != entry["file_sha256"]:
+            raise IntegrityError(f"sealed hypothesis {entry['path']} was edited after sealing; "
+                                 "`probelab prereg verify` says more")
+        found.append(h)
     return found, notes
 
 

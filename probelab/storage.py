@@ -6,6 +6,7 @@ replace an existing file, even when two processes race for the same name.
 """
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -37,7 +38,7 @@ def atomic_path(path: Path, exclusive: bool = False) -> Iterator[Path]:
         os.umask(umask)
         os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp's 0600 would hide results from others
         if exclusive:
-            os.link(tmp_path, path)  # atomic, and refuses an existing name
+            _link_new(tmp_path, path)
         else:
             os.replace(tmp_path, path)
     except FileExistsError:
@@ -45,7 +46,22 @@ def atomic_path(path: Path, exclusive: bool = False) -> Iterator[Path]:
     except OSError as exc:
         raise _cannot_write(path, exc) from exc
     finally:
-        tmp_path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # the result is in place; a stray temp is harmless
+            tmp_path.unlink(missing_ok=True)
+
+
+def _link_new(tmp: Path, path: Path) -> None:
+    """Give `tmp` the name `path` only if that name is free, atomically. Where the file
+    system has no hard links, claim the name with O_EXCL first, then move over the claim."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+            raise
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        os.replace(tmp, path)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -200,3 +200,8 @@ def test_canonical_labels_are_the_documented_ones_for_documented_units() -> None
                 found = np.stack([ds[f"{n}_row"].sel(kernel=s.name).values,
                                   ds[f"{n}_col"].sel(kernel=s.name).values], -1)
                 np.testing.assert_array_equal(found, getattr(layouts[s.name], n))
+
+
+def test_a_shape_too_big_for_the_id_encoding_is_refused() -> None:
+    with pytest.raises(ValueError, match="names at most 1023"):
+        Shape("big", 64, 16, 16, 64, 16, 4, 16)  # 1,024 A slots

@@ -132,3 +132,13 @@ def test_swmmac_idx_zero_stimulus_is_blind_to_the_swap(repo_lab) -> None:
     assert not [p for p in power(probe, full)[0] if p.blind]
     richer = full.sel(v=[0, 1], lv=[0], ra=[0]).assign_coords(ridx=("ra", np.zeros(1, np.uint32)))
     assert not [p for p in power(probe, richer)[0] if p.blind]
+
+
+def test_rivals_are_judged_only_from_intact_seals(rivals: ToyLab, monkeypatch) -> None:
+    """Editing a sealed rival cannot make a blind stimulus look separable."""
+    monkeypatch.setattr(rivals.probe(), "stimulus", regular(16))
+    path = rivals.root / "preregistrations" / "toy" / "bitor.toml"
+    path.write_text(path.read_text().replace("a | b", "a * b"))
+    result = invoke("sweep", "toy", "--backend", "sim")
+    assert result.exit_code == 3
+    assert "bitor.toml was edited after sealing" in " ".join(result.stderr.split())

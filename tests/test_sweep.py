@@ -27,8 +27,16 @@ def test_a_cell_left_unwritten_cannot_repeat_because_poisons_alternate():
     with pytest.raises(IntegrityError, match="in 1 cells"):
         _compare_repeats("k", runs, list(POISONS), frozenset())
     # declared nondeterministic, the cell is still caught: it holds every repeat's poison
-    with pytest.raises(IntegrityError, match="1 cells no repeat wrote"):
+    with pytest.raises(IntegrityError, match="1 cells some repeat did not write"):
         _compare_repeats("k", runs, list(POISONS), frozenset({"out"}))
+
+
+def test_a_declared_output_cannot_keep_a_poison_from_one_repeat():
+    """Repeat 0 (whose values are saved) missed cell 1; the others wrote it."""
+    poisons = [POISONS[0], POISONS[1], POISONS[0]]
+    runs = [{"out": np.array([5, v, 7], np.uint32)} for v in (poisons[0], 6, 6)]
+    with pytest.raises(IntegrityError, match="1 cells some repeat did not write"):
+        _compare_repeats("k", runs, poisons, frozenset({"out"}))
 
 
 def test_a_declared_nondeterministic_output_may_vary_and_is_counted():

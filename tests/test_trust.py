@@ -110,7 +110,55 @@ def test_a_rehashed_dataset_edit_is_caught_by_git_history(toylab: ToyLab) -> Non
     dataset.save(ds, data, dataset.provenance(ds))  # a fresh, valid content hash
     assert any("differs from the committed file" in p for p in verify_archive()["problems"])
     toylab.git("commit", "-q", "-am", "quietly fix a value")
-    assert any("rewritten after it was committed" in p for p in verify_archive()["problems"])
+    assert any("changed after the commit that added it" in p
+               for p in verify_archive()["problems"])
+
+
+def test_a_dataset_deleted_and_added_again_is_caught(toylab: ToyLab) -> None:
+    sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset())
+    toylab.git("add", "-A")
+    toylab.git("commit", "-q", "-m", "measurement")
+    ds = dataset.load(data)
+    toylab.git("rm", "-q", str(data))
+    toylab.git("commit", "-q", "-m", "remove")
+    ds["value"].values[0, 0, 0] += 1
+    dataset.save(ds, data, dataset.provenance(ds))
+    toylab.git("add", "-A")
+    toylab.git("commit", "-q", "-m", "add it back, edited")
+    assert any("changed after the commit that added it" in p
+               for p in verify_archive()["problems"])
+
+
+def test_a_staged_fresh_dataset_is_not_called_edited(toylab: ToyLab) -> None:
+    sealed(toylab, "sum", "a + b")
+    toylab.as_measured(toylab.sim_dataset())
+    toylab.git("add", "-A")
+    assert not verify_archive()["problems"]
+
+
+def test_a_dataset_whose_content_hash_was_removed_is_tampered(toylab: ToyLab) -> None:
+    """This generation of datasets always records the hash; its absence is an edit."""
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset())
+
+    def strip(ds) -> None:
+        prov = json.loads(ds.attrs["provenance"])
+        del prov[dataset.CONTENT_KEY]
+        ds.attrs["provenance"] = json.dumps(prov)
+
+    _rewrite_keeping_provenance(data, strip)
+    result = invoke("check", hyp, data, "--json")
+    assert result.exit_code == 3 and "was removed" in json.loads(result.stdout)["reasons"][0]
+
+
+def test_a_sealed_file_padded_past_the_size_limit_is_tampered(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset())
+    with open(hyp, "ab") as handle:
+        handle.truncate(100 * 2**20)
+    result = invoke("check", hyp, data, "--json")
+    assert result.exit_code == 3 and json.loads(result.stdout)["verdict"] == "TAMPERED"
 
 
 def test_a_dataset_of_another_target_is_refused(toylab: ToyLab) -> None:
@@ -279,3 +327,19 @@ def test_every_test_the_trust_page_names_exists() -> None:
     named = set(re.findall(r"`(?:\w+\.py::)?(test_\w+)", page))
     assert len(named) > 40
     assert named <= defined, sorted(named - defined)
+
+
+def test_without_hard_links_an_exclusive_save_still_never_overwrites(toylab: ToyLab,
+                                                                    monkeypatch) -> None:
+    """Some file systems refuse os.link; the name is then claimed with O_EXCL instead."""
+    def no_links(src, dst):
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    ds = dataset.load(toylab.sim_dataset())
+    prov = dataset.provenance(ds)
+    monkeypatch.setattr("probelab.storage.os.link", no_links)
+    stem = toylab.root / "sim-data" / "nolink" / "20261130T000000Z"
+    first, second = dataset.save_new(ds, stem, prov), dataset.save_new(ds, stem, prov)
+    assert (first.name, second.name) == ("20261130T000000Z.nc", "20261130T000000Z-2.nc")
+    assert dataset.tampered(dataset.load(first)) is None
+    assert sorted(_files(stem.parent)) == sorted([first, second])
