@@ -58,6 +58,9 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         except KeyboardInterrupt:
             err.print("interrupted; nothing was written")
             raise typer.Exit(130) from None
+        except BrokenPipeError:  # the reader left (e.g. `| head`): not a failure of ours
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(0) from None
         except PASS_THROUGH:
             raise
         except Exception as exc:  # a bug must never read as "refuted" (exit 1)

@@ -361,3 +361,20 @@ def test_sweep_check_gives_every_applicable_verdict_at_once(toylab: ToyLab) -> N
     assert tampered.exit_code == 3
     assert "sum.toml was edited after sealing" in " ".join(tampered.stderr.split())
     assert not (toylab.root / "sim-data" / "again").exists()
+
+
+def test_a_reader_that_leaves_early_is_not_an_error() -> None:
+    """`probelab prereg power swmmac-iu4 | head -1`: no traceback, no "internal error"."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**__import__("os").environ, "PROBELAB_ROOT": str(root)}
+    proc = subprocess.Popen([sys.executable, "-m", "probelab", "prereg", "power", "swmmac-iu4"],
+                            cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # as head does after its line
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0
+    assert first.startswith(b"ck-rule / raw-law") and "error" not in stderr
