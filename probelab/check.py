@@ -130,11 +130,18 @@ def _dataset_doc(dataset_path: Path, ds: xr.Dataset, prov: dict[str, Any]) -> di
             "grid_sha256": dataset.grid_sha256(ds)}
 
 
-def _edited_seal(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any] | None:
+def _hypothesis_doc(h: Hypothesis, path: Path, kernels: list[str]) -> dict[str, Any]:
+    return {"id": h.id, "probe": h.probe, "path": relative(path), "claim": h.claim.strip(),
+            "coordinates": h.coordinates, "kernels": list(h.kernels or kernels),
+            "file_sha256": h.sha256}
+
+
+def _edited_seal(hypothesis_path: Path, dataset_path: Path,
+                 entries: list[dict[str, Any]]) -> dict[str, Any] | None:
     """A sealed file whose bytes no longer hash to its ledger entry is TAMPERED before it is
     parsed: re-encoded or corrupted, it must not pass for a mere usage error."""
     try:
-        entry = ledger.find(ledger_entries(), relative(hypothesis_path))
+        entry = ledger.find(entries, relative(hypothesis_path))
         if entry is None:
             return None
         # sealing refuses files over the limit, so a sealed file that grew past it was edited
@@ -142,7 +149,7 @@ def _edited_seal(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any] | 
         digest = "(not read: over the size limit)" if oversize else \
             hashlib.sha256(hypothesis_path.read_bytes()).hexdigest()
     except (OSError, LabError):
-        return None  # unreadable file or broken ledger: reported on the normal path
+        return None  # unreadable or outside the lab: reported on the normal path
     if digest == entry["file_sha256"]:
         return None
     ds = dataset.load(dataset_path)
@@ -157,15 +164,17 @@ def _edited_seal(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any] | 
 
 
 def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
-    if edited := _edited_seal(hypothesis_path, dataset_path):
+    try:
+        entries, ledger_error = ledger_entries(), None
+    except IntegrityError as exc:
+        entries, ledger_error = [], exc
+    if edited := _edited_seal(hypothesis_path, dataset_path, entries):
         return edited
     h = load_hypothesis(hypothesis_path)
     ds = dataset.load(dataset_path)
     prov = dataset.provenance(ds)
     if why := dataset.tampered(ds):  # before any provenance field is believed
-        return {"hypothesis": {"id": h.id, "probe": h.probe, "path": relative(hypothesis_path),
-                               "claim": h.claim.strip(), "coordinates": h.coordinates,
-                               "kernels": list(h.kernels or []), "file_sha256": h.sha256},
+        return {"hypothesis": _hypothesis_doc(h, hypothesis_path, []),
                 "dataset": _dataset_doc(dataset_path, ds, prov), "verdict": TAMPERED,
                 "reasons": [f"dataset: {why} (its provenance fields above are as recorded, "
                             "not vouched for)"]}
@@ -176,24 +185,14 @@ def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
     kernels = [str(k) for k in ds.kernel.values]
     if why := not_applicable(h, ds):
         raise UsageError(f"{h.id} does not apply to {dataset_path}: {why}")
-    doc: dict[str, Any] = {
-        "hypothesis": {"id": h.id, "probe": h.probe, "path": relative(hypothesis_path),
-                       "claim": h.claim.strip(), "coordinates": h.coordinates,
-                       "kernels": list(h.kernels or kernels), "file_sha256": h.sha256},
-        "dataset": _dataset_doc(dataset_path, ds, prov),
-        "reasons": [],
-    }
-    try:
-        entries = ledger_entries()
-    except IntegrityError as exc:
-        return doc | {"verdict": TAMPERED, "reasons": [f"ledger: {exc}"]}
+    doc: dict[str, Any] = {"hypothesis": _hypothesis_doc(h, hypothesis_path, kernels),
+                           "dataset": _dataset_doc(dataset_path, ds, prov), "reasons": []}
+    if ledger_error is not None:
+        return doc | {"verdict": TAMPERED, "reasons": [f"ledger: {ledger_error}"]}
     entry = ledger.find(entries, doc["hypothesis"]["path"])
     if entry is None:
         return doc | {"verdict": POST_HOC, "reasons": ["this file was never sealed"]}
     doc["hypothesis"] |= {"ledger_hash": entry["hash"], "sealed_at": entry["sealed_at"]}
-    if entry["file_sha256"] != h.sha256:
-        return doc | {"verdict": TAMPERED, "reasons": ["file edited after sealing: it no longer "
-                                                       "hashes to its ledger entry"]}
     grid_sealed = doc["dataset"]["grid_sha256"] == entry["grid_sha256"]
     doc["dataset"]["grid_matches_seal"] = grid_sealed
     tables, scopes = evaluate_claim(h, ds, probe.observables)
@@ -257,9 +256,10 @@ def check_all(dataset_path: Path) -> list[dict[str, Any]]:
         raise IntegrityError(f"{dataset_path}: {why}")
     probe = dataset.provenance(ds).get("probe")
     docs = []
-    for entry in (e for e in ledger_entries() if e["probe"] == probe):
+    entries = ledger_entries()
+    for entry in (e for e in entries if e["probe"] == probe):
         path = lab_root() / entry["path"]
-        doc = _edited_seal(path, dataset_path)  # a broken seal is judged before it is read
+        doc = _edited_seal(path, dataset_path, entries)  # judged before the file is read
         if doc is None:
             if not_applicable(load_hypothesis(path), ds):
                 continue

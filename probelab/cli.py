@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from probelab.errors import Exit, LabError
+from probelab.errors import Exit, KernelTimeout, LabError
 from probelab.limits import DEFAULT_TIMEOUT_S
 
 EPILOG = ("Exit codes: 0 confirmed/ok, 1 refuted, 2 usage error, 3 integrity failure "
@@ -50,7 +50,7 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except LabError as exc:
             err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-            if type(exc).__name__ == "KernelTimeout":  # work still runs on the device:
+            if isinstance(exc, KernelTimeout):  # work still runs on the device:
                 sys.stdout.flush()  # leave without the teardown that would wait for it
                 sys.stderr.flush()
                 os._exit(int(exc.code))

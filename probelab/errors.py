@@ -23,6 +23,11 @@ class IntegrityError(LabError):
     code = Exit.INTEGRITY
 
 
+class KernelTimeout(IntegrityError):
+    """A launch did not finish in time. Its work may still run on the device, so the
+    process must not wait for it on the way out (the CLI exits without teardown)."""
+
+
 class Unavailable(LabError):
     """A backend, device or toolchain is missing; the message says how to get it."""
 

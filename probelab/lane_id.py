@@ -337,8 +337,8 @@ def gemm_exact(layout: Layout, grid: xr.Dataset, d_gemm: np.ndarray, shape: Shap
     return np.all(want.view(np.uint64) == d_gemm.view(np.uint64), axis=-1).astype(np.uint32)
 
 
-LANE_MAP_DIMS = {n: ("kernel", f"{'d' if n == 'c' else n}_lane", f"{'d' if n == 'c' else n}_reg")
-                 for n in OPERANDS}
+SLOT_DIMS = {"a": "a", "b": "b", "c": "d", "d": "d"}  # C lives on D's slots
+LANE_MAP_DIMS = {n: ("kernel", f"{SLOT_DIMS[n]}_lane", f"{SLOT_DIMS[n]}_reg") for n in OPERANDS}
 OBSERVABLES = {
     "same_row": ("kernel", "a_lane", "a_reg", "d_lane", "d_reg"),
     "same_k": ("kernel", "a_lane", "a_reg", "b_lane", "b_reg"),

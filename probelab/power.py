@@ -54,10 +54,10 @@ class Pair:
                 "differing": self.differing, "blind": self.blind, "examples": self.examples}
 
 
-def sealed_hypotheses(probe_id: str) -> tuple[list[Hypothesis], list[str]]:
+def sealed_hypotheses(probe_id: str) -> list[Hypothesis]:
     """The probe's sealed hypotheses, as sealed. A file that no longer hashes to its seal is
     an IntegrityError: the rivals cannot be judged from an edited record."""
-    found, notes = [], []
+    found = []
     for entry in (e for e in ledger_entries() if e["probe"] == probe_id):
         path = lab_root() / entry["path"]
         try:
@@ -69,7 +69,7 @@ def sealed_hypotheses(probe_id: str) -> tuple[list[Hypothesis], list[str]]:
             raise IntegrityError(f"sealed hypothesis {entry['path']} was edited after sealing; "
                                  "`probelab prereg verify` says more")
         found.append(h)
-    return found, notes
+    return found
 
 
 def _read(h: Hypothesis, grid: xr.Dataset, probe: Probe) -> Reading:
@@ -127,7 +127,7 @@ def power(probe: Probe, grid: xr.Dataset | None = None, target: str | None = Non
     hypotheses that claim `target` (all targets when None), on `grid` (the probe's own
     stimulus by default). Returns the pairs and notes on what was left out."""
     grid = probe.stimulus() if grid is None else grid
-    hypotheses, notes = sealed_hypotheses(probe.id)
+    hypotheses, notes = sealed_hypotheses(probe.id), []
     readings: dict[str, Reading] = {}
     for h in hypotheses:
         if target is not None and not h.about_target(target):

@@ -14,7 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from probelab.codeobject import CodeObject
-from probelab.errors import IntegrityError, UsageError
+from probelab.errors import KernelTimeout, UsageError
 from probelab.evidence import Isa
 from probelab.limits import DEFAULT_TIMEOUT_S
 from probelab.probe import Kernel, Launch, Probe
@@ -30,11 +30,6 @@ class DeviceInfo:
     name: str
     target: str  # ISA id, e.g. sm_90, gfx1201
     details: Mapping[str, str] = field(default_factory=dict)
-
-
-class KernelTimeout(IntegrityError):
-    """A launch did not finish in time. Its work may still run on the device, so the
-    process must not wait for it on the way out (the CLI exits without teardown)."""
 
 
 def wait_for(done: Callable[[], bool], timeout_s: float, what: str) -> None:
