@@ -295,7 +295,8 @@ def prereg_power(
     each near miss it declares), counts the cells where their predictions differ, with a
     few examples. A pair that differs on no cell is BLIND: no data could confirm one and
     refute the other, and `sweep` refuses it (exit 3) unless --allow-blind. Exit 3 here too
-    when any pair is blind.
+    when any pair is blind. A pair one file declares it restates (`agrees_with`) is shown
+    as a RESTATEMENT and never blocks.
     """
     from probelab.power import power
     from probelab.probe import get_probe
@@ -310,7 +311,9 @@ def prereg_power(
             if p.compared == 0:
                 typer.echo(f"{p.a} / {p.b}: no cells in common (different kernels or scopes)")
                 continue
-            state = "BLIND" if p.blind else f"differ on {p.differing:,} of {p.compared:,} cells"
+            state = ("BLIND" if p.blind else "RESTATEMENT: identical on all "
+                     f"{p.compared:,} cells" if p.kind == "restatement" and not p.differing
+                     else f"differ on {p.differing:,} of {p.compared:,} cells")
             typer.echo(f"{p.a} / {p.b} ({p.kind}): {state}")
             for example in p.examples:  # predictions as the 32-bit words they are
                 typer.echo("    " + ", ".join(

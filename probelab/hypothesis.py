@@ -17,6 +17,8 @@
     x = "y"
     [near_misses.name]                   # optional: a plausible wrong variant, for power checks
     value = "..."                        # (the observables it changes; the rest are the claim's)
+    agrees_with = ["other-id"]           # optional: sealed hypotheses this one restates on the
+                                         # cells both claim (a pair no stimulus should separate)
 
 Predictions are taken modulo 2**32: observables are 32-bit registers.
 """
@@ -42,7 +44,7 @@ LITERAL = "literal"
 _REQUIRED = {"schema": int, "id": str, "probe": str, "claim": str, "coordinates": str,
              "predict": dict}
 _OPTIONAL = {"kernels": list, "targets": list, "where": str, "parent": str, "let": dict,
-             "translations": dict, "near_misses": dict}
+             "translations": dict, "near_misses": dict, "agrees_with": list}
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Hypothesis:
     where: str | None = None
     parent: str | None = None
     near_misses: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    agrees_with: tuple[str, ...] = ()
 
     @property
     def sha256(self) -> str:
@@ -121,6 +124,9 @@ def parse_hypothesis(path: Path, raw: bytes) -> Hypothesis:
     for key in ("kernels", "targets"):
         if key in doc and not all(isinstance(k, str) for k in doc[key]):
             raise UsageError(f"{path}: '{key}' must be a list of strings")
+    agrees = doc.get("agrees_with", [])
+    if not all(isinstance(a, str) and is_plain_id(a) and a != doc["id"] for a in agrees):
+        raise UsageError(f"{path}: 'agrees_with' must list other hypotheses' ids")
     near = doc.get("near_misses", {})
     for name, table in near.items():
         if not is_plain_id(name) or not isinstance(table, dict) or not table:
@@ -139,6 +145,7 @@ def parse_hypothesis(path: Path, raw: bytes) -> Hypothesis:
         targets=tuple(targets) if targets is not None else None, where=doc.get("where"),
         parent=doc.get("parent"),
         near_misses={k: _strings(v, f"near_misses.{k}") for k, v in near.items()},
+        agrees_with=tuple(agrees),
     )
 
 

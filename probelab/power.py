@@ -7,6 +7,10 @@ stimulus grid and before any data exist, the claimed cells where the two predict
 A pair that differs nowhere is *blind*: whatever the device does, the data confirm both or
 refute both, as the canonical stimulus of seeds/000 did. `sweep` refuses to run blind
 unless told to (`--allow-blind`), and the dataset then records the pairs it was blind to.
+
+A pair one side declares it restates (`agrees_with`, sealed with the file) is not a rivalry:
+it is reported as a restatement, never blind, and where the two differ after all the count
+says so (the data then decide between them like any rivals).
 """
 
 import fnmatch
@@ -40,14 +44,14 @@ class Reading:
 class Pair:
     a: str
     b: str
-    kind: str  # "rivals" or "near miss"
+    kind: str  # "rivals", "near miss" or "restatement" (declared with agrees_with)
     compared: int = 0  # claimed cells both predict
     differing: int = 0
     examples: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def blind(self) -> bool:
-        return self.compared > 0 and self.differing == 0
+        return self.compared > 0 and self.differing == 0 and self.kind != "restatement"
 
     def to_dict(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "kind": self.kind, "compared": self.compared,
@@ -139,7 +143,8 @@ def power(probe: Probe, grid: xr.Dataset | None = None, target: str | None = Non
     pairs = []
     for x, y in combinations(sorted(readings.values(), key=lambda r: r.name), 2):
         if _targets_meet(x.hypothesis, y.hypothesis, target):
-            pairs.append(compare(x, y, grid, probe, "rivals"))
+            declared = x.name in y.hypothesis.agrees_with or y.name in x.hypothesis.agrees_with
+            pairs.append(compare(x, y, grid, probe, "restatement" if declared else "rivals"))
     for reading in readings.values():
         for name in sorted(reading.hypothesis.near_misses):
             try:

@@ -102,6 +102,10 @@ def seal(path: Path) -> dict[str, Any]:
     if h.parent and not any((e["probe"], e["hypothesis"]) == (h.probe, h.parent)
                             for e in entries):
         raise UsageError(f"parent {h.parent!r} is not a sealed hypothesis of {h.probe}")
+    sealed_ids = {e["hypothesis"] for e in entries if e["probe"] == h.probe}
+    if unknown := sorted(set(h.agrees_with) - sealed_ids):
+        raise UsageError(f"agrees_with {unknown}: not sealed hypotheses of {h.probe} (seal "
+                         "what a file restates first)")
     if gitinfo.git("status", "--porcelain", "--", relative(lp), check=False):
         raise IntegrityError("the ledger has uncommitted changes; commit or restore it first")
     before = lp.read_bytes() if lp.exists() else None

@@ -1,7 +1,8 @@
 """What a probe is, and how the core finds probes without importing any by name.
 
 A probe is a folder `probes/<name>/` whose `probe.py` defines `PROBE`, an object with the
-attributes of `Probe` below. The core only ever talks to that object.
+attributes of `Probe` below (or `PROBES`, several that share the folder's kernels, e.g. one
+per element type). The core only ever talks to those objects.
 """
 
 import fnmatch
@@ -169,8 +170,9 @@ def load_sibling(path: Path) -> ModuleType:
     return module
 
 
-def _load(folder: Path) -> Probe:
-    return load_sibling(folder / "probe.py").PROBE
+def _load(folder: Path) -> tuple[Probe, ...]:
+    module = load_sibling(folder / "probe.py")
+    return tuple(module.PROBES) if hasattr(module, "PROBES") else (module.PROBE,)
 
 
 @cache
@@ -179,11 +181,11 @@ def catalog(root: Path | None = None) -> Catalog:
     base = root or probes_dir()
     for folder in sorted(p for p in base.glob("*") if (p / "probe.py").is_file()):
         try:
-            probe = _load(folder)
+            probes = _load(folder)
         except Exception as exc:  # a broken probe must not take the others down
             found.broken[folder.name] = f"{type(exc).__name__}: {exc}"
             continue
-        found.probes[probe.id] = probe
+        found.probes |= {probe.id: probe for probe in probes}
     return found
 
 

@@ -76,6 +76,36 @@ def test_randomising_the_stimulus_separates_them_and_the_sweep_proceeds(
     assert result.provenance["blind_pairs"] == []
 
 
+def test_a_declared_restatement_is_not_blind_and_the_sweep_proceeds(toylab: ToyLab,
+                                                                    monkeypatch) -> None:
+    """`a | b` restates `a + b` where no bits meet: declared with agrees_with, the pair is a
+    RESTATEMENT (never blind, no --allow-blind needed); undeclared, the same pair blocks."""
+    monkeypatch.setattr(toylab.probe(), "stimulus", regular(16))
+    prereg.seal(toylab.write_hyp("sum", "a + b"))
+    path = toylab.write_hyp("bitor", "a | b", claim="value is a OR b")
+    path.write_text(path.read_text().replace('coordinates = "raw"',
+                                             'coordinates = "raw"\nagrees_with = ["sum"]'))
+    prereg.seal(path)
+    (pair,), _ = power(toylab.probe())
+    assert (pair.kind, pair.blind, pair.compared, pair.differing) == ("restatement", False,
+                                                                      128, 0)
+    power_cli = invoke("prereg", "power", "toy")
+    assert power_cli.exit_code == 0
+    assert "bitor / sum (restatement): RESTATEMENT: identical on all 128 cells" in \
+        power_cli.stdout
+    result = invoke("sweep", "toy", "--backend", "sim")
+    assert result.exit_code == 0, result.stderr
+    assert dataset.provenance(dataset.load(Path(result.stdout.strip())))["blind_pairs"] == []
+
+
+def test_agrees_with_must_name_a_sealed_hypothesis(toylab: ToyLab) -> None:
+    path = toylab.write_hyp("bitor", "a | b")
+    path.write_text(path.read_text().replace('coordinates = "raw"',
+                                             'coordinates = "raw"\nagrees_with = ["sum"]'))
+    result = invoke("prereg", "seal", path)
+    assert result.exit_code == 2 and "not sealed hypotheses of toy" in result.stderr
+
+
 def test_a_declared_near_miss_the_stimulus_cannot_see_is_caught(toylab: ToyLab) -> None:
     """`a + b` and its near miss `a + b + (a == 99)` differ only where a is 99: a cell the
     toy grid (a < 16) never visits."""

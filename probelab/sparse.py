@@ -1,0 +1,535 @@
+"""Lane-qualified metadata sweeps for structured-sparse matrix instructions, D = A'·B + C.
+
+A' is A decompressed by metadata: each compressed A element lands at a dense k that some
+2-bit field of some lane's metadata word selects. Which lane, which field and which k is
+the question, and nothing about it is assumed. Everything is in raw per-lane terms: A
+element `a_elem` of lane `a_lane` is bits [w·n, w·(n+1)) of that lane's A registers read
+as one little-endian bit string (w = element width), B elements alike, field f is bits
+2f..2f+1 of a lane's metadata word, D is every lane's accumulator registers.
+
+Every wave drives exactly one A element (value 1) and names every B element: B slot s
+(lane · b_elems + elem) carries digits of a permuted id, one digit per wave, as exact
+nonzero values of the element type. The one product an A element forms fills one row of D
+with the B elements of the row of B it met, so each D value names a B slot, and the
+smallest slot named (`met_lane`, `met_elem`) names that row of B without a layout.
+
+Metadata configurations, each a full set of waves (one per A slot):
+- word: uniform valid words (every group of fields holds the same valid value), all
+  digits. The pairing under each word: which B row each A element meets (`met_*`).
+- lbit: lane-coded words: lane m holds the contrast word X if bit b of m is set, else Y
+  (X and Y differ in every field). Whose metadata governs an A element shows as bit b.
+- gbit: group-coded words: field group j holds X's value if bit b of j is set, else Y's.
+  With the word sweep (which field of a group the pairing follows), `gov_lane` and
+  `gov_field` name the lane and field that govern each A element.
+- trial: random valid words, a different one in every lane: the governing field's value
+  must predict the pairing (`random_ok`), whatever the other lanes hold.
+- bad: uniform words the vendor calls invalid or undefined. Recorded (`bad_lane`,
+  `bad_elem`) and never an observable: no hypothesis can claim them.
+Digit-0 waves are read by matching each D against the rows the word sweep measured.
+`superposed` checks, per valid configuration, that a dense random A gives exactly the sum
+of its one-element products (signed values, every lane and register).
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+import xarray as xr
+
+LANES, REGS, FIELD_BITS = 32, 4, 2  # buffers: 4 registers per operand per lane, for all
+NONE, AMBIGUOUS, UNMATCHED = 0xFFFFFFFE, 0xFFFFFFFD, 0xFFFFFFFC  # codes in decoded outputs
+CODES = UNMATCHED  # decoded values at or above this are codes, below it B slots
+EMPTY, UNREAD = -1, -2  # per D register while decoding: nothing arrived / no single id
+OBSERVABLES = MappingProxyType({
+    "met_lane": ("kernel", "word", "a_lane", "a_elem"),
+    "met_elem": ("kernel", "word", "a_lane", "a_elem"),
+    "met_count": ("kernel", "word", "a_lane", "a_elem"),
+    "gov_lane": ("kernel", "a_lane", "a_elem"),
+    "gov_field": ("kernel", "a_lane", "a_elem"),
+    "random_ok": ("kernel", "trial", "a_lane", "a_elem"),
+    "superposed": ("kernel", "dense"),
+})
+BLOCKS = ("word", "lbit", "gbit", "trial", "bad")  # one-hot configurations, launch order
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One kernel: a sparse instruction at one shape, selector and metadata form."""
+
+    name: str
+    K: int
+    bits: int  # element width: 4, 8 or 16
+    regs: int  # A and B registers per lane (2 or 4)
+    sel: int = 0
+    ordered: bool = False
+
+    @property
+    def elems(self) -> int:
+        return self.regs * 32 // self.bits
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """How a vendor's metadata word is read: 2-bit fields in groups of `group_bits`."""
+
+    group_bits: int  # 4: a nibble of two fields (NVIDIA 2:4); 2: every field alone
+    valid: tuple[int, ...]  # group values the contract allows
+    invalid: tuple[int, ...]  # group values it calls invalid or undefined (recorded only)
+    contrast: tuple[int, int]  # two valid values that differ in every field
+
+    @property
+    def groups(self) -> int:
+        return 32 // self.group_bits
+
+    @property
+    def fields_per_group(self) -> int:
+        return self.group_bits // FIELD_BITS
+
+    def uniform(self, value: int) -> int:
+        return sum(value << (self.group_bits * j) for j in range(self.groups))
+
+    def field_value(self, value: int, phi: int) -> int:
+        """The value of field phi (within a group) in a group holding `value`."""
+        return (value >> (FIELD_BITS * phi)) & 3
+
+
+@dataclass(frozen=True)
+class Codec:
+    """Exact nonzero element values ("levels") that name B slots, one digit per wave."""
+
+    bits: int
+    floating: bool
+
+    @property
+    def levels(self) -> np.ndarray:
+        if self.floating:  # f16 holds every integer up to 2048 exactly
+            return np.arange(1, 2049, dtype=np.int64)
+        top = 2 ** (self.bits - 1)
+        return np.concatenate([np.arange(1, top), -np.arange(1, top + 1)]).astype(np.int64)
+
+    def digits(self, slots: int) -> int:
+        base, n = len(self.levels), 1
+        while base**n < slots:
+            n += 1
+        return n
+
+    def pack(self, values: np.ndarray) -> np.ndarray:
+        """(..., elems) integers -> (..., elems * bits / 32) uint32 registers."""
+        if self.floating:
+            raw = values.astype(np.float16).view(np.uint16).astype(np.uint64)
+        else:
+            raw = (values.astype(np.int64) & (2**self.bits - 1)).astype(np.uint64)
+        per = 32 // self.bits
+        raw = raw.reshape(*raw.shape[:-1], -1, per)
+        shifts = (np.arange(per) * self.bits).astype(np.uint64)
+        return (raw << shifts).sum(-1).astype(np.uint32)
+
+    def unpack(self, words: np.ndarray, elems: int) -> np.ndarray:
+        per = 32 // self.bits
+        shifts = (np.arange(per) * self.bits).astype(np.uint64)
+        raw = (words.astype(np.uint64)[..., None] >> shifts) & np.uint64(2**self.bits - 1)
+        raw = raw.reshape(*words.shape[:-1], -1)[..., :elems]
+        if self.floating:
+            return raw.astype(np.uint16).view(np.float16).astype(np.float64)
+        raw = raw.astype(np.int64)
+        return np.where(raw >= 2 ** (self.bits - 1), raw - 2**self.bits, raw)
+
+    def accumulator(self, words: np.ndarray) -> np.ndarray:
+        """D registers as exact numbers: f32 for floating types, s32 otherwise."""
+        if self.floating:
+            return words.astype(np.uint32).view(np.float32).astype(np.float64)
+        return words.astype(np.uint32).view(np.int32).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Design:
+    """A probe's sparse sweep: its kernels, its vendor's metadata and the element codec."""
+
+    units: tuple[Unit, ...]
+    meta: Metadata
+    codec: Codec
+    trials: int
+    seed: int
+
+    @property
+    def a_elems(self) -> int:
+        return REGS * 32 // self.codec.bits
+
+    b_elems = a_elems
+
+    @property
+    def slots(self) -> int:
+        return LANES * self.a_elems
+
+    @property
+    def lane_bits(self) -> int:
+        return (LANES - 1).bit_length()
+
+    @property
+    def group_bits(self) -> int:
+        return (self.meta.groups - 1).bit_length()
+
+
+def stimulus(design: Design) -> xr.Dataset:
+    """The grid: A slots, metadata configurations, B ids, random words and dense values."""
+    meta, rng = design.meta, np.random.default_rng(design.seed)
+    u32 = lambda n: np.arange(n, dtype=np.uint32)  # noqa: E731
+    units = design.units
+    per_kernel = {"K": [u.K for u in units], "sel": [u.sel for u in units],
+                  "ordered": [int(u.ordered) for u in units], "regs": [u.regs for u in units],
+                  "bits": [u.bits for u in units], "elems": [u.elems for u in units]}
+    x, y = (meta.uniform(v) for v in meta.contrast)
+    lanes = np.arange(LANES)
+    lword = np.array([np.where((lanes >> b) & 1, x, y) for b in range(design.lane_bits)])
+    gword = np.array([sum((meta.contrast[0] if (j >> b) & 1 else meta.contrast[1])
+                          << (meta.group_bits * j) for j in range(meta.groups))
+                      for b in range(design.group_bits)])
+    valid = np.array(meta.valid, np.uint64)
+    groups = rng.integers(0, len(valid), (design.trials, LANES, meta.groups))
+    rmeta = (valid[groups] << (np.arange(meta.groups, dtype=np.uint64) * meta.group_bits)
+             ).sum(-1)
+    words = [meta.uniform(v) for v in meta.valid]
+    dense = len(words) + design.trials
+    top = 3 if design.codec.floating else 2 ** (design.codec.bits - 1)
+    coords = {
+        "kernel": ("kernel", np.array([u.name for u in units])),
+        **{k: ("kernel", np.array(v, np.uint32)) for k, v in per_kernel.items()},
+        "a_lane": ("a_lane", u32(LANES)), "a_elem": ("a_elem", u32(design.a_elems)),
+        "word": ("word", np.array(words, np.uint32)),
+        "digit": ("digit", u32(design.codec.digits(design.slots))),
+        "lbit": ("lbit", u32(design.lane_bits)), "gbit": ("gbit", u32(design.group_bits)),
+        "trial": ("trial", u32(design.trials)),
+        "bad": ("bad", np.array([meta.uniform(v) for v in meta.invalid], np.uint32)),
+        "m_lane": ("m_lane", u32(LANES)),
+        "lword": (("lbit", "m_lane"), lword.astype(np.uint32)),
+        "gword": ("gbit", gword.astype(np.uint32)),
+        "rmeta": (("trial", "m_lane"), rmeta.astype(np.uint32)),
+        "b_lane": ("b_lane", u32(LANES)), "b_elem": ("b_elem", u32(design.b_elems)),
+        "b_id": (("b_lane", "b_elem"),
+                 rng.permutation(design.slots).reshape(LANES, -1).astype(np.uint32)),
+        "dense": ("dense", u32(dense)),
+        "dense_a": (("dense", "a_lane", "a_elem"),
+                    rng.integers(-top, top, (dense, LANES, design.a_elems)).astype(np.int32)),
+    }
+    return xr.Dataset(coords=coords)
+
+
+def _b_planes(grid: xr.Dataset, codec: Codec) -> np.ndarray:
+    """(digit, lanes, b_elems) B element values: digit i of each slot's id, as a level."""
+    levels, ids = codec.levels, grid["b_id"].values.astype(np.int64)
+    base = len(levels)
+    return np.stack([levels[(ids // base**i) % base] for i in range(grid.sizes["digit"])])
+
+
+def _metadata(grid: xr.Dataset) -> dict[str, np.ndarray]:
+    """Per one-hot block, the metadata of each configuration in every lane: (configs, 32)."""
+    lanes = grid.sizes["m_lane"]
+    spread = lambda w: np.repeat(w.astype(np.uint32)[:, None], lanes, 1)  # noqa: E731
+    return {"word": spread(grid["word"].values), "lbit": grid["lword"].values,
+            "gbit": spread(grid["gword"].values), "trial": grid["rmeta"].values,
+            "bad": spread(grid["bad"].values)}
+
+
+def waves(grid: xr.Dataset, design: Design) -> dict[str, np.ndarray]:
+    """Every wave's inputs: a and b (W, 32, 4) registers, e (W, 32) metadata, in launch
+    order: the one-hot blocks (configuration, [digit,] A slot), then the dense waves."""
+    codec, slots = design.codec, design.slots
+    planes = codec.pack(_b_planes(grid, codec))  # (digit, 32, 4)
+    onehot = codec.pack(np.eye(slots).reshape(slots, LANES, -1))  # (slots, 32, 4)
+    meta = _metadata(grid)
+    a, b, e = [], [], []
+    for block in BLOCKS:
+        configs = meta[block]
+        digits = grid.sizes["digit"] if block == "word" else 1
+        n = len(configs) * digits
+        a.append(np.tile(onehot, (n, 1, 1)))
+        b.append(np.repeat(np.tile(planes[:digits], (len(configs), 1, 1)), slots, 0))
+        e.append(np.repeat(configs, digits * slots, 0))
+    dense_meta = np.concatenate([meta["word"], meta["trial"]])
+    a.append(codec.pack(grid["dense_a"].values))
+    b.append(np.repeat(planes[:1], len(dense_meta), 0))
+    e.append(dense_meta)
+    return {"a": np.concatenate(a), "b": np.concatenate(b), "e": np.concatenate(e)}
+
+
+def block_dims(grid: xr.Dataset) -> dict[str, tuple[str, ...]]:
+    return {"word": ("word", "digit", "a_lane", "a_elem"), "lbit": ("lbit", "a_lane", "a_elem"),
+            "gbit": ("gbit", "a_lane", "a_elem"), "trial": ("trial", "a_lane", "a_elem"),
+            "bad": ("bad", "a_lane", "a_elem"), "dense": ("dense",)}
+
+
+def split(grid: xr.Dataset, d: np.ndarray) -> dict[str, np.ndarray]:
+    """One kernel's D (W, 32, 4) in launch order -> per block, (*block dims, 32, 4)."""
+    out, start = {}, 0
+    for block, dims in block_dims(grid).items():
+        shape = tuple(grid.sizes[x] for x in dims)
+        stop = start + int(np.prod(shape))
+        out[block] = d[start:stop].reshape(*shape, *d.shape[1:])
+        start = stop
+    if start != d.shape[0]:
+        raise ValueError(f"{d.shape[0]} waves of output, the grid has {start}")
+    return out
+
+
+# ---- decode ----
+
+@dataclass
+class Decoded:
+    """One kernel's decoded observables (and the outside-contract record)."""
+
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def _named(d: np.ndarray, grid: xr.Dataset, codec: Codec) -> np.ndarray:
+    """Word block D (word, digit, a_lane, a_elem, 32, 4) -> the B slot each D register
+    names, (word, a_lane, a_elem, 32, 4): EMPTY where nothing arrived, UNREAD where the
+    digits do not spell one id of the grid (a sum, a scaled value, a register that is
+    empty in some digits only)."""
+    levels = codec.levels
+    order = np.argsort(levels)
+    v = codec.accumulator(d)
+    pos = np.clip(np.searchsorted(levels[order], v), 0, len(levels) - 1)
+    index = np.where(levels[order][pos] == v, order[pos], -1)  # which level, per digit
+    base, digits = len(levels), index.shape[1]
+    ids = (index * base ** np.arange(digits)[:, None, None, None, None]).sum(1)
+    slot_of = np.full(base**digits, UNREAD, np.int64)
+    slot_of[grid["b_id"].values.reshape(-1).astype(np.int64)] = np.arange(grid["b_id"].size)
+    named = np.where((index >= 0).all(1), slot_of[np.where((index >= 0).all(1), ids, 0)],
+                     UNREAD)
+    zero = v == 0
+    return np.where(zero.all(1), EMPTY, np.where(zero.any(1), UNREAD, named))
+
+
+def _met(named: np.ndarray, b_elems: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per configuration and A slot: the smallest B slot named (as lane, elem) and how many
+    registers were reached; NONE where nothing was, AMBIGUOUS where any is unreadable."""
+    flat = named.reshape(*named.shape[:-2], -1)
+    count = (flat != EMPTY).sum(-1)
+    least = np.where(flat >= 0, flat, np.iinfo(np.int64).max).min(-1)
+    code = np.where(count == 0, NONE, AMBIGUOUS)
+    fine = (count > 0) & ~(flat == UNREAD).any(-1)
+    lane = np.where(fine, least // b_elems, code)
+    elem = np.where(fine, least % b_elems, code)
+    return lane.astype(np.uint32), elem.astype(np.uint32), count.astype(np.uint32)
+
+
+def _expected_digit0(named: np.ndarray, planes0: np.ndarray) -> np.ndarray:
+    """What a digit-0 wave holds in each D register if its A element meets the named row."""
+    flat = planes0.reshape(-1)
+    return np.where(named >= 0, flat[np.clip(named, 0, None)], 0)
+
+
+def _row_names(named: np.ndarray, b_elems: int) -> np.ndarray:
+    """A row of B is named by its smallest B slot (or a code)."""
+    lane, elem, _ = _met(named, b_elems)
+    lane, elem = lane.astype(np.int64), elem.astype(np.int64)
+    return np.where(lane >= CODES, lane, lane * b_elems + elem)
+
+
+def _match(d0: np.ndarray, table: dict[bytes, int]) -> np.ndarray:
+    """Digit-0 waves (..., 32, 4) -> the row name whose expected D they equal exactly;
+    NONE where nothing arrived, UNMATCHED where no measured row fits."""
+    flat = d0.reshape(-1, d0.shape[-2] * d0.shape[-1])
+    out = np.empty(flat.shape[0], np.int64)
+    for i, row in enumerate(flat):
+        out[i] = NONE if not row.any() else table.get(row.tobytes(), UNMATCHED)
+    return out.reshape(d0.shape[:-2])
+
+
+def decode(grid: xr.Dataset, design: Design, unit: Unit, d: np.ndarray) -> Decoded:
+    """One kernel's raw D (W, 32, 4) -> its observables, by the rules in the module doc."""
+    codec = design.codec
+    blocks = split(grid, d)
+    out = Decoded()
+    named = _named(blocks["word"], grid, codec)  # (word, a_lane, a_elem, 32, 4)
+    lane, elem, count = _met(named, design.b_elems)
+    out.values |= {"met_lane": lane, "met_elem": elem, "met_count": count}
+    names = _row_names(named, design.b_elems)  # (word, a_lane, a_elem)
+    v = codec.accumulator(blocks["word"][:, 0])  # digit-0 waves, as numbers
+    expected = _expected_digit0(named, _b_planes(grid, codec)[0])
+    table: dict[bytes, int] = {}
+    for key, name in zip(expected.reshape(-1, LANES * REGS), names.reshape(-1), strict=True):
+        if name < CODES:  # the same digit-0 D for two rows would make it unreadable
+            key = key.astype(np.float64).tobytes()
+            table[key] = name if table.get(key, name) == name else AMBIGUOUS
+    if np.any(v != expected):
+        out.problems.append(f"{unit.name}: digit-0 word waves differ from the rows their own "
+                            "digits name")
+    reads = {b: _match(codec.accumulator(blocks[b]).astype(np.float64), table)
+             for b in ("lbit", "gbit", "trial", "bad")}
+    gov_lane, gov_field, predict = _governors(grid, design, names, reads)
+    out.values |= {"gov_lane": gov_lane, "gov_field": gov_field}
+    observed = reads["trial"]
+    out.values["random_ok"] = (observed == predict).astype(np.uint32)
+    bad = reads["bad"]
+    out.values["bad_lane"] = np.where(bad >= CODES, bad, bad // design.b_elems
+                                      ).astype(np.uint32)
+    out.values["bad_elem"] = np.where(bad >= CODES, bad, bad % design.b_elems
+                                      ).astype(np.uint32)
+    out.values["superposed"] = _superposed(blocks, grid, codec)
+    return out
+
+
+def _bits(reads: np.ndarray, one: np.ndarray, zero: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Coded waves (bit, slot) against the X row (bit set) and Y row -> bits, decided."""
+    bit = reads == one[None]
+    decided = (bit | (reads == zero[None])) & (one != zero)[None]
+    return (bit.astype(np.int64) << np.arange(reads.shape[0])[:, None]).sum(0), \
+        decided.all(0)
+
+
+def _governors(grid: xr.Dataset, design: Design, names: np.ndarray,
+               reads: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """gov_lane and gov_field per A slot, and the row each random trial should then meet."""
+    meta = design.meta
+    words = list(meta.valid)
+    shape = names.shape[1:]
+    p = names.reshape(len(words), -1)  # (word, slot) row names
+    x, y = (words.index(c) for c in meta.contrast)
+    lane_bits, lane_ok = _bits(reads["lbit"].reshape(len(grid["lbit"]), -1), p[x], p[y])
+    group_bits, group_ok = _bits(reads["gbit"].reshape(len(grid["gbit"]), -1), p[x], p[y])
+    phis = []  # per slot: the fields within a group that the pairing is a function of
+    for phi in range(meta.fields_per_group):
+        values = np.array([meta.field_value(w, phi) for w in words])
+        same = values[:, None] == values[None, :]
+        agree = p[:, None, :] == p[None, :, :]
+        phis.append((~same[..., None] | agree).all((0, 1)))
+    phis = np.array(phis)  # (phi, slot)
+    one_phi = phis.sum(0) == 1
+    phi = phis.argmax(0)
+    governed = (p != p[:1]).any(0)  # does the metadata move this element at all?
+    ok = governed & lane_ok & group_ok & one_phi
+    gov_lane = np.where(ok, lane_bits, np.where(governed, AMBIGUOUS, NONE))
+    gov_field = np.where(ok, group_bits * meta.fields_per_group + phi,
+                         np.where(governed, AMBIGUOUS, NONE))
+    # the row each random trial predicts: the word whose field phi holds the same value
+    rmeta = grid["rmeta"].values.astype(np.int64)  # (trial, m_lane)
+    lanes_of = np.where(ok, lane_bits, 0)
+    fields_of = np.where(ok, gov_field, 0)
+    value = (rmeta[:, lanes_of] >> (FIELD_BITS * fields_of)[None]) & 3  # (trial, slot)
+    predict = np.full(value.shape, UNMATCHED, np.int64)
+    for w, word in enumerate(words):
+        hit = value == np.array([meta.field_value(word, int(f)) for f in phi])[None]
+        predict = np.where(hit & ok[None], p[w][None], predict)
+    predict = np.where(governed[None], predict, p[0][None])  # ungoverned: always the same
+    return (gov_lane.reshape(shape).astype(np.uint32),
+            gov_field.reshape(shape).astype(np.uint32),
+            predict.reshape(-1, *shape))
+
+
+def _superposed(blocks: Mapping[str, np.ndarray], grid: xr.Dataset, codec: Codec
+                ) -> np.ndarray:
+    """Per dense wave: is D exactly the sum of its one-element products (same metadata,
+    digit-0 B), in every lane and register?"""
+    a = grid["dense_a"].values.astype(np.float64)  # (dense, a_lane, a_elem)
+    parts = np.concatenate([codec.accumulator(blocks["word"][:, 0]),
+                            codec.accumulator(blocks["trial"])])  # (dense, a_lane, a_elem, 32, 4)
+    total = np.einsum("dle,dlexy->dxy", a, parts.astype(np.float64))
+    dense = codec.accumulator(blocks["dense"]).astype(np.float64)
+    if not codec.floating:  # s32 arithmetic wraps
+        total = (total.astype(np.int64) + 2**31) % 2**32 - 2**31
+    return (dense == total).all((-2, -1)).astype(np.uint32)
+
+
+def assemble(grid: xr.Dataset, design: Design, raw: Mapping[str, np.ndarray]
+             ) -> tuple[xr.Dataset, list[str]]:
+    """Raw D per kernel (W, 32, 4) uint32 -> the dataset: raw blocks `d_<block>` (kernel,
+    *block dims, lane, reg) and the decoded variables; plus the decode's problems."""
+    ds = grid.copy()
+    names = [str(k) for k in grid["kernel"].values]
+    split_raw = {k: split(grid, np.asarray(raw[k], np.uint32)) for k in names}
+    for block, dims in block_dims(grid).items():
+        ds[f"d_{block}"] = (("kernel", *dims, "lane", "reg"),
+                            np.stack([split_raw[k][block] for k in names]))
+    decoded = [decode(grid, design, unit, np.asarray(raw[unit.name], np.uint32))
+               for unit in design.units]
+    problems = [p for dec in decoded for p in dec.problems]
+    outside = {"bad_lane": ("kernel", "bad", "a_lane", "a_elem"),
+               "bad_elem": ("kernel", "bad", "a_lane", "a_elem")}
+    for name, dims in {**OBSERVABLES, **outside}.items():
+        ds[name] = (dims, np.stack([dec.values[name] for dec in decoded]))
+    for name in outside:
+        ds[name].attrs["outside_contract"] = (
+            "metadata the vendor calls invalid or undefined: an observation, never evidence")
+    return ds, problems
+
+
+# ---- the simulated unit (tests and the sim backend only; never evidence) ----
+
+@dataclass(frozen=True)
+class Law:
+    """A hidden sparse unit for one kernel: per A slot (lane, elem) its row, governing
+    (lane, field) and dense k = base + stride * field value (-1 row: no element); B slots
+    -> (k, n); D registers -> (m, n)."""
+
+    a_row: np.ndarray  # (32, a_elems)
+    gov_lane: np.ndarray
+    gov_field: np.ndarray
+    base: np.ndarray
+    stride: np.ndarray
+    b_kn: np.ndarray  # (32, b_elems, 2), -1 where the slot holds nothing
+    d_mn: np.ndarray  # (32, 4, 2)
+
+
+def random_law(unit: Unit, design: Design, rng: np.random.Generator) -> Law:
+    """A 2:4-style unit nobody documented: rows, chunks, governing lanes and fields, and
+    the B and D layouts all shuffled (one field per compressed element, as in 2:4)."""
+    M, N, per = 16, 8, unit.elems  # A elements per lane this kernel has
+    chunks = unit.K // 4 if unit.bits != 4 else unit.K // 8
+    cells = rng.permutation(M * unit.K // 2)  # compressed (row, ck) per existing slot
+    a_row = np.full((LANES, design.a_elems), -1)
+    base = np.zeros_like(a_row)
+    stride = np.ones_like(a_row)
+    row, ck = cells // (unit.K // 2), cells % (unit.K // 2)
+    pair = unit.bits == 4
+    unit_ck = ck // 2 if pair else ck
+    chunk = unit_ck // 2
+    a_row[:, :per] = row.reshape(LANES, per)
+    base[:, :per] = (8 * chunk + ck % 2 if pair else 4 * chunk).reshape(LANES, per)
+    stride[:, :per] = 2 if pair else 1
+    # each (row, chunk) reads one group of some lane; survivor s reads field s of it
+    owners = rng.permutation(LANES * design.meta.groups)[: M * chunks]
+    owner = owners[row * chunks + chunk]
+    gov_lane = np.zeros_like(a_row)
+    gov_field = np.zeros_like(a_row)
+    gov_lane[:, :per] = (owner // design.meta.groups).reshape(LANES, per)
+    gov_field[:, :per] = ((owner % design.meta.groups) * design.meta.fields_per_group
+                          + unit_ck % 2).reshape(LANES, per)
+    b_kn = np.full((LANES, design.b_elems, 2), -1)
+    kn = np.stack(np.meshgrid(np.arange(unit.K), np.arange(N), indexing="ij"), -1)
+    b_kn[:, :per] = rng.permutation(kn.reshape(-1, 2)).reshape(LANES, per, 2)
+    mn = np.stack(np.meshgrid(np.arange(M), np.arange(N), indexing="ij"), -1)
+    d_mn = rng.permutation(mn.reshape(-1, 2)).reshape(LANES, REGS, 2)
+    return Law(a_row, gov_lane, gov_field, base, stride, b_kn, d_mn)
+
+
+def multiply(law: Law, unit: Unit, codec: Codec, a: np.ndarray, b: np.ndarray,
+             c: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """D registers (W, 32, 4) uint32 from registers a, b, c (W, 32, 4) and e (W, 32)."""
+    w = a.shape[0]
+    av = codec.unpack(a, a.shape[-1] * 32 // codec.bits)
+    bv = codec.unpack(b, b.shape[-1] * 32 // codec.bits)
+    dense_a = np.zeros((w, 16, unit.K))
+    for lane, n in zip(*np.nonzero(law.a_row >= 0), strict=True):
+        value = (e[:, law.gov_lane[lane, n]].astype(np.int64)
+                 >> (FIELD_BITS * law.gov_field[lane, n])) & 3
+        k = law.base[lane, n] + law.stride[lane, n] * value
+        dense_a[np.arange(w), law.a_row[lane, n], k] += av[:, lane, n]
+    dense_b = np.zeros((w, unit.K, 8))
+    used = law.b_kn[..., 0] >= 0
+    dense_b[:, law.b_kn[used][:, 0], law.b_kn[used][:, 1]] = bv[:, used]
+    acc = codec.accumulator(c)
+    dense_c = np.zeros((w, 16, 8))
+    dense_c[:, law.d_mn[..., 0].reshape(-1), law.d_mn[..., 1].reshape(-1)] = \
+        acc.reshape(w, -1)
+    full = dense_a @ dense_b + dense_c
+    d = full[:, law.d_mn[..., 0], law.d_mn[..., 1]]
+    if codec.floating:
+        return d.astype(np.float32).view(np.uint32)
+    return (np.rint(d).astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)
+
+
+def units_by_name(units: Sequence[Unit]) -> dict[str, Unit]:
+    return {u.name: u for u in units}

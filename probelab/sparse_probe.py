@@ -1,0 +1,80 @@
+"""A sparse-metadata probe for one family of structured-sparse instructions, built from
+declarations: its kernels (`sparse.Unit`s), its vendor's metadata rules and its element type.
+`SparseProbe` does the rest with `probelab.sparse`: one launch per kernel covers every wave;
+lane l of wave w reads a[w][l][0..4), b[w][l][0..4), c[w][l][0..4) and e[w][l], and writes
+d[w][l][0..4) (kernels take params, a, b, c, e, then d).
+"""
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from probelab import sparse
+from probelab.errors import IntegrityError
+from probelab.probe import Evidence, Kernel, Launch
+from probelab.sparse import LANES, REGS, Design, Unit
+
+
+@dataclass
+class SparseProbe:
+    id: str
+    version: str
+    summary: str
+    targets: tuple[str, ...]
+    vendor: str
+    source: Path
+    design: Design
+    evidence: Callable[[Unit], Evidence]
+    symbol: Callable[[Unit], str] = lambda unit: f"probe_{unit.name}"
+    block: int = 256
+    excluded: Mapping[str, str] = field(default_factory=dict)  # target pattern -> why not
+    # The simulated unit's law per kernel: hidden (random, seeded) unless a test swaps in
+    # another. Never documentation, never evidence.
+    sim_laws: dict[str, sparse.Law] = field(default_factory=dict)
+    observables: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: dict(sparse.OBSERVABLES))
+    plots: Mapping[str, Callable[..., object]] = field(default_factory=dict)
+
+    def kernels(self, vendor: str) -> list[Kernel]:
+        if vendor != self.vendor:
+            return []
+        return [Kernel(u.name, self.symbol(u), self.source, vendor, self.evidence(u))
+                for u in self.design.units]
+
+    def stimulus(self) -> xr.Dataset:
+        return sparse.stimulus(self.design)
+
+    def launch(self, stimulus: xr.Dataset) -> Launch:
+        w = sparse.waves(stimulus, self.design)
+        waves = w["e"].shape[0]
+        return Launch(inputs={"params": np.array([waves], np.uint32), "a": w["a"],
+                              "b": w["b"], "c": np.zeros_like(w["a"]), "e": w["e"]},
+                      outputs={"d": waves * LANES * REGS}, threads=waves * LANES,
+                      block=self.block)
+
+    def assemble(self, stimulus: xr.Dataset,
+                 outputs: Mapping[str, Mapping[str, np.ndarray]]) -> xr.Dataset:
+        raw = {u.name: np.asarray(outputs[u.name]["d"], np.uint32).reshape(-1, LANES, REGS)
+               for u in self.design.units}
+        ds, problems = sparse.assemble(stimulus, self.design, raw)
+        if problems:  # a decode that cannot read its own waves is a broken probe, not data
+            raise IntegrityError("; ".join(problems))
+        return ds
+
+    def hidden_law(self, unit: Unit) -> sparse.Law:
+        if unit.name not in self.sim_laws:
+            rng = np.random.default_rng([self.design.seed, self.design.units.index(unit)])
+            self.sim_laws[unit.name] = sparse.random_law(unit, self.design, rng)
+        return self.sim_laws[unit.name]
+
+    def simulate(self, kernel: Kernel, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        unit = next(u for u in self.design.units if u.name == kernel.name)
+        waves = int(inputs["params"][0])
+        regs = {n: np.asarray(inputs[n], np.uint32).reshape(waves, LANES, REGS) for n in "abc"}
+        d = sparse.multiply(self.hidden_law(unit), unit, self.design.codec, regs["a"],
+                            regs["b"], regs["c"],
+                            np.asarray(inputs["e"], np.uint32).reshape(waves, LANES))
+        return {"d": d.reshape(-1)}

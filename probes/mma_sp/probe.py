@@ -1,0 +1,68 @@
+"""mma-sp: which metadata bits, held by which lane, govern which compressed A element of
+NVIDIA's 2:4 sparse mma.sync (mma.sp and mma.sp::ordered_metadata), and which row of B it
+meets, measured with lane-qualified one-hot waves (probelab.sparse); no layout assumed.
+
+Three probes share this folder and its kernel source, one per element type, so each grid
+fits its own registers: mma-sp-f16 (m16n8k16 selectors 0-3, m16n8k32 selectors 0-1, the
+reference case), mma-sp-s8 (m16n8k32 selectors 0-1, m16n8k64) and mma-sp-s4 (m16n8k64
+selectors 0-1, m16n8k128; ptxas lowers these to s8 sparse IMMA on sm_90). Every kernel comes
+in both metadata forms, `sp` and `om` (::ordered_metadata).
+"""
+
+from pathlib import Path
+
+from probelab.probe import Evidence
+from probelab.sparse import Codec, Design, Metadata, Unit
+from probelab.sparse_probe import SparseProbe
+
+HERE = Path(__file__).parent
+# 2:4 metadata: one nibble per chunk, bits [1:0] the first kept element, [3:2] the second.
+NVIDIA = Metadata(
+    group_bits=4,
+    valid=(0x4, 0x8, 0xC, 0x9, 0xD, 0xE),  # ascending pairs: what ::ordered_metadata allows
+    invalid=(0x0, 0x5, 0xA, 0xF,  # equal pairs: invalid for every form (PTX)
+             0x1, 0x2, 0x3, 0x6, 0x7, 0xB),  # descending pairs: undefined for ordered
+    contrast=(0x4, 0xE),  # (0, 1) against (2, 3): every field differs
+)
+SHAPES = {"f16": ((16, 2, (0, 1, 2, 3)), (32, 4, (0, 1))),
+          "s8": ((32, 2, (0, 1)), (64, 4, (0,))),
+          "s4": ((64, 2, (0, 1)), (128, 4, (0,)))}
+BITS = {"f16": 16, "s8": 8, "s4": 4}
+
+
+def units(kind: str) -> tuple[Unit, ...]:
+    return tuple(Unit(f"{kind}_k{k}_s{s}_{form}", k, BITS[kind], regs, s, form == "om")
+                 for form in ("sp", "om") for k, regs, sels in SHAPES[kind] for s in sels)
+
+
+def evidence(unit: Unit) -> Evidence:
+    """f16 and s8: exactly one sparse HMMA/IMMA of this shape, every operand straight from
+    its loads. s4: sm_90 has no 4-bit sparse unit; ptxas unpacks A and B and issues two s8
+    sparse IMMAs of half the K, so exactly two of those, A and B from memory through the
+    unpacking (the gate records the path), the metadata straight from its load."""
+    if unit.bits == 16:
+        return Evidence(rf"HMMA\.SP\.168{unit.K}\.F32", forbidden=(r"IMMA.*", r"HMMA\.(?!SP).*"),
+                        operands=("unmodified",) * 4, spans=(unit.regs, unit.regs, 4, 1))
+    if unit.bits == 8:
+        return Evidence(rf"IMMA\.SP\.168{unit.K}\.S8\.S8", forbidden=(r"HMMA.*", r"IMMA\.(?!SP).*"),
+                        operands=("unmodified",) * 4, spans=(unit.regs, unit.regs, 4, 1))
+    return Evidence(rf"IMMA\.SP\.168{unit.K // 2}\.S8\.S8", count=2,
+                    forbidden=(r"HMMA.*", r"IMMA\.(?!SP).*", r"IMMA.*\.S4.*"),
+                    operands=("from_memory", "from_memory", "any", "unmodified"),
+                    spans=(unit.regs, unit.regs, 1, 1))
+
+
+def probe(kind: str, seed: int) -> SparseProbe:
+    return SparseProbe(
+        id=f"mma-sp-{kind}", version="1",
+        summary=f"{kind} mma.sp / ::ordered_metadata: which lane's metadata field governs "
+                "each compressed A element, and which B row it meets",
+        targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_sp.cu",
+        design=Design(units(kind), NVIDIA, Codec(BITS[kind], kind == "f16"), trials=4,
+                      seed=seed),
+        evidence=evidence,
+        excluded={"sm_[0-7]*": "sparse mma.sync needs sm_80; this probe's archive is sm_90",
+                  "sm_8*": "measured and sealed for sm_90 (the s4 lowering is sm_90's)"})
+
+
+PROBES = (probe("f16", 0x5EED_0006), probe("s8", 0x5EED_0007), probe("s4", 0x5EED_0008))

@@ -1,0 +1,226 @@
+"""The sparse-metadata engine on simulated units: does the lane-qualified sweep recover a
+hidden law (whose lane, which field, which row of B), and does it flag units that follow
+none? Tests of the design, never evidence.
+
+Expectations come from the hidden laws themselves, never from decoding. `ptx_law` is this
+file's own transcription of the PTX ISA's sparse fragment tables, written element by
+element, so the sealed hypotheses' expressions are checked against an independent reading.
+"""
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from probelab import sparse
+from probelab.errors import UsageError
+from probelab.hypothesis import parse_hypothesis, predict
+from probelab.probe import get_probe
+from probelab.sparse import LANES, NONE, REGS, Law, Unit
+
+ROOT = Path(__file__).resolve().parents[1]
+KINDS = ("f16", "s8", "s4")
+
+
+def run(probe, units=None, unit_fn=None):
+    """Simulate the probe's kernels (all, or `units`) and decode: (dataset, problems)."""
+    design = probe.design if units is None else dataclasses.replace(probe.design, units=units)
+    grid = sparse.stimulus(design)
+    w = sparse.waves(grid, design)
+    c = np.zeros_like(w["a"])
+    raw = {}
+    for unit in design.units:
+        law = probe.hidden_law(unit)
+        fn = unit_fn or sparse.multiply
+        raw[unit.name] = fn(law, unit, design.codec, w["a"], w["b"], c, w["e"])
+    return sparse.assemble(grid, design, raw)
+
+
+def smallest_slot_of_row(law: Law, k: int) -> int:
+    """The smallest B slot (lane * b_elems + elem) holding row k of B."""
+    lanes, elems = np.nonzero(law.b_kn[..., 0] == k)
+    return int((lanes * law.b_kn.shape[1] + elems).min())
+
+
+def expected_met(law: Law, value: np.ndarray) -> np.ndarray:
+    """Per A slot, the smallest B slot of the row its element meets when its governing
+    field holds `value` (NONE where the slot holds no element)."""
+    out = np.full(law.a_row.shape, NONE, np.int64)
+    for lane, n in zip(*np.nonzero(law.a_row >= 0), strict=True):
+        out[lane, n] = smallest_slot_of_row(law, int(law.base[lane, n]
+                                                      + law.stride[lane, n] * value[lane, n]))
+    return out
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_hidden_law_is_recovered(kind: str) -> None:
+    probe = get_probe(f"mma-sp-{kind}")
+    units = probe.design.units[:2]  # the smaller shape, selectors 0 and 1
+    ds, problems = run(probe, units)
+    assert problems == []
+    meta = probe.design.meta
+    for unit in units:
+        law, sub = probe.hidden_law(unit), ds.sel(kernel=unit.name)
+        exist = law.a_row >= 0
+        assert exist.sum() == 16 * unit.K // 2
+        np.testing.assert_array_equal(sub["gov_lane"].values[exist], law.gov_lane[exist])
+        np.testing.assert_array_equal(sub["gov_field"].values[exist], law.gov_field[exist])
+        assert (sub["gov_lane"].values[~exist] == NONE).all()
+        for w, word in enumerate(meta.valid):
+            value = (meta.uniform(word) >> (2 * law.gov_field)) & 3
+            slot = expected_met(law, value)
+            b_elems = probe.design.b_elems
+            got = sub["met_lane"].values[w].astype(np.int64) * b_elems + \
+                sub["met_elem"].values[w]
+            np.testing.assert_array_equal(got[exist], slot[exist])
+            assert (sub["met_lane"].values[w][~exist] == NONE).all()
+        assert (sub["met_count"].values[:, exist] == 8).all()
+        assert (sub["random_ok"].values[:, exist] == 1).all()
+        assert (sub["superposed"].values == 1).all()
+
+
+def ptx_law(unit: Unit, design: sparse.Design) -> Law:
+    """The PTX ISA's sparse fragments, element by element (see the sealed claims)."""
+    per = 32 // unit.bits
+    shape = (LANES, design.a_elems)
+    a_row, gov_lane, gov_field = (np.full(shape, -1) for _ in range(3))
+    base, stride = np.zeros(shape, int), np.ones(shape, int)
+    for lane in range(LANES):
+        g, t = divmod(lane, 4)
+        for n in range(unit.elems):
+            r = n // per
+            half = r & 1
+            ck = per * t + n % per + (r >> 1) * unit.K // 4
+            if unit.bits == 4:  # indices name pairs of an 8-wide chunk
+                chunk, survivor = divmod(ck // 2, 2)
+                base[lane, n], stride[lane, n] = 8 * chunk + ck % 2, 2
+            else:
+                chunk, survivor = divmod(ck, 2)
+                base[lane, n] = 4 * chunk
+            if unit.bits == 16 and unit.K == 16:
+                owner, nibble = 4 * g + unit.sel, chunk + 4 * half
+            elif unit.bits == 16:
+                owner, nibble = 4 * g + 2 * unit.sel + chunk // 4, chunk % 4 + 4 * half
+            elif unit.regs == 2:  # s8 m16n8k32, s4 m16n8k64
+                owner, nibble = 4 * g + 2 * unit.sel + half, chunk
+            else:  # s8 m16n8k64, s4 m16n8k128: (g, low K), (g+8, low K), (g, high), (g+8, high)
+                owner, nibble = 4 * g + half + 2 * (chunk // 8), chunk % 8
+            a_row[lane, n] = g + 8 * half
+            gov_lane[lane, n], gov_field[lane, n] = owner, 2 * nibble + survivor
+    b_kn = np.full((LANES, design.b_elems, 2), -1)
+    for lane in range(LANES):
+        g, t = divmod(lane, 4)
+        for i in range(unit.elems):
+            b_kn[lane, i] = (per * t + i % per + 4 * per * (i // per), g)
+    d_mn = np.array([[(lane // 4 + 8 * (i >> 1), 2 * (lane % 4) + (i & 1)) for i in range(REGS)]
+                     for lane in range(LANES)])
+    return Law(a_row, gov_lane, gov_field, base, stride, b_kn, d_mn)
+
+
+def hypothesis(probe_id: str, name: str):
+    path = ROOT / "preregistrations" / probe_id / f"{name}.toml"
+    return parse_hypothesis(path, path.read_bytes())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_sealed_ptx_reading_predicts_a_ptx_unit_and_its_rival_does_not(kind: str) -> None:
+    """A unit built from this file's transcription of PTX: the ptx hypothesis predicts every
+    decoded cell; the own-lane rival misses gov_lane and its near misses miss somewhere."""
+    probe = get_probe(f"mma-sp-{kind}")
+    probe.sim_laws.clear()
+    try:
+        for unit in probe.design.units:
+            probe.sim_laws[unit.name] = ptx_law(unit, probe.design)
+        ds, problems = run(probe)
+    finally:
+        probe.sim_laws.clear()
+    assert problems == []
+    ptx = hypothesis(probe.id, "ptx-sparse-storage")
+    tables = predict(ptx, ds, probe.observables)["literal"]
+    for name, table in tables.items():
+        np.testing.assert_array_equal(ds[name].values, table, err_msg=name)
+    rival = predict(hypothesis(probe.id, "own-lane-metadata"), ds, probe.observables)["literal"]
+    assert (rival["gov_lane"] != ds["gov_lane"].values).any()
+    for miss in ptx.near_misses:
+        changed = predict(ptx.near_miss(miss), ds, probe.observables)["literal"]
+        assert any((changed[n] != ds[n].values).any() for n in changed), miss
+
+
+def test_a_unit_reading_two_lanes_at_once_is_not_given_a_governor() -> None:
+    """The first-kept fields (bits [1:0] of each nibble) are read as the sum of the
+    governing lane's and the next lane's: no single (lane, field) explains the pairing, so
+    the decode must not name one as if it did."""
+    probe = get_probe("mma-sp-f16")
+    unit = probe.design.units[0]
+
+    def two_lanes(law, unit, codec, a, b, c, e):
+        e = e.astype(np.int64)
+        summed = ((e + np.roll(e, -1, axis=1)) & 0x33333333) | (e & 0xCCCCCCCC)
+        return sparse.multiply(law, unit, codec, a, b, c, summed.astype(np.uint32))
+
+    ds, _ = run(probe, (unit,), two_lanes)
+    sub = ds.sel(kernel=unit.name)
+    law = probe.hidden_law(unit)
+    first = (law.a_row >= 0) & (law.gov_field % 2 == 0)  # elements a summed field governs
+    named = sub["gov_lane"].values[first]
+    wrong = (named == sparse.AMBIGUOUS) | (sub["random_ok"].values[:, first] == 0).any(0)
+    assert wrong.all()
+
+
+def test_a_unit_that_does_not_superpose_is_caught() -> None:
+    probe = get_probe("mma-sp-s8")
+    unit = probe.design.units[0]
+
+    def saturating(law, unit, codec, a, b, c, e):
+        d = sparse.multiply(law, unit, codec, a, b, c, e).view(np.int32)
+        return np.clip(d, -200, 200).astype(np.int32).view(np.uint32)
+
+    ds, _ = run(probe, (unit,), saturating)
+    assert (ds.sel(kernel=unit.name)["superposed"].values == 0).any()
+
+
+def test_a_unit_that_scales_products_is_unreadable_not_misread() -> None:
+    probe = get_probe("mma-sp-s4")
+    unit = probe.design.units[0]
+
+    def doubled(law, unit, codec, a, b, c, e):
+        return (sparse.multiply(law, unit, codec, a, b, c, e).view(np.int32) * 2).view(np.uint32)
+
+    ds, problems = run(probe, (unit,), doubled)
+    met = ds.sel(kernel=unit.name)["met_lane"].values
+    exist = probe.hidden_law(unit).a_row >= 0
+    assert (met[:, exist] == sparse.AMBIGUOUS).all()
+    assert problems  # the word waves no longer agree with the rows they name
+
+
+def test_invalid_metadata_is_recorded_but_no_hypothesis_can_claim_it(tmp_path: Path) -> None:
+    probe = get_probe("mma-sp-f16")
+    ds, _ = run(probe, probe.design.units[:1])
+    assert "bad_lane" in ds and "bad_lane" not in probe.observables
+    assert ds["bad_lane"].attrs["outside_contract"]
+    assert list(ds["bad"].values) == [probe.design.meta.uniform(v)
+                                      for v in probe.design.meta.invalid]
+    path = tmp_path / "claims-bad.toml"
+    path.write_text('schema = 1\nid = "claims-bad"\nprobe = "mma-sp-f16"\nclaim = "x"\n'
+                    'coordinates = "raw"\n[predict]\nbad_lane = "0"\n')
+    with pytest.raises(UsageError, match="observes"):
+        predict(parse_hypothesis(path, path.read_bytes()), ds, probe.observables)
+
+
+@pytest.mark.parametrize("bits,floating", [(4, False), (8, False), (16, True)])
+def test_codec_round_trips_and_names_every_slot(bits: int, floating: bool) -> None:
+    codec = sparse.Codec(bits, floating)
+    levels = codec.levels
+    assert len(set(levels.tolist())) == len(levels) and 0 not in levels
+    values = np.resize(levels, (3, LANES, 128 // bits))
+    np.testing.assert_array_equal(codec.unpack(codec.pack(values), 128 // bits), values)
+    slots = LANES * 128 // bits
+    assert len(levels) ** codec.digits(slots) >= slots > len(levels) ** (codec.digits(slots) - 1)
+
+
+def test_the_probes_cover_every_legal_selector_in_both_forms() -> None:
+    names = {u.name for kind in KINDS for u in get_probe(f"mma-sp-{kind}").design.units}
+    assert len(names) == 24
+    assert {"f16_k16_s3_om", "f16_k32_s1_sp", "s8_k64_s0_om", "s4_k128_s0_sp"} <= names
+    assert not any(n.startswith(("s8_k64_s1", "s4_k128_s1", "f16_k32_s2")) for n in names)
