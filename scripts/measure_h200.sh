@@ -20,7 +20,7 @@ set +e
 python3 -m pytest -q -rs ${TESTS:-tests} 2>&1 | tee "$OUT/pytest.log"
 tests_rc=${PIPESTATUS[0]}
 set -e
-for probe in ${PROBES:-byte-perm dmma-f64}; do
+for probe in ${PROBES:-byte-perm dmma-f64 mma-sp-f16 mma-sp-s8 mma-sp-s4}; do
   blind=()  # probes whose sealed hypotheses include restatements no stimulus can separate
   case "$probe" in dmma-f64) blind=(--allow-blind) ;; esac
   python3 -m probelab sweep "$probe" --repeats 3 "${blind[@]}" | tee -a "$OUT/datasets.txt"
