@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from probelab import sparse
+from probelab import pairing_map, sparse
 from probelab.errors import IntegrityError
 from probelab.probe import Evidence, Kernel, Launch
 from probelab.sparse import LANES, REGS, Design, Unit
@@ -36,7 +36,8 @@ class SparseProbe:
     sim_laws: dict[str, sparse.Law] = field(default_factory=dict)
     observables: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(sparse.OBSERVABLES))
-    plots: Mapping[str, Callable[..., object]] = field(default_factory=dict)
+    plots: Mapping[str, Callable[..., object]] = field(
+        default_factory=lambda: {"pairing-map": pairing_map.figures})
 
     def kernels(self, vendor: str) -> list[Kernel]:
         if vendor != self.vendor:

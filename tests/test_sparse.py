@@ -2,9 +2,9 @@
 hidden law (whose lane, which field, which row of B), and does it flag units that follow
 none? Tests of the design, never evidence.
 
-Expectations come from the hidden laws themselves, never from decoding. `ptx_law` is this
-file's own transcription of the PTX ISA's sparse fragment tables, written element by
-element, so the sealed hypotheses' expressions are checked against an independent reading.
+Expectations come from the hidden laws themselves, never from decoding. `ptx_law`
+(probes/mma_sp/ptx.py) transcribes the PTX ISA's sparse fragment tables element by element,
+so the sealed hypotheses' expressions are checked against an independent reading.
 """
 
 import dataclasses
@@ -16,10 +16,11 @@ import pytest
 from probelab import sparse
 from probelab.errors import UsageError
 from probelab.hypothesis import parse_hypothesis, predict
-from probelab.probe import get_probe
-from probelab.sparse import LANES, NONE, REGS, Law, Unit
+from probelab.probe import get_probe, load_sibling
+from probelab.sparse import LANES, NONE, Law
 
 ROOT = Path(__file__).resolve().parents[1]
+ptx_law = load_sibling(ROOT / "probes" / "mma_sp" / "ptx.py").ptx_law
 KINDS = ("f16", "s8", "s4")
 
 
@@ -78,44 +79,6 @@ def test_a_hidden_law_is_recovered(kind: str) -> None:
         assert (sub["met_count"].values[:, exist] == 8).all()
         assert (sub["random_ok"].values[:, exist] == 1).all()
         assert (sub["superposed"].values == 1).all()
-
-
-def ptx_law(unit: Unit, design: sparse.Design) -> Law:
-    """The PTX ISA's sparse fragments, element by element (see the sealed claims)."""
-    per = 32 // unit.bits
-    shape = (LANES, design.a_elems)
-    a_row, gov_lane, gov_field = (np.full(shape, -1) for _ in range(3))
-    base, stride = np.zeros(shape, int), np.ones(shape, int)
-    for lane in range(LANES):
-        g, t = divmod(lane, 4)
-        for n in range(unit.elems):
-            r = n // per
-            half = r & 1
-            ck = per * t + n % per + (r >> 1) * unit.K // 4
-            if unit.bits == 4:  # indices name pairs of an 8-wide chunk
-                chunk, survivor = divmod(ck // 2, 2)
-                base[lane, n], stride[lane, n] = 8 * chunk + ck % 2, 2
-            else:
-                chunk, survivor = divmod(ck, 2)
-                base[lane, n] = 4 * chunk
-            if unit.bits == 16 and unit.K == 16:
-                owner, nibble = 4 * g + unit.sel, chunk + 4 * half
-            elif unit.bits == 16:
-                owner, nibble = 4 * g + 2 * unit.sel + chunk // 4, chunk % 4 + 4 * half
-            elif unit.regs == 2:  # s8 m16n8k32, s4 m16n8k64
-                owner, nibble = 4 * g + 2 * unit.sel + half, chunk
-            else:  # s8 m16n8k64, s4 m16n8k128: (g, low K), (g+8, low K), (g, high), (g+8, high)
-                owner, nibble = 4 * g + half + 2 * (chunk // 8), chunk % 8
-            a_row[lane, n] = g + 8 * half
-            gov_lane[lane, n], gov_field[lane, n] = owner, 2 * nibble + survivor
-    b_kn = np.full((LANES, design.b_elems, 2), -1)
-    for lane in range(LANES):
-        g, t = divmod(lane, 4)
-        for i in range(unit.elems):
-            b_kn[lane, i] = (per * t + i % per + 4 * per * (i // per), g)
-    d_mn = np.array([[(lane // 4 + 8 * (i >> 1), 2 * (lane % 4) + (i & 1)) for i in range(REGS)]
-                     for lane in range(LANES)])
-    return Law(a_row, gov_lane, gov_field, base, stride, b_kn, d_mn)
 
 
 def hypothesis(probe_id: str, name: str):
@@ -224,3 +187,47 @@ def test_the_probes_cover_every_legal_selector_in_both_forms() -> None:
     assert len(names) == 24
     assert {"f16_k16_s3_om", "f16_k32_s1_sp", "s8_k64_s0_om", "s4_k128_s0_sp"} <= names
     assert not any(n.startswith(("s8_k64_s1", "s4_k128_s1", "f16_k32_s2")) for n in names)
+
+
+def test_outside_contract_summary_counts_what_the_unit_did() -> None:
+    """A PTX unit that honours every index literally is all `literal`; one that forms no
+    product under the all-zero word counts `none` there, element by element."""
+    outside = load_sibling(ROOT / "probes" / "mma_sp" / "outside.py")
+    probe = get_probe("mma-sp-s8")
+    units = probe.design.units[:1]
+
+    def silent_at_zero(law, unit, codec, a, b, c, e):
+        d = sparse.multiply(law, unit, codec, a, b, c, e)
+        return np.where((e == 0).all(1)[:, None, None], 0, d).astype(np.uint32)
+
+    probe.sim_laws.clear()
+    try:
+        probe.sim_laws[units[0].name] = ptx_law(units[0], probe.design)
+        plain, _ = run(probe, units)
+        muted, _ = run(probe, units, silent_at_zero)
+    finally:
+        probe.sim_laws.clear()
+    design = dataclasses.replace(probe.design, units=units)
+    view = dataclasses.replace(probe, design=design)
+    rows = outside.summary(plain, view)
+    assert len(rows) == len(probe.design.meta.invalid)
+    assert all(r["literal"] == r["elements"] == 256 for r in rows)  # 16 rows x 16 kept
+    zero = {r["word"]: r for r in outside.summary(muted, view)}["0x00000000"]
+    assert (zero["none"], zero["literal"]) == (256, 0)
+
+
+def test_pairing_map_tables_read_the_decoded_variables() -> None:
+    from probelab.pairing_map import governance_table, pairing_table
+
+    probe = get_probe("mma-sp-f16")
+    ds, _ = run(probe, probe.design.units[4:5])  # m16n8k32: 8 elements per lane
+    kernel = probe.design.units[4].name
+    text, color = governance_table(ds, kernel)
+    sub = ds.sel(kernel=kernel)
+    assert text.shape == (32, 8)
+    assert text[5, 3] == f"{int(sub['gov_lane'][5, 3])}:{int(sub['gov_field'][5, 3])}"
+    assert color[5, 3] == int(sub["gov_lane"][5, 3]) % 4
+    text, _ = pairing_table(ds, kernel)
+    first, second = text[0, 0].split("\n")
+    assert first == f"{int(sub['met_lane'][0, 0, 0])}.{int(sub['met_elem'][0, 0, 0])}"
+    assert second == f"{int(sub['met_lane'][1, 0, 0])}.{int(sub['met_elem'][1, 0, 0])}"
