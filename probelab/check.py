@@ -25,7 +25,7 @@ from probelab.hypothesis import (
     table_sha256,
 )
 from probelab.paths import lab_root, relative, shown
-from probelab.prereg import ledger_entries, seal_commit
+from probelab.prereg import ledger_entries, retired_observables, seal_commit
 from probelab.probe import get_probe
 from probelab.storage import atomic_write_text
 
@@ -113,7 +113,11 @@ def _order_problems(entry: dict, prov: dict) -> tuple[list[str], str | None]:
 
 
 def not_applicable(h: Hypothesis, ds: xr.Dataset) -> str | None:
-    """Why a hypothesis says nothing about a dataset (another target, absent kernels)."""
+    """Why a hypothesis says nothing about a dataset (another target, absent kernels, or
+    observables the probe no longer has: sealed for an earlier version of it)."""
+    if retired := retired_observables(h):
+        return (f"it predicts {retired}, which {h.probe} no longer observes (sealed for an "
+                "earlier version of the probe)")
     target = str(dataset.provenance(ds).get("target"))
     if not h.about_target(target):
         return f"it is about targets {list(h.targets or ())}, the dataset is {target}"

@@ -258,7 +258,9 @@ def prereg_verify(as_json: JsonOpt = False) -> None:
         for r in rows:
             problems = escape("; ".join(r["problems"]))
             status = "[green]ok[/]" if r["ok"] else f"[red]{problems}[/]"
-            out.print(f"{r['seq']:>3} {r['probe']}/{r['id']} {(r['commit'] or '-')[:12]} {status}")
+            notes = "".join(f" ({escape(n)})" for n in r["notes"])
+            out.print(f"{r['seq']:>3} {r['probe']}/{r['id']} {(r['commit'] or '-')[:12]} {status}"
+                      f"{notes}")
     if not all(r["ok"] for r in rows):
         raise typer.Exit(int(Exit.INTEGRITY))
 

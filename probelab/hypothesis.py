@@ -14,7 +14,8 @@
     [predict]                            # observable = expression over stimulus coordinates
     value = "..."
     [translations.name]                  # optional: coordinate = expression over raw coordinates
-    x = "y"
+    x = "y"                              # (a key naming an observable renames its predicted
+                                         # value instead: value = "value ^ 1")
     [near_misses.name]                   # optional: a plausible wrong variant, for power checks
     value = "..."                        # (the observables it changes; the rest are the claim's)
     agrees_with = ["other-id"]           # optional: sealed hypotheses this one restates on the
@@ -193,9 +194,9 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
                          f"{sorted(observables)}")
     known = {str(c) for c, v in grid.coords.items() if v.dtype.kind in "iub"}
     for name, mapping in h.translations.items():
-        if missing := set(mapping) - known:
+        if missing := set(mapping) - known - set(observables):
             raise UsageError(f"{h.path}: translation {name!r} maps {sorted(missing)}, which "
-                             "are not coordinates of the grid")
+                             "are neither coordinates of the grid nor observables")
     tables: dict[str, dict[str, np.ndarray]] = {s: {} for s in h.scorings()}
     scopes: dict[str, dict[str, np.ndarray]] = {s: {} for s in h.scorings()}
     try:
@@ -205,11 +206,16 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
             targets = [("predicted", source), *extra]
             program = compile_program([*_needed(h.lets, targets), *targets], env)
             for scoring in tables:
-                scoped = dict(env)
-                if scoring != LITERAL:
-                    scoped |= _translate(h.translations[scoring], env)
+                scoped, mapping = dict(env), h.translations.get(scoring, {})
+                coords = {k: v for k, v in mapping.items() if k not in observables}
+                scoped |= _translate(coords, env)
                 values = program.evaluate(scoped)
-                tables[scoring][observable] = (values["predicted"] & MASK).astype(np.uint32)
+                predicted = values["predicted"]
+                if observable in mapping:  # the value itself is named in the other system
+                    rename = compile_program([("renamed", mapping[observable])],
+                                             [*env, observable])
+                    predicted = rename.evaluate(scoped | {observable: predicted})["renamed"]
+                tables[scoring][observable] = (predicted & MASK).astype(np.uint32)
                 if h.where is not None:
                     scopes[scoring][observable] = values["in_scope"] != 0
     except ExprError as exc:

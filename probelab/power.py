@@ -24,7 +24,7 @@ import xarray as xr
 from probelab.errors import IntegrityError, LabError
 from probelab.hypothesis import Hypothesis, evaluate_claim, load_hypothesis
 from probelab.paths import lab_root
-from probelab.prereg import ledger_entries
+from probelab.prereg import ledger_entries, retired_observables
 from probelab.probe import Probe
 
 EXAMPLES = 3
@@ -135,6 +135,8 @@ def power(probe: Probe, grid: xr.Dataset | None = None, target: str | None = Non
     readings: dict[str, Reading] = {}
     for h in hypotheses:
         if target is not None and not h.about_target(target):
+            continue
+        if retired_observables(h):  # sealed for an earlier version: no longer a rival
             continue
         try:
             readings[h.id] = _read(h, grid, probe)

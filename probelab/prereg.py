@@ -30,6 +30,12 @@ def _kernel_names(probe: Probe) -> set[str]:
     return {k.name for vendor in ("nvidia", "amd") for k in probe.kernels(vendor)}
 
 
+def retired_observables(h: Hypothesis) -> list[str]:
+    """What a hypothesis predicts that its probe no longer observes: it was sealed for an
+    earlier version of the probe (the seal stays valid; the claim no longer applies)."""
+    return sorted(set(h.predict) - set(get_probe(h.probe).observables))
+
+
 def evaluate(h: Hypothesis) -> tuple[Probe, str, str]:
     """Check a hypothesis against its probe; return (probe, grid hash, table hash)."""
     probe = get_probe(h.probe)
@@ -159,7 +165,7 @@ def verify_seals() -> list[dict[str, Any]]:
     entries = ledger_entries()
     rows = []
     for entry in entries:
-        problems = []
+        problems, notes = [], []
         path = lab_root() / entry["path"]
         if not path.exists():
             problems.append("sealed file is missing")
@@ -167,13 +173,17 @@ def verify_seals() -> list[dict[str, Any]]:
             problems.append("file no longer hashes to its seal (edited after sealing)")
         else:
             h = load_hypothesis(path)
-            _, grid_hash, table_hash = evaluate(h)
-            if grid_hash == entry["grid_sha256"] and table_hash != entry["table_sha256"]:
-                problems.append("prediction no longer evaluates to the sealed table")
+            if retired := retired_observables(h):
+                notes.append(f"predicts {retired}, which {h.probe} no longer observes: sealed "
+                             "for an earlier version of the probe, not re-evaluated")
+            else:
+                _, grid_hash, table_hash = evaluate(h)
+                if grid_hash == entry["grid_sha256"] and table_hash != entry["table_sha256"]:
+                    problems.append("prediction no longer evaluates to the sealed table")
         commit = seal_commit(entry)
         if commit is None:
             problems.append("no commit carries this seal with the file as sealed")
         rows.append({"seq": entry["seq"], "probe": entry["probe"], "id": entry["hypothesis"],
                      "path": entry["path"], "sealed_at": entry["sealed_at"], "commit": commit,
-                     "ok": not problems, "problems": problems})
+                     "ok": not problems, "problems": problems, "notes": notes})
     return rows

@@ -37,7 +37,7 @@ from types import MappingProxyType
 import numpy as np
 import xarray as xr
 
-LANES, REGS, FIELD_BITS = 32, 4, 2  # buffers: 4 registers per operand per lane, for all
+LANES, FIELD_BITS = 32, 2
 NONE, AMBIGUOUS, UNMATCHED = 0xFFFFFFFE, 0xFFFFFFFD, 0xFFFFFFFC  # codes in decoded outputs
 CODES = UNMATCHED  # decoded values at or above this are codes, below it B slots
 EMPTY, UNREAD = -1, -2  # per D register while decoding: nothing arrived / no single id
@@ -60,13 +60,19 @@ class Unit:
     name: str
     K: int
     bits: int  # element width: 4, 8 or 16
-    regs: int  # A and B registers per lane (2 or 4)
+    regs: int  # A registers per lane the instruction reads
     sel: int = 0
     ordered: bool = False
+    pairwise: bool = False  # each index names a pair of elements (NVIDIA s4: 4:8)
+    b_regs: int | None = None  # B registers it reads, when not `regs`
 
     @property
     def elems(self) -> int:
         return self.regs * 32 // self.bits
+
+    @property
+    def b_elems(self) -> int:
+        return (self.b_regs or self.regs) * 32 // self.bits
 
 
 @dataclass(frozen=True)
@@ -144,23 +150,35 @@ class Codec:
 
 @dataclass(frozen=True)
 class Design:
-    """A probe's sparse sweep: its kernels, its vendor's metadata and the element codec."""
+    """A probe's sparse sweep: its kernels, its vendor's metadata and the element codec,
+    the per-lane buffer strides (the widest kernel's registers) and the matrix shape."""
 
     units: tuple[Unit, ...]
     meta: Metadata
     codec: Codec
     trials: int
     seed: int
+    a_regs: int = 4
+    b_regs: int = 4
+    d_regs: int = 4
+    M: int = 16
+    N: int = 8
 
     @property
     def a_elems(self) -> int:
-        return REGS * 32 // self.codec.bits
+        return self.a_regs * 32 // self.codec.bits
 
-    b_elems = a_elems
+    @property
+    def b_elems(self) -> int:
+        return self.b_regs * 32 // self.codec.bits
 
     @property
     def slots(self) -> int:
         return LANES * self.a_elems
+
+    @property
+    def b_slots(self) -> int:
+        return LANES * self.b_elems
 
     @property
     def lane_bits(self) -> int:
@@ -197,7 +215,7 @@ def stimulus(design: Design) -> xr.Dataset:
         **{k: ("kernel", np.array(v, np.uint32)) for k, v in per_kernel.items()},
         "a_lane": ("a_lane", u32(LANES)), "a_elem": ("a_elem", u32(design.a_elems)),
         "word": ("word", np.array(words, np.uint32)),
-        "digit": ("digit", u32(design.codec.digits(design.slots))),
+        "digit": ("digit", u32(design.codec.digits(design.b_slots))),
         "lbit": ("lbit", u32(design.lane_bits)), "gbit": ("gbit", u32(design.group_bits)),
         "trial": ("trial", u32(design.trials)),
         "bad": ("bad", np.array([meta.uniform(v) for v in meta.invalid], np.uint32)),
@@ -207,7 +225,7 @@ def stimulus(design: Design) -> xr.Dataset:
         "rmeta": (("trial", "m_lane"), rmeta.astype(np.uint32)),
         "b_lane": ("b_lane", u32(LANES)), "b_elem": ("b_elem", u32(design.b_elems)),
         "b_id": (("b_lane", "b_elem"),
-                 rng.permutation(design.slots).reshape(LANES, -1).astype(np.uint32)),
+                 rng.permutation(design.b_slots).reshape(LANES, -1).astype(np.uint32)),
         "dense": ("dense", u32(dense)),
         "dense_a": (("dense", "a_lane", "a_elem"),
                     rng.integers(-top, top, (dense, LANES, design.a_elems)).astype(np.int32)),
@@ -294,7 +312,7 @@ def _named(d: np.ndarray, grid: xr.Dataset, codec: Codec) -> np.ndarray:
     index = np.where(levels[order][pos] == v, order[pos], -1)  # which level, per digit
     base, digits = len(levels), index.shape[1]
     ids = (index * base ** np.arange(digits)[:, None, None, None, None]).sum(1)
-    slot_of = np.full(base**digits, UNREAD, np.int64)
+    slot_of = np.full(max(base**digits, grid["b_id"].size), UNREAD, np.int64)
     slot_of[grid["b_id"].values.reshape(-1).astype(np.int64)] = np.arange(grid["b_id"].size)
     named = np.where((index >= 0).all(1), slot_of[np.where((index >= 0).all(1), ids, 0)],
                      UNREAD)
@@ -350,7 +368,8 @@ def decode(grid: xr.Dataset, design: Design, unit: Unit, d: np.ndarray) -> Decod
     v = codec.accumulator(blocks["word"][:, 0])  # digit-0 waves, as numbers
     expected = _expected_digit0(named, _b_planes(grid, codec)[0])
     table: dict[bytes, int] = {}
-    for key, name in zip(expected.reshape(-1, LANES * REGS), names.reshape(-1), strict=True):
+    for key, name in zip(expected.reshape(-1, v[0, 0, 0].size), names.reshape(-1),
+                         strict=True):
         if name < CODES:  # the same digit-0 D for two rows would make it unreadable
             key = key.astype(np.float64).tobytes()
             table[key] = name if table.get(key, name) == name else AMBIGUOUS
@@ -462,7 +481,7 @@ def assemble(grid: xr.Dataset, design: Design, raw: Mapping[str, np.ndarray]
 class Law:
     """A hidden sparse unit for one kernel: per A slot (lane, elem) its row, governing
     (lane, field) and dense k = base + stride * field value (-1 row: no element); B slots
-    -> (k, n); D registers -> (m, n)."""
+    -> (k, n); D registers -> (m, n) (which also give M and N)."""
 
     a_row: np.ndarray  # (32, a_elems)
     gov_lane: np.ndarray
@@ -470,58 +489,55 @@ class Law:
     base: np.ndarray
     stride: np.ndarray
     b_kn: np.ndarray  # (32, b_elems, 2), -1 where the slot holds nothing
-    d_mn: np.ndarray  # (32, 4, 2)
+    d_mn: np.ndarray  # (32, d_regs, 2)
 
 
 def random_law(unit: Unit, design: Design, rng: np.random.Generator) -> Law:
     """A 2:4-style unit nobody documented: rows, chunks, governing lanes and fields, and
-    the B and D layouts all shuffled (one field per compressed element, as in 2:4)."""
-    M, N, per = 16, 8, unit.elems  # A elements per lane this kernel has
-    chunks = unit.K // 4 if unit.bits != 4 else unit.K // 8
-    cells = rng.permutation(M * unit.K // 2)  # compressed (row, ck) per existing slot
+    the B and D layouts all shuffled. The two kept elements of a chunk read the two 2-bit
+    fields of one nibble of one lane (as on NVIDIA; on gfx12 each lane reads its own)."""
+    M, N, per = design.M, design.N, unit.elems  # A elements per lane this kernel has
+    kc = unit.K // 2  # compressed columns
+    chunks = unit.K // 8 if unit.pairwise else unit.K // 4
+    cells = rng.permutation(M * kc)  # compressed (row, ck) per existing slot
+    row, ck = cells // kc, cells % kc
+    index = ck // 2 if unit.pairwise else ck  # what one 2-bit index selects
+    chunk = index // 2
     a_row = np.full((LANES, design.a_elems), -1)
-    base = np.zeros_like(a_row)
-    stride = np.ones_like(a_row)
-    row, ck = cells // (unit.K // 2), cells % (unit.K // 2)
-    pair = unit.bits == 4
-    unit_ck = ck // 2 if pair else ck
-    chunk = unit_ck // 2
+    base, stride = np.zeros_like(a_row), np.ones_like(a_row)
+    gov_lane, gov_field = np.zeros_like(a_row), np.zeros_like(a_row)
     a_row[:, :per] = row.reshape(LANES, per)
-    base[:, :per] = (8 * chunk + ck % 2 if pair else 4 * chunk).reshape(LANES, per)
-    stride[:, :per] = 2 if pair else 1
-    # each (row, chunk) reads one group of some lane; survivor s reads field s of it
-    owners = rng.permutation(LANES * design.meta.groups)[: M * chunks]
-    owner = owners[row * chunks + chunk]
-    gov_lane = np.zeros_like(a_row)
-    gov_field = np.zeros_like(a_row)
-    gov_lane[:, :per] = (owner // design.meta.groups).reshape(LANES, per)
-    gov_field[:, :per] = ((owner % design.meta.groups) * design.meta.fields_per_group
-                          + unit_ck % 2).reshape(LANES, per)
+    base[:, :per] = (8 * chunk + ck % 2 if unit.pairwise else 4 * chunk).reshape(LANES, per)
+    stride[:, :per] = 2 if unit.pairwise else 1
+    owner = rng.permutation(LANES * 8)[row * chunks + chunk]  # (lane, nibble) per chunk
+    gov_lane[:, :per] = (owner // 8).reshape(LANES, per)
+    gov_field[:, :per] = (2 * (owner % 8) + index % 2).reshape(LANES, per)
     b_kn = np.full((LANES, design.b_elems, 2), -1)
     kn = np.stack(np.meshgrid(np.arange(unit.K), np.arange(N), indexing="ij"), -1)
-    b_kn[:, :per] = rng.permutation(kn.reshape(-1, 2)).reshape(LANES, per, 2)
+    b_kn[:, :unit.b_elems] = rng.permutation(kn.reshape(-1, 2)).reshape(LANES, -1, 2)
     mn = np.stack(np.meshgrid(np.arange(M), np.arange(N), indexing="ij"), -1)
-    d_mn = rng.permutation(mn.reshape(-1, 2)).reshape(LANES, REGS, 2)
+    d_mn = rng.permutation(mn.reshape(-1, 2)).reshape(LANES, design.d_regs, 2)
     return Law(a_row, gov_lane, gov_field, base, stride, b_kn, d_mn)
 
 
 def multiply(law: Law, unit: Unit, codec: Codec, a: np.ndarray, b: np.ndarray,
              c: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """D registers (W, 32, 4) uint32 from registers a, b, c (W, 32, 4) and e (W, 32)."""
+    """D registers (W, 32, d_regs) uint32 from registers a, b, c and metadata e (W, 32)."""
     w = a.shape[0]
+    M, N = law.d_mn[..., 0].max() + 1, law.d_mn[..., 1].max() + 1
     av = codec.unpack(a, a.shape[-1] * 32 // codec.bits)
     bv = codec.unpack(b, b.shape[-1] * 32 // codec.bits)
-    dense_a = np.zeros((w, 16, unit.K))
+    dense_a = np.zeros((w, M, unit.K))
     for lane, n in zip(*np.nonzero(law.a_row >= 0), strict=True):
         value = (e[:, law.gov_lane[lane, n]].astype(np.int64)
                  >> (FIELD_BITS * law.gov_field[lane, n])) & 3
         k = law.base[lane, n] + law.stride[lane, n] * value
         dense_a[np.arange(w), law.a_row[lane, n], k] += av[:, lane, n]
-    dense_b = np.zeros((w, unit.K, 8))
+    dense_b = np.zeros((w, unit.K, N))
     used = law.b_kn[..., 0] >= 0
     dense_b[:, law.b_kn[used][:, 0], law.b_kn[used][:, 1]] = bv[:, used]
     acc = codec.accumulator(c)
-    dense_c = np.zeros((w, 16, 8))
+    dense_c = np.zeros((w, M, N))
     dense_c[:, law.d_mn[..., 0].reshape(-1), law.d_mn[..., 1].reshape(-1)] = \
         acc.reshape(w, -1)
     full = dense_a @ dense_b + dense_c

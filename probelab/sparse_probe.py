@@ -1,8 +1,9 @@
 """A sparse-metadata probe for one family of structured-sparse instructions, built from
 declarations: its kernels (`sparse.Unit`s), its vendor's metadata rules and its element type.
 `SparseProbe` does the rest with `probelab.sparse`: one launch per kernel covers every wave;
-lane l of wave w reads a[w][l][0..4), b[w][l][0..4), c[w][l][0..4) and e[w][l], and writes
-d[w][l][0..4) (kernels take params, a, b, c, e, then d).
+lane l of wave w reads a[w][l][..], b[w][l][..], c[w][l][..] and e[w][l], and writes
+d[w][l][..], every buffer strided for the widest kernel (`Design.a_regs`, `b_regs`,
+`d_regs`); kernels take params, a, b, c, e, then d.
 """
 
 from collections.abc import Callable, Mapping
@@ -15,7 +16,7 @@ import xarray as xr
 from probelab import pairing_map, sparse
 from probelab.errors import IntegrityError
 from probelab.probe import Evidence, Kernel, Launch
-from probelab.sparse import LANES, REGS, Design, Unit
+from probelab.sparse import LANES, Design, Unit
 
 
 @dataclass
@@ -50,16 +51,17 @@ class SparseProbe:
 
     def launch(self, stimulus: xr.Dataset) -> Launch:
         w = sparse.waves(stimulus, self.design)
-        waves = w["e"].shape[0]
+        waves, d_regs = w["e"].shape[0], self.design.d_regs
         return Launch(inputs={"params": np.array([waves], np.uint32), "a": w["a"],
-                              "b": w["b"], "c": np.zeros_like(w["a"]), "e": w["e"]},
-                      outputs={"d": waves * LANES * REGS}, threads=waves * LANES,
+                              "b": w["b"], "c": np.zeros((waves, LANES, d_regs), np.uint32),
+                              "e": w["e"]},
+                      outputs={"d": waves * LANES * d_regs}, threads=waves * LANES,
                       block=self.block)
 
     def assemble(self, stimulus: xr.Dataset,
                  outputs: Mapping[str, Mapping[str, np.ndarray]]) -> xr.Dataset:
-        raw = {u.name: np.asarray(outputs[u.name]["d"], np.uint32).reshape(-1, LANES, REGS)
-               for u in self.design.units}
+        raw = {u.name: np.asarray(outputs[u.name]["d"], np.uint32).reshape(
+            -1, LANES, self.design.d_regs) for u in self.design.units}
         ds, problems = sparse.assemble(stimulus, self.design, raw)
         if problems:  # a decode that cannot read its own waves is a broken probe, not data
             raise IntegrityError("; ".join(problems))
@@ -74,7 +76,7 @@ class SparseProbe:
     def simulate(self, kernel: Kernel, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         unit = next(u for u in self.design.units if u.name == kernel.name)
         waves = int(inputs["params"][0])
-        regs = {n: np.asarray(inputs[n], np.uint32).reshape(waves, LANES, REGS) for n in "abc"}
+        regs = {n: np.asarray(inputs[n], np.uint32).reshape(waves, LANES, -1) for n in "abc"}
         d = sparse.multiply(self.hidden_law(unit), unit, self.design.codec, regs["a"],
                             regs["b"], regs["c"],
                             np.asarray(inputs["e"], np.uint32).reshape(waves, LANES))

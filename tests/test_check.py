@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from toylab import DELETE, ToyLab
+from toylab import DELETE, ToyLab, invoke
 
 from probelab import archive, check, ledger, prereg
 from probelab.errors import Exit, LabError, UsageError
@@ -87,6 +87,23 @@ def test_translation_confirms_and_scores_are_separate(toylab: ToyLab) -> None:
     assert scores["literal"]["matches"] == 16 and scores["literal"]["cells"] == N_CELLS
     assert scores["literal"]["first_mismatches"]
     assert scores["negated_b"] == {"matches": N_CELLS, "cells": N_CELLS, "first_mismatches": []}
+
+
+def test_a_translation_can_rename_the_predicted_value(toylab: ToyLab) -> None:
+    """A claim that names its *values* in another system (here: offset by 1000) is scored
+    through a declared value translation, apart from the literal reading."""
+    hyp = sealed(toylab, "offset", "a + b + 1000",
+                 translations={"unoffset": {"value": "value - 1000"}})
+    doc = check.check(hyp, measured_after_seal(toylab))
+    assert doc["verdict"] == check.CONFIRMED and doc["kernels"]["add"]["via"] == "unoffset"
+    assert doc["kernels"]["add"]["scores"]["literal"]["matches"] == 0
+
+
+def test_a_translation_must_name_coordinates_or_observables(toylab: ToyLab) -> None:
+    path = toylab.write_hyp("typo", "a + b", translations={"t": {"valeu": "valeu - 1"}})
+    result = invoke("prereg", "seal", path)
+    assert result.exit_code == 2 and "neither coordinates of the grid nor observables" in \
+        " ".join(result.stderr.split())
 
 
 def test_literal_wins_over_translation_when_both_fit(toylab: ToyLab) -> None:

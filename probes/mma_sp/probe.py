@@ -31,7 +31,8 @@ BITS = {"f16": 16, "s8": 8, "s4": 4}
 
 
 def units(kind: str) -> tuple[Unit, ...]:
-    return tuple(Unit(f"{kind}_k{k}_s{s}_{form}", k, BITS[kind], regs, s, form == "om")
+    return tuple(Unit(f"{kind}_k{k}_s{s}_{form}", k, BITS[kind], regs, s, form == "om",
+                      pairwise=kind == "s4")  # s4 indices name pairs (4:8)
                  for form in ("sp", "om") for k, regs, sels in SHAPES[kind] for s in sels)
 
 

@@ -8,7 +8,7 @@ to name the dense position an invalid index would select if it were simply honou
 
 import numpy as np
 
-from probelab.sparse import LANES, REGS, Design, Law, Unit
+from probelab.sparse import LANES, Design, Law, Unit
 
 
 def ptx_law(unit: Unit, design: Design) -> Law:
@@ -23,7 +23,7 @@ def ptx_law(unit: Unit, design: Design) -> Law:
             r = n // per
             half = r & 1
             ck = per * t + n % per + (r >> 1) * unit.K // 4
-            if unit.bits == 4:  # indices name pairs of an 8-wide chunk
+            if unit.pairwise:  # indices name pairs of an 8-wide chunk
                 chunk, survivor = divmod(ck // 2, 2)
                 base[lane, n], stride[lane, n] = 8 * chunk + ck % 2, 2
             else:
@@ -42,8 +42,8 @@ def ptx_law(unit: Unit, design: Design) -> Law:
     b_kn = np.full((LANES, design.b_elems, 2), -1)
     for lane in range(LANES):
         g, t = divmod(lane, 4)
-        for i in range(unit.elems):
+        for i in range(unit.b_elems):
             b_kn[lane, i] = (per * t + i % per + 4 * per * (i // per), g)
-    d_mn = np.array([[(lane // 4 + 8 * (i >> 1), 2 * (lane % 4) + (i & 1)) for i in range(REGS)]
-                     for lane in range(LANES)])
+    d_mn = np.array([[(lane // 4 + 8 * (i >> 1), 2 * (lane % 4) + (i & 1))
+                      for i in range(design.d_regs)] for lane in range(LANES)])
     return Law(a_row, gov_lane, gov_field, base, stride, b_kn, d_mn)
