@@ -150,18 +150,19 @@ def test_byte_perm_power_separates_the_cuda_contract_from_prmt(repo_lab) -> None
     assert not notes
 
 
-def test_swmmac_idx_zero_stimulus_is_blind_to_the_swap(repo_lab) -> None:
-    """seeds/000's lesson on the swmmac grid: with every idx field holding 0 (and the random
-    words zeroed), a rule that swaps which field governs which nibble is invisible; one more
-    field value separates them."""
+def test_swmmac_uniform_words_cannot_see_the_swap(repo_lab) -> None:
+    """seeds/000's lesson on the version 3 grid: under uniform words every idx field holds
+    the same value, so the raw law and the swap predict the same pairing on every cell;
+    only the governing field (decoded from the lane- and group-coded words) separates
+    them, on every existing nibble of both kernels: 32 lanes x (8 + 16)."""
     probe = get_probe("swmmac-iu4")
-    full = probe.stimulus()
-    zero = full.sel(v=[0], lv=[0], ra=[0]).assign_coords(ridx=("ra", np.zeros(1, np.uint32)))
-    blind = {frozenset((p.a, p.b)) for p in power(probe, zero)[0] if p.blind}
-    assert blind == {frozenset(("raw-law", "swap-only")), frozenset(("ck-rule", "xor-only"))}
-    assert not [p for p in power(probe, full)[0] if p.blind]
-    richer = full.sel(v=[0, 1], lv=[0], ra=[0]).assign_coords(ridx=("ra", np.zeros(1, np.uint32)))
-    assert not [p for p in power(probe, richer)[0] if p.blind]
+    pairs = {frozenset((p.a, p.b)): p for p in power(probe)[0]}
+    pair = pairs[frozenset(("raw-law-lanes", "swap-only-lanes"))]
+    assert (pair.differing, pair.blind) == (32 * (8 + 16), False)
+    assert {e["observable"] for e in pair.examples} == {"gov_field"}
+    assert not any(p.blind for p in pairs.values())
+    assert {p.a for p in pairs.values()} | {p.b for p in pairs.values()} == {
+        "raw-law-lanes", "swap-only-lanes", "xor-only-lanes", "ck-rule-lanes"}  # v2: retired
 
 
 def test_rivals_are_judged_only_from_intact_seals(rivals: ToyLab, monkeypatch) -> None:
