@@ -60,6 +60,7 @@ State the claim in words: what the instruction does, and where the claim comes f
 """
 coordinates = "raw"
 # kernels = [{", ".join(repr(k) for k in sorted(_kernel_names(probe)))}]  # default: all
+# agrees_with = ["other-id"]  # a sealed hypothesis this one restates (power: RESTATEMENT)
 
 # Stimulus coordinates you may use (integers only; strings are labels):
 {chr(10).join(lines)}
@@ -71,8 +72,12 @@ coordinates = "raw"
 [predict]
 {observables}
 
-# [translations.name]
-# x = "y"
+# [translations.name]         # scored apart from the literal reading
+# x = "y"                      # rebinds a coordinate before predicting
+# {next(iter(probe.observables))} = "{next(iter(probe.observables))} ^ 1"   # renames a predicted value
+
+# [near_misses.name]           # a plausible wrong variant the stimulus must tell apart
+# {next(iter(probe.observables))} = "..."
 '''
 
 

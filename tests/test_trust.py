@@ -343,3 +343,26 @@ def test_without_hard_links_an_exclusive_save_still_never_overwrites(toylab: Toy
     assert (first.name, second.name) == ("20261130T000000Z.nc", "20261130T000000Z-2.nc")
     assert dataset.tampered(dataset.load(first)) is None
     assert sorted(_files(stem.parent)) == sorted([first, second])
+
+
+def test_a_hypothesis_retired_by_a_new_probe_version_is_named_not_dropped(
+        toylab: ToyLab, monkeypatch) -> None:
+    """Renaming a probe's observables (a new version) could make an inconvenient sealed
+    hypothesis quietly stop applying. It stays in the record: `prereg verify` still checks
+    its seal and names it as sealed for an earlier version; `check` refuses to score it and
+    says why; `power` leaves it out."""
+    from probelab.check import check
+    from probelab.power import power
+
+    path = sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset())
+    monkeypatch.setattr(toylab.probe(), "observables", {"total": ("a", "b")})
+    (row,) = prereg.verify_seals()
+    assert row["ok"] and "no longer observes" in row["notes"][0] and "['value']" in \
+        row["notes"][0]
+    listed = invoke("prereg", "verify")
+    assert listed.exit_code == 0 and "sealed for an earlier version" in " ".join(
+        listed.stdout.split())
+    with pytest.raises(UsageError, match="no longer observes"):
+        check(path, data)
+    assert power(toylab.probe()) == ([], [])
