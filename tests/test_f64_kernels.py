@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from toolchains import amd_tools, nvidia_tools
 from typer.testing import CliRunner
 
 from probelab.cli import app
@@ -14,28 +15,6 @@ from probelab.evidence import GCN, SASS, gate
 from probelab.probe import Kernel, get_probe, require_target
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def nvidia_tools():
-    from probelab.toolchains import nvidia
-
-    try:
-        nvidia.nvrtc_version()
-    except Unavailable as exc:
-        pytest.skip(str(exc))
-    if nvidia.find_nvdisasm() is None:
-        pytest.skip("nvdisasm not installed")
-    return nvidia
-
-
-def amd_tools():
-    from probelab.toolchains import amdgpu
-
-    try:
-        amdgpu.find_clang()
-    except Unavailable as exc:
-        pytest.skip(f"no AMDGPU clang: {exc}")
-    return amdgpu
 
 
 def test_every_dmma_kernel_passes_its_gate_with_whole_fragments_traced() -> None:

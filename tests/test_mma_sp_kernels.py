@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 import pytest
+from toolchains import nvidia_tools
 
 from probelab.evidence import SASS, gate
 from probelab.probe import get_probe
@@ -15,15 +16,7 @@ KINDS = ("f16", "s8", "s4")
 
 @pytest.fixture(scope="module")
 def built():
-    from probelab.errors import Unavailable
-    from probelab.toolchains import nvidia
-
-    try:
-        nvidia.nvrtc_version()
-    except Unavailable as exc:
-        pytest.skip(str(exc))
-    if nvidia.find_nvdisasm() is None:
-        pytest.skip("nvdisasm not installed")
+    nvidia = nvidia_tools()
     out = {}
     for kind in KINDS:
         probe = get_probe(f"mma-sp-{kind}")

@@ -1,0 +1,29 @@
+"""The offline toolchains a kernel test needs, or a clean skip saying what is missing."""
+
+import pytest
+
+from probelab.errors import Unavailable
+
+
+def nvidia_tools():
+    """probelab.toolchains.nvidia with NVRTC and nvdisasm present, else skip."""
+    from probelab.toolchains import nvidia
+
+    try:
+        nvidia.nvrtc_version()
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    if nvidia.find_nvdisasm() is None:
+        pytest.skip("nvdisasm not installed")
+    return nvidia
+
+
+def amd_tools():
+    """probelab.toolchains.amdgpu with a clang >= 19 that targets AMDGPU, else skip."""
+    from probelab.toolchains import amdgpu
+
+    try:
+        amdgpu.find_clang()
+    except Unavailable as exc:
+        pytest.skip(f"no AMDGPU clang: {exc}")
+    return amdgpu
