@@ -94,6 +94,7 @@ class OperandTrace:
 class EvidenceReport:
     kernel: str
     instruction: str | None  # None: no instruction claimed; only forbidden ones are checked
+    lowered: str | None = None  # the declared lowering the matches below show, if any
     matches: list[str] = field(default_factory=list)
     forbidden_found: list[str] = field(default_factory=list)
     operands: list[OperandTrace] = field(default_factory=list)
@@ -148,7 +149,7 @@ def trace_operand(isa: Isa, code: list[Instruction], index: int, operand: str,
 
 
 def gate(kernel: str, evidence: Evidence, code: list[Instruction], isa: Isa) -> EvidenceReport:
-    report = EvidenceReport(kernel, evidence.instruction)
+    report = EvidenceReport(kernel, evidence.instruction, evidence.lowered)
     claimed = evidence.instruction
     hits = [] if claimed is None else [  # None: nothing claimed, the histogram is the record
         i for i, insn in enumerate(code)

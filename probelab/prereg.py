@@ -50,6 +50,7 @@ def evaluate(h: Hypothesis) -> tuple[Probe, str, str]:
 
 def template(probe: Probe, hypothesis_id: str) -> str:
     coords = probe.stimulus().coords
+    first = next(iter(probe.observables))
     lines = [f"#   {name}: dims {tuple(c.dims)}, {c.dtype}" for name, c in coords.items()]
     observables = "\n".join(f'{o} = "0"  # dims {d}' for o, d in probe.observables.items())
     return f'''schema = 1
@@ -74,10 +75,10 @@ coordinates = "raw"
 
 # [translations.name]         # scored apart from the literal reading
 # x = "y"                      # rebinds a coordinate before predicting
-# {next(iter(probe.observables))} = "{next(iter(probe.observables))} ^ 1"   # renames a predicted value
+# {first} = "{first} ^ 1"   # renames a predicted value
 
 # [near_misses.name]           # a plausible wrong variant the stimulus must tell apart
-# {next(iter(probe.observables))} = "..."
+# {first} = "..."
 '''
 
 

@@ -44,6 +44,10 @@ class Evidence:
     # per source operand, how many 32-bit registers it spans where the disassembly names only
     # the first (SASS: `DMMA.16x8x16 R8, R16, ...` reads R16..R31 for an 8-double A)
     spans: tuple[int, ...] = ()
+    # when the target has no unit for the instruction: how the compiler realises it (the
+    # `instruction` pattern and `count` then describe that realisation, and the gate proves
+    # it from the disassembly); recorded with the evidence in every dataset
+    lowered: str | None = None
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ def test_every_kernel_passes_its_gate(built) -> None:
     for kernel, unit, code in built.values():
         report = gate(kernel.name, kernel.evidence, code, SASS)
         assert report.ok, report.problems
+        assert (report.lowered is None) == (unit.bits != 4)  # only s4 is declared lowered
         selector = {re.search(r"(0x\d)$", m).group(1) for m in report.matches}
         assert selector == {f"0x{unit.sel}"}  # the selector reaches the instruction as written
 
@@ -40,6 +41,7 @@ def test_s4_is_lowered_to_two_s8_sparse_imma_through_unpacking(built) -> None:
             continue
         report = gate(kernel.name, kernel.evidence, code, SASS)
         assert len(report.matches) == 2 and all(".S8.S8" in m for m in report.matches)
+        assert "no 4-bit sparse unit" in report.to_dict()["lowered"]  # recorded per dataset
         a, b = report.operands[0], report.operands[1]  # A and B of the first IMMA
         assert a.reaches == b.reaches == "from_memory" and len(a.path) > unit.regs
         metas = {m.split(",")[4].strip() for m in report.matches}

@@ -48,6 +48,9 @@ def evidence(unit: Unit) -> Evidence:
         return Evidence(rf"IMMA\.SP\.168{unit.K}\.S8\.S8", forbidden=(r"HMMA.*", r"IMMA\.(?!SP).*"),
                         operands=("unmodified",) * 4, spans=(unit.regs, unit.regs, 4, 1))
     return Evidence(rf"IMMA\.SP\.168{unit.K // 2}\.S8\.S8", count=2,
+                    lowered=f"sm_90 has no 4-bit sparse unit: ptxas unpacks A and B and "
+                            f"issues two s8 sparse IMMA m16n8k{unit.K // 2} with one metadata "
+                            "register and the selector",
                     forbidden=(r"HMMA.*", r"IMMA\.(?!SP).*", r"IMMA.*\.S4.*"),
                     operands=("from_memory", "from_memory", "any", "unmodified"),
                     spans=(unit.regs, unit.regs, 1, 1))
