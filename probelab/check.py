@@ -118,6 +118,8 @@ def not_applicable(h: Hypothesis, ds: xr.Dataset) -> str | None:
     if retired := retired_observables(h):
         return (f"it predicts {retired}, which {h.probe} no longer observes (sealed for an "
                 "earlier version of the probe)")
+    if absent := sorted(set(h.predict) - set(map(str, ds.data_vars))):
+        return f"the dataset has no {absent} (measured before the probe observed them)"
     target = str(dataset.provenance(ds).get("target"))
     if not h.about_target(target):
         return f"it is about targets {list(h.targets or ())}, the dataset is {target}"

@@ -197,6 +197,9 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
         if missing := set(mapping) - known - set(observables):
             raise UsageError(f"{h.path}: translation {name!r} maps {sorted(missing)}, which "
                              "are neither coordinates of the grid nor observables")
+        if unpredicted := (set(mapping) & set(observables)) - set(h.predict) - known:
+            raise UsageError(f"{h.path}: translation {name!r} renames {sorted(unpredicted)}, "
+                             "which the file does not predict")
     tables: dict[str, dict[str, np.ndarray]] = {s: {} for s in h.scorings()}
     scopes: dict[str, dict[str, np.ndarray]] = {s: {} for s in h.scorings()}
     try:

@@ -6,7 +6,7 @@ number in the lane's registers):
 - governing metadata: "lane:field" (field f = bits 2f..2f+1 of that lane's word), cells
   coloured by the governing lane's position in its quad (lane % 4);
 - pairing: for the first two valid words, the row of B met, named by its smallest B slot
-  ("lane.elem"), coloured by that B lane.
+  ("lane.elem"), coloured by that B lane (mod 8).
 Elements the kernel does not have are blank. The tables are plain functions
 (governance_table, pairing_table), so they can be checked without reading pixels.
 """
@@ -44,13 +44,14 @@ def pairing_table(ds: xr.Dataset, kernel: str, words: int = SHOWN_WORDS
     for w in range(min(words, sub.sizes["word"])):
         lane = sub["met_lane"].values[w, :, :elems].astype(np.int64)
         elem = sub["met_elem"].values[w, :, :elems].astype(np.int64)
-        lines.append(np.where(lane >= CODES, "?", np.char.add(np.char.add(
+        codes = np.vectorize(lambda c: CODE_TEXT.get(c, "?"))(lane)
+        lines.append(np.where(lane >= CODES, codes, np.char.add(np.char.add(
             lane.astype(str), "."), elem.astype(str))))
     text = lines[0]
     for line in lines[1:]:
         text = np.char.add(np.char.add(text, "\n"), line)
     first = sub["met_lane"].values[0, :, :elems].astype(np.int64)
-    return text, np.where(first >= CODES, np.nan, first)
+    return text, np.where(first >= CODES, np.nan, first % 8)
 
 
 def _figure(ds: xr.Dataset, kernel: str) -> Figure:
@@ -73,7 +74,7 @@ def _figure(ds: xr.Dataset, kernel: str) -> Figure:
     text, color = pairing_table(ds, kernel)
     cell_table(right, color, text, rows, cols, cmap="Pastel2", vmin=0, vmax=8)
     right.set_xlabel(f"A element: the row of B met, as its smallest B slot lane.elem,\n"
-                     f"under {words} (one line each); colour: B lane")
+                     f"under {words} (one line each); colour: B lane % 8")
     return fig
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from probelab import gitinfo, ledger
 from probelab.dataset import grid_sha256
-from probelab.errors import IntegrityError, UsageError
+from probelab.errors import IntegrityError, LabError, UsageError
 from probelab.hypothesis import (
     Hypothesis,
     evaluate_claim,
@@ -31,9 +31,11 @@ def _kernel_names(probe: Probe) -> set[str]:
 
 
 def retired_observables(h: Hypothesis) -> list[str]:
-    """What a hypothesis predicts that its probe no longer observes: it was sealed for an
-    earlier version of the probe (the seal stays valid; the claim no longer applies)."""
-    return sorted(set(h.predict) - set(get_probe(h.probe).observables))
+    """What a hypothesis predicts that its probe declares retired (`Probe.retired`:
+    observables an earlier version had): it was sealed for that version. The seal stays
+    valid; the claim no longer applies. An observable that is simply gone, undeclared, is
+    not retired: evaluating the claim then fails, and `prereg verify` says so."""
+    return sorted(set(h.predict) & set(getattr(get_probe(h.probe), "retired", {})))
 
 
 def evaluate(h: Hypothesis) -> tuple[Probe, str, str]:
@@ -183,9 +185,14 @@ def verify_seals() -> list[dict[str, Any]]:
                 notes.append(f"predicts {retired}, which {h.probe} no longer observes: sealed "
                              "for an earlier version of the probe, not re-evaluated")
             else:
-                _, grid_hash, table_hash = evaluate(h)
-                if grid_hash == entry["grid_sha256"] and table_hash != entry["table_sha256"]:
-                    problems.append("prediction no longer evaluates to the sealed table")
+                try:
+                    _, grid_hash, table_hash = evaluate(h)
+                except LabError as exc:  # e.g. an observable gone without being retired
+                    problems.append(f"no longer evaluates on the probe: {exc}")
+                else:
+                    if grid_hash == entry["grid_sha256"] and \
+                            table_hash != entry["table_sha256"]:
+                        problems.append("prediction no longer evaluates to the sealed table")
         commit = seal_commit(entry)
         if commit is None:
             problems.append("no commit carries this seal with the file as sealed")

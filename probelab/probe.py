@@ -84,8 +84,10 @@ class Launch:
 
 class Probe(Protocol):
     """Optional attributes the core reads with getattr: `excluded` ({target pattern: why the
-    probe cannot run there}) and `nondeterministic` (output buffer names whose values may
-    legitimately differ between repeats; the sweep records how many cells did)."""
+    probe cannot run there}), `nondeterministic` (output buffer names whose values may
+    legitimately differ between repeats; the sweep records how many cells did) and
+    `retired` ({observable an earlier version had: why it is gone}; hypotheses sealed for
+    it are kept and marked, never scored)."""
 
     id: str
     version: str

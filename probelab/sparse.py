@@ -13,6 +13,10 @@ nonzero values of the element type. The one product an A element forms fills one
 with the B elements of the row of B it met, so each D value names a B slot, and the
 smallest slot named (`met_lane`, `met_elem`) names that row of B without a layout.
 
+Which row of D an element's products fill does not depend on the metadata: it is the row
+of A the element sits in, named (`row_lane`, `row_reg`) by the smallest D register reached,
+the same set of registers under every word.
+
 Metadata configurations, each a full set of waves (one per A slot):
 - word: uniform valid words (every group of fields holds the same valid value), all
   digits. The pairing under each word: which B row each A element meets (`met_*`).
@@ -25,12 +29,15 @@ Metadata configurations, each a full set of waves (one per A slot):
   must predict the pairing (`random_ok`), whatever the other lanes hold.
 - bad: uniform words the vendor calls invalid or undefined. Recorded (`bad_lane`,
   `bad_elem`) and never an observable: no hypothesis can claim them.
-Digit-0 waves are read by matching each D against the rows the word sweep measured.
+Digit-0 waves are read by matching each D against the rows the word sweep measured; a
+coded or random wave that matches none is a decode problem (recorded in the dataset as
+`decode_problems`, and its cells carry AMBIGUOUS or random_ok 0), a bad wave that matches
+none is an observation (UNMATCHED).
 `superposed` checks, per valid configuration, that a dense random A gives exactly the sum
 of its one-element products (signed values, every lane and register).
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -42,6 +49,8 @@ NONE, AMBIGUOUS, UNMATCHED = 0xFFFFFFFE, 0xFFFFFFFD, 0xFFFFFFFC  # codes in deco
 CODES = UNMATCHED  # decoded values at or above this are codes, below it B slots
 EMPTY, UNREAD = -1, -2  # per D register while decoding: nothing arrived / no single id
 OBSERVABLES = MappingProxyType({
+    "row_lane": ("kernel", "a_lane", "a_elem"),
+    "row_reg": ("kernel", "a_lane", "a_elem"),
     "met_lane": ("kernel", "word", "a_lane", "a_elem"),
     "met_elem": ("kernel", "word", "a_lane", "a_elem"),
     "met_count": ("kernel", "word", "a_lane", "a_elem"),
@@ -181,12 +190,27 @@ class Design:
         return LANES * self.b_elems
 
     @property
-    def lane_bits(self) -> int:
+    def lane_code_bits(self) -> int:  # lane-coded waves: one per bit of a lane number
         return (LANES - 1).bit_length()
 
     @property
-    def group_bits(self) -> int:
+    def group_code_bits(self) -> int:  # group-coded waves: one per bit of a group number
         return (self.meta.groups - 1).bit_length()
+
+    def __post_init__(self) -> None:
+        problems = [f"{u.name}: {u.bits}-bit elements, the codec's are {self.codec.bits}-bit"
+                    for u in self.units if u.bits != self.codec.bits]
+        problems += [f"{u.name}: reads {u.regs} A / {u.b_regs or u.regs} B registers, the "
+                     f"buffers hold {self.a_regs} / {self.b_regs}" for u in self.units
+                     if u.regs > self.a_regs or (u.b_regs or u.regs) > self.b_regs]
+        if not set(self.meta.contrast) <= set(self.meta.valid):
+            problems.append(f"contrast {self.meta.contrast} must be valid group values")
+        x, y = self.meta.contrast
+        if any(self.meta.field_value(x, f) == self.meta.field_value(y, f)
+               for f in range(self.meta.fields_per_group)):
+            problems.append(f"contrast {self.meta.contrast} must differ in every field")
+        if problems:
+            raise ValueError("sparse design: " + "; ".join(problems))
 
 
 def stimulus(design: Design) -> xr.Dataset:
@@ -199,10 +223,10 @@ def stimulus(design: Design) -> xr.Dataset:
                   "bits": [u.bits for u in units], "elems": [u.elems for u in units]}
     x, y = (meta.uniform(v) for v in meta.contrast)
     lanes = np.arange(LANES)
-    lword = np.array([np.where((lanes >> b) & 1, x, y) for b in range(design.lane_bits)])
+    lword = np.array([np.where((lanes >> b) & 1, x, y) for b in range(design.lane_code_bits)])
     gword = np.array([sum((meta.contrast[0] if (j >> b) & 1 else meta.contrast[1])
                           << (meta.group_bits * j) for j in range(meta.groups))
-                      for b in range(design.group_bits)])
+                      for b in range(design.group_code_bits)])
     valid = np.array(meta.valid, np.uint64)
     groups = rng.integers(0, len(valid), (design.trials, LANES, meta.groups))
     rmeta = (valid[groups] << (np.arange(meta.groups, dtype=np.uint64) * meta.group_bits)
@@ -216,7 +240,8 @@ def stimulus(design: Design) -> xr.Dataset:
         "a_lane": ("a_lane", u32(LANES)), "a_elem": ("a_elem", u32(design.a_elems)),
         "word": ("word", np.array(words, np.uint32)),
         "digit": ("digit", u32(design.codec.digits(design.b_slots))),
-        "lbit": ("lbit", u32(design.lane_bits)), "gbit": ("gbit", u32(design.group_bits)),
+        "lbit": ("lbit", u32(design.lane_code_bits)),
+        "gbit": ("gbit", u32(design.group_code_bits)),
         "trial": ("trial", u32(design.trials)),
         "bad": ("bad", np.array([meta.uniform(v) for v in meta.invalid], np.uint32)),
         "m_lane": ("m_lane", u32(LANES)),
@@ -356,14 +381,43 @@ def _match(d0: np.ndarray, table: dict[bytes, int]) -> np.ndarray:
     return out.reshape(d0.shape[:-2])
 
 
+def _rows(named: np.ndarray, d_regs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per A slot, the row of D its products fill, named by its smallest register (lane,
+    reg): the same registers under every word, else AMBIGUOUS; NONE where none."""
+    reached = (named != EMPTY).reshape(*named.shape[:-2], -1)  # (word, a_lane, a_elem, D)
+    same = (reached == reached[:1]).all((0, -1))
+    first = reached[0]
+    least = np.where(first.any(-1), first.argmax(-1), -1)
+    code = np.where(least < 0, NONE, AMBIGUOUS)
+    fine = same & (least >= 0)
+    return (np.where(fine, least // d_regs, code).astype(np.uint32),
+            np.where(fine, least % d_regs, code).astype(np.uint32))
+
+
+def _check_grid(grid: xr.Dataset, design: Design) -> None:
+    """The grid must be this design's: the coded waves decode bits of these widths."""
+    want = {"lbit": design.lane_code_bits, "gbit": design.group_code_bits,
+            "word": len(design.meta.valid), "a_elem": design.a_elems,
+            "b_elem": design.b_elems}
+    if wrong := {d: (grid.sizes.get(d), n) for d, n in want.items() if grid.sizes.get(d) != n}:
+        raise ValueError("the grid is not this sparse design's (dim: grid, design): "
+                         + ", ".join(f"{d}: {g}, {n}" for d, (g, n) in wrong.items()))
+
+
 def decode(grid: xr.Dataset, design: Design, unit: Unit, d: np.ndarray) -> Decoded:
-    """One kernel's raw D (W, 32, 4) -> its observables, by the rules in the module doc."""
+    """One kernel's raw D (W, 32, d_regs) -> its observables, by the rules in the module
+    doc; every wave the decode cannot read is named in `problems`."""
+    _check_grid(grid, design)
     codec = design.codec
     blocks = split(grid, d)
     out = Decoded()
-    named = _named(blocks["word"], grid, codec)  # (word, a_lane, a_elem, 32, 4)
+    named = _named(blocks["word"], grid, codec)  # (word, a_lane, a_elem, 32, d_regs)
     lane, elem, count = _met(named, design.b_elems)
     out.values |= {"met_lane": lane, "met_elem": elem, "met_count": count}
+    out.values["row_lane"], out.values["row_reg"] = _rows(named, design.d_regs)
+    if unread := int((named == UNREAD).any((-2, -1)).sum()):
+        out.problems.append(f"{unit.name}: {unread} word waves hold D registers that spell "
+                            "no single B id (sums, scaled values, or empty in some digits)")
     names = _row_names(named, design.b_elems)  # (word, a_lane, a_elem)
     v = codec.accumulator(blocks["word"][:, 0])  # digit-0 waves, as numbers
     expected = _expected_digit0(named, _b_planes(grid, codec)[0])
@@ -373,15 +427,20 @@ def decode(grid: xr.Dataset, design: Design, unit: Unit, d: np.ndarray) -> Decod
         if name < CODES:  # the same digit-0 D for two rows would make it unreadable
             key = key.astype(np.float64).tobytes()
             table[key] = name if table.get(key, name) == name else AMBIGUOUS
-    if np.any(v != expected):
-        out.problems.append(f"{unit.name}: digit-0 word waves differ from the rows their own "
-                            "digits name")
+    if mismatched := int((v != expected).any((-2, -1)).sum()):
+        out.problems.append(f"{unit.name}: {mismatched} digit-0 word waves differ from the "
+                            "rows their own digits name")
     reads = {b: _match(codec.accumulator(blocks[b]).astype(np.float64), table)
              for b in ("lbit", "gbit", "trial", "bad")}
+    for block in ("lbit", "gbit", "trial"):  # valid metadata: every wave must be a known row
+        if unknown := int(np.isin(reads[block], (UNMATCHED, AMBIGUOUS)).sum()):
+            out.problems.append(f"{unit.name}: {unknown} {block} waves match no row (or "
+                                "several) that the word waves measured")
     gov_lane, gov_field, predict = _governors(grid, design, names, reads)
     out.values |= {"gov_lane": gov_lane, "gov_field": gov_field}
     observed = reads["trial"]
-    out.values["random_ok"] = (observed == predict).astype(np.uint32)
+    out.values["random_ok"] = ((observed == predict) & (predict != UNMATCHED)
+                               ).astype(np.uint32)
     bad = reads["bad"]
     out.values["bad_lane"] = np.where(bad >= CODES, bad, bad // design.b_elems
                                       ).astype(np.uint32)
@@ -454,8 +513,11 @@ def _superposed(blocks: Mapping[str, np.ndarray], grid: xr.Dataset, codec: Codec
 
 def assemble(grid: xr.Dataset, design: Design, raw: Mapping[str, np.ndarray]
              ) -> tuple[xr.Dataset, list[str]]:
-    """Raw D per kernel (W, 32, 4) uint32 -> the dataset: raw blocks `d_<block>` (kernel,
-    *block dims, lane, reg) and the decoded variables; plus the decode's problems."""
+    """Raw D per kernel (W, 32, d_regs) uint32 -> the dataset: raw blocks `d_<block>`
+    (kernel, *block dims, lane, reg), the decoded variables and `decode_problems` (every
+    wave the decode could not read, in words; empty when it read them all); plus that list.
+    Problems never drop data: the raw blocks are all kept, and the cells concerned carry
+    codes, so verdicts see them."""
     ds = grid.copy()
     names = [str(k) for k in grid["kernel"].values]
     split_raw = {k: split(grid, np.asarray(raw[k], np.uint32)) for k in names}
@@ -472,6 +534,7 @@ def assemble(grid: xr.Dataset, design: Design, raw: Mapping[str, np.ndarray]
     for name in outside:
         ds[name].attrs["outside_contract"] = (
             "metadata the vendor calls invalid or undefined: an observation, never evidence")
+    ds["decode_problems"] = ("problem", np.array(problems, dtype=str))
     return ds, problems
 
 
@@ -545,7 +608,3 @@ def multiply(law: Law, unit: Unit, codec: Codec, a: np.ndarray, b: np.ndarray,
     if codec.floating:
         return d.astype(np.float32).view(np.uint32)
     return (np.rint(d).astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)
-
-
-def units_by_name(units: Sequence[Unit]) -> dict[str, Unit]:
-    return {u.name: u for u in units}

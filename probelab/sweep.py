@@ -146,6 +146,9 @@ def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None =
         outputs[kernel.name] = runs[0]  # repeat 0's values; the record says what varied
 
     ds = probe.assemble(stimulus, outputs)
+    if "decode_problems" in ds and ds["decode_problems"].size:  # kept, and shown
+        step(f"the decode could not read everything ({ds['decode_problems'].size} problems, "
+             "recorded in the dataset as decode_problems)")
     prov = {
         "backend": backend.name,
         "device": device.name,

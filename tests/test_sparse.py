@@ -101,6 +101,8 @@ def test_the_sealed_ptx_reading_predicts_a_ptx_unit_and_its_rival_does_not(kind:
     assert problems == []
     ptx = hypothesis(probe.id, "ptx-sparse-storage")
     tables = predict(ptx, ds, probe.observables)["literal"]
+    tables |= predict(hypothesis(probe.id, "ptx-a-rows"), ds, probe.observables)["literal"]
+    assert {"row_lane", "met_lane", "gov_lane"} <= set(tables)
     for name, table in tables.items():
         np.testing.assert_array_equal(ds[name].values, table, err_msg=name)
     rival = predict(hypothesis(probe.id, "own-lane-metadata"), ds, probe.observables)["literal"]

@@ -42,6 +42,7 @@ def fits(ds, table: dict) -> bool:
 def test_a_raw_law_unit_confirms_raw_law_and_ck_rule_through_its_translation() -> None:
     ds, probe = decoded()
     assert fits(ds, tables(ds, probe, "raw-law-lanes")["literal"])
+    assert fits(ds, tables(ds, probe, "documented-rows")["literal"])
     ck = tables(ds, probe, "ck-rule-lanes")
     assert fits(ds, ck["ck_to_raw"]) and not fits(ds, ck["literal"])
     for rival in ("swap-only-lanes", "xor-only-lanes"):

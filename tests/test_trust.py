@@ -348,15 +348,19 @@ def test_without_hard_links_an_exclusive_save_still_never_overwrites(toylab: Toy
 def test_a_hypothesis_retired_by_a_new_probe_version_is_named_not_dropped(
         toylab: ToyLab, monkeypatch) -> None:
     """Renaming a probe's observables (a new version) could make an inconvenient sealed
-    hypothesis quietly stop applying. It stays in the record: `prereg verify` still checks
-    its seal and names it as sealed for an earlier version; `check` refuses to score it and
-    says why; `power` leaves it out."""
+    hypothesis quietly stop applying. Undeclared, the rename breaks `prereg verify`; declared
+    (`retired`), the hypothesis stays in the record: `prereg verify` still checks its seal
+    and names it as sealed for an earlier version; `check` refuses to score it and says
+    why; `power` leaves it out."""
     from probelab.check import check
     from probelab.power import power
 
     path = sealed(toylab, "sum", "a + b")
     data = toylab.as_measured(toylab.sim_dataset())
     monkeypatch.setattr(toylab.probe(), "observables", {"total": ("a", "b")})
+    (gone,) = prereg.verify_seals()  # gone without a word: not retired, a problem
+    assert not gone["ok"] and "no longer evaluates" in gone["problems"][0]
+    monkeypatch.setattr(toylab.probe(), "retired", {"value": "renamed total"}, raising=False)
     (row,) = prereg.verify_seals()
     assert row["ok"] and "no longer observes" in row["notes"][0] and "['value']" in \
         row["notes"][0]

@@ -20,8 +20,9 @@ from probelab.probe import load_sibling
 ptx = load_sibling(Path(__file__).parent / "ptx.py")
 
 
-def literal_rows(law: sparse.Law, word: int, b_elems: int) -> np.ndarray:
-    """Per A slot, the smallest B slot of the row a literal reading of `word` selects."""
+def literal_rows(law: sparse.Law, word: int) -> np.ndarray:
+    """Per A slot, the smallest B slot (lane * b_elems + elem, the law's B has the design's
+    b_elems per lane) of the row a literal reading of `word` selects."""
     value = (int(word) >> (sparse.FIELD_BITS * law.gov_field)) & 3
     k = law.base + law.stride * value
     slot = np.full(law.a_row.shape, sparse.NONE, np.int64)
@@ -29,9 +30,7 @@ def literal_rows(law: sparse.Law, word: int, b_elems: int) -> np.ndarray:
     kn = law.b_kn[..., 0]
     first = {int(r): int(np.flatnonzero(kn.reshape(-1) == r).min()) for r in np.unique(k[exist])}
     slot[exist] = [first[int(r)] for r in k[exist]]
-    # slots count lane * (elements the law's B has per lane); the dataset counts b_elems
-    per = kn.shape[1]
-    return np.where(exist, slot // per * b_elems + slot % per, slot)
+    return slot
 
 
 def summary(ds: xr.Dataset, probe) -> list[dict]:
@@ -45,7 +44,7 @@ def summary(ds: xr.Dataset, probe) -> list[dict]:
             lane = sub["bad_lane"].values[b].astype(np.int64)
             got = np.where(lane >= sparse.CODES, lane,
                            lane * design.b_elems + sub["bad_elem"].values[b])[exist]
-            want = literal_rows(law, int(word), design.b_elems)[exist]
+            want = literal_rows(law, int(word))[exist]
             rows.append({"kernel": unit.name, "word": f"{int(word):#010x}",
                          "elements": int(exist.sum()), "literal": int((got == want).sum()),
                          "none": int((got == sparse.NONE).sum()),

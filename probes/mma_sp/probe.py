@@ -28,6 +28,9 @@ SHAPES = {"f16": ((16, 2, (0, 1, 2, 3)), (32, 4, (0, 1))),
           "s8": ((32, 2, (0, 1)), (64, 4, (0,))),
           "s4": ((64, 2, (0, 1)), (128, 4, (0,)))}
 BITS = {"f16": 16, "s8": 8, "s4": 4}
+# SASS on sm_90: the sparse instruction, and the relatives that must not appear instead
+NATIVE = {16: (r"HMMA\.SP\.168{K}\.F32", (r"IMMA.*", r"HMMA\.(?!SP).*")),
+          8: (r"IMMA\.SP\.168{K}\.S8\.S8", (r"HMMA.*", r"IMMA\.(?!SP).*"))}
 
 
 def units(kind: str) -> tuple[Unit, ...]:
@@ -41,11 +44,9 @@ def evidence(unit: Unit) -> Evidence:
     its loads. s4: sm_90 has no 4-bit sparse unit; ptxas unpacks A and B and issues two s8
     sparse IMMAs of half the K, so exactly two of those, A and B from memory through the
     unpacking (the gate records the path), the metadata straight from its load."""
-    if unit.bits == 16:
-        return Evidence(rf"HMMA\.SP\.168{unit.K}\.F32", forbidden=(r"IMMA.*", r"HMMA\.(?!SP).*"),
-                        operands=("unmodified",) * 4, spans=(unit.regs, unit.regs, 4, 1))
-    if unit.bits == 8:
-        return Evidence(rf"IMMA\.SP\.168{unit.K}\.S8\.S8", forbidden=(r"HMMA.*", r"IMMA\.(?!SP).*"),
+    if unit.bits in NATIVE:
+        instruction, forbidden = NATIVE[unit.bits]
+        return Evidence(instruction.format(K=unit.K), forbidden=forbidden,
                         operands=("unmodified",) * 4, spans=(unit.regs, unit.regs, 4, 1))
     return Evidence(rf"IMMA\.SP\.168{unit.K // 2}\.S8\.S8", count=2,
                     lowered=f"sm_90 has no 4-bit sparse unit: ptxas unpacks A and B and "
@@ -65,8 +66,10 @@ def probe(kind: str, seed: int) -> SparseProbe:
         design=Design(units(kind), NVIDIA, Codec(BITS[kind], kind == "f16"), trials=4,
                       seed=seed),
         evidence=evidence,
-        excluded={"sm_[0-7]*": "sparse mma.sync needs sm_80; this probe's archive is sm_90",
-                  "sm_8*": "measured and sealed for sm_90 (the s4 lowering is sm_90's)"})
+        excluded={"sm_[5-7]?": "sparse mma.sync needs sm_80",
+                  "sm_8?": "measured and sealed for sm_90 (the s4 lowering is sm_90's)",
+                  "sm_1??*": "measured and sealed for sm_90; on sm_100a/sm_120a plain .sp "
+                             "compiles to a metadata-sorting routine, not measured here"})
 
 
 PROBES = (probe("f16", 0x5EED_0006), probe("s8", 0x5EED_0007), probe("s4", 0x5EED_0008))

@@ -42,4 +42,8 @@ PROBE = SparseProbe(
     targets=("gfx12*",), vendor="amd", source=HERE / "swmmac_iu4.hip",
     design=Design(UNITS, GFX12, Codec(4, floating=False), trials=4, seed=0x5EED_0004,
                   a_regs=2, b_regs=4, d_regs=8, M=16, N=16),
-    evidence=evidence, symbol=lambda unit: f"probe_swmmac_{unit.name}")
+    evidence=evidence, symbol=lambda unit: f"probe_swmmac_{unit.name}",
+    retired={name: "version 2's lane-uniform sub-sweeps (pair, lane, random, blane, signed, "
+                   "loo); version 3 measures lane by lane" for name in
+             ("hit", "hit_lane", "hit_random", "hit_blane", "scaled", "loo_linear",
+              "paired_q")})
