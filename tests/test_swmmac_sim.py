@@ -104,7 +104,10 @@ def test_sim_sweep_end_to_end_is_not_evidence(tmp_path: Path) -> None:
 
     result = run_sweep("swmmac-iu4", "sim", target="gfx1201", repeats=2, out_root=tmp_path)
     doc = check(ROOT / "preregistrations" / "swmmac-iu4" / "raw-law-lanes.toml", result.path)
-    has_history = (ROOT / ".git" / "HEAD").exists()
+    from probelab.prereg import ledger_entries, seal_commit
+
+    entry = next(e for e in ledger_entries() if e["hypothesis"] == "raw-law-lanes")
+    has_history = seal_commit(entry) is not None
     assert doc["verdict"] == (NOT_EVIDENCE if has_history else POST_HOC)
     assert doc["dataset"]["simulated"] is True
     assert result.dataset.sizes["bad"] == 0  # gfx12 gives no idx value outside its contract
