@@ -394,6 +394,24 @@ def _rows(named: np.ndarray, d_regs: int) -> tuple[np.ndarray, np.ndarray]:
             np.where(fine, least % d_regs, code).astype(np.uint32))
 
 
+def _partition_problems(named: np.ndarray) -> int:
+    """Rows of B are disjoint sets of B slots: every D row an element fills must name one
+    of them, whole. Count the (word, A slot) waves whose named slots overlap another wave's
+    set without being equal (a sum of two products that happens to spell ids, say)."""
+    seen: dict[int, frozenset[int]] = {}
+    bad = 0
+    for regs in named.reshape(-1, named.shape[-2] * named.shape[-1]):
+        slots = frozenset(int(x) for x in regs if x >= 0)
+        if not slots:
+            continue
+        known = {seen.get(x, slots) for x in slots}
+        if known != {slots}:
+            bad += 1
+        for x in slots:
+            seen.setdefault(x, slots)
+    return bad
+
+
 def _check_grid(grid: xr.Dataset, design: Design) -> None:
     """The grid must be this design's: the coded waves decode bits of these widths."""
     want = {"lbit": design.lane_code_bits, "gbit": design.group_code_bits,
@@ -418,6 +436,9 @@ def decode(grid: xr.Dataset, design: Design, unit: Unit, d: np.ndarray) -> Decod
     if unread := int((named == UNREAD).any((-2, -1)).sum()):
         out.problems.append(f"{unit.name}: {unread} word waves hold D registers that spell "
                             "no single B id (sums, scaled values, or empty in some digits)")
+    if split_rows := _partition_problems(named):
+        out.problems.append(f"{unit.name}: {split_rows} word waves name B slots that do not "
+                            "form one row of B with the other waves (overlapping sets)")
     names = _row_names(named, design.b_elems)  # (word, a_lane, a_elem)
     v = codec.accumulator(blocks["word"][:, 0])  # digit-0 waves, as numbers
     expected = _expected_digit0(named, _b_planes(grid, codec)[0])

@@ -233,3 +233,22 @@ def test_pairing_map_tables_read_the_decoded_variables() -> None:
     first, second = text[0, 0].split("\n")
     assert first == f"{int(sub['met_lane'][0, 0, 0])}.{int(sub['met_elem'][0, 0, 0])}"
     assert second == f"{int(sub['met_lane'][1, 0, 0])}.{int(sub['met_elem'][1, 0, 0])}"
+
+
+def test_a_unit_whose_elements_meet_two_rows_of_b_is_flagged() -> None:
+    """Every element also lands one chunk further on: each D register holds the sum of two
+    B ids. With f16's single digit many sums still spell ids, so the per-register reading
+    alone would be fooled; rows of B that overlap without being equal give it away."""
+    probe = get_probe("mma-sp-f16")
+    unit = probe.design.units[0]
+
+    def twice(law, unit, codec, a, b, c, e):
+        moved = dataclasses.replace(law, base=np.where(law.a_row >= 0,
+                                                       (law.base + 4) % unit.K, 0))
+        total = sparse.multiply(law, unit, codec, a, b, c, e).view(np.float32) + \
+            sparse.multiply(moved, unit, codec, a, b, c, e).view(np.float32)
+        return total.view(np.uint32)
+
+    ds, problems = run(probe, (unit,), twice)
+    assert any("overlapping sets" in p for p in problems)
+    assert list(ds["decode_problems"].values) == problems
