@@ -23,14 +23,19 @@ SHOWN_WORDS = 2
 CODE_TEXT = {NONE: "-", AMBIGUOUS: "?"}
 
 
+def _labelled(values: np.ndarray, label: np.ndarray) -> np.ndarray:
+    """`label` where `values` are data, the code's short text where they are codes."""
+    codes = np.vectorize(lambda c: CODE_TEXT.get(c, "?"), otypes=[str])(values)
+    return np.where(values >= CODES, codes, label)
+
+
 def governance_table(ds: xr.Dataset, kernel: str) -> tuple[np.ndarray, np.ndarray]:
     """(lane, elem) -> text "lane:field" and colour value (governing lane % 4, NaN none)."""
     sub = ds.sel(kernel=kernel)
     elems = int(sub["elems"])
     lane = sub["gov_lane"].values[:, :elems].astype(np.int64)
     field = sub["gov_field"].values[:, :elems].astype(np.int64)
-    text = np.where(lane >= CODES, np.vectorize(lambda c: CODE_TEXT.get(c, "?"))(lane),
-                    np.char.add(np.char.add(lane.astype(str), ":"), field.astype(str)))
+    text = _labelled(lane, np.char.add(np.char.add(lane.astype(str), ":"), field.astype(str)))
     return text, np.where(lane >= CODES, np.nan, lane % 4)
 
 
@@ -44,9 +49,8 @@ def pairing_table(ds: xr.Dataset, kernel: str, words: int = SHOWN_WORDS
     for w in range(min(words, sub.sizes["word"])):
         lane = sub["met_lane"].values[w, :, :elems].astype(np.int64)
         elem = sub["met_elem"].values[w, :, :elems].astype(np.int64)
-        codes = np.vectorize(lambda c: CODE_TEXT.get(c, "?"))(lane)
-        lines.append(np.where(lane >= CODES, codes, np.char.add(np.char.add(
-            lane.astype(str), "."), elem.astype(str))))
+        lines.append(_labelled(lane, np.char.add(np.char.add(lane.astype(str), "."),
+                                                  elem.astype(str))))
     text = lines[0]
     for line in lines[1:]:
         text = np.char.add(np.char.add(text, "\n"), line)

@@ -364,9 +364,8 @@ def _expected_digit0(named: np.ndarray, planes0: np.ndarray) -> np.ndarray:
     return np.where(named >= 0, flat[np.clip(named, 0, None)], 0)
 
 
-def _row_names(named: np.ndarray, b_elems: int) -> np.ndarray:
-    """A row of B is named by its smallest B slot (or a code)."""
-    lane, elem, _ = _met(named, b_elems)
+def _row_names(lane: np.ndarray, elem: np.ndarray, b_elems: int) -> np.ndarray:
+    """A row of B is named by its smallest B slot, from `_met`'s lane and elem (or a code)."""
     lane, elem = lane.astype(np.int64), elem.astype(np.int64)
     return np.where(lane >= CODES, lane, lane * b_elems + elem)
 
@@ -422,12 +421,11 @@ def _check_grid(grid: xr.Dataset, design: Design) -> None:
                          + ", ".join(f"{d}: {g}, {n}" for d, (g, n) in wrong.items()))
 
 
-def decode(grid: xr.Dataset, design: Design, unit: Unit, d: np.ndarray) -> Decoded:
-    """One kernel's raw D (W, 32, d_regs) -> its observables, by the rules in the module
-    doc; every wave the decode cannot read is named in `problems`."""
-    _check_grid(grid, design)
+def decode(grid: xr.Dataset, design: Design, unit: Unit, blocks: Mapping[str, np.ndarray]
+           ) -> Decoded:
+    """One kernel's raw D, split into its blocks (`split`) -> its observables, by the rules
+    in the module doc; every wave the decode cannot read is named in `problems`."""
     codec = design.codec
-    blocks = split(grid, d)
     out = Decoded()
     named = _named(blocks["word"], grid, codec)  # (word, a_lane, a_elem, 32, d_regs)
     lane, elem, count = _met(named, design.b_elems)
@@ -439,7 +437,7 @@ def decode(grid: xr.Dataset, design: Design, unit: Unit, d: np.ndarray) -> Decod
     if split_rows := _partition_problems(named):
         out.problems.append(f"{unit.name}: {split_rows} word waves name B slots that do not "
                             "form one row of B with the other waves (overlapping sets)")
-    names = _row_names(named, design.b_elems)  # (word, a_lane, a_elem)
+    names = _row_names(lane, elem, design.b_elems)  # (word, a_lane, a_elem)
     v = codec.accumulator(blocks["word"][:, 0])  # digit-0 waves, as numbers
     expected = _expected_digit0(named, _b_planes(grid, codec)[0])
     table: dict[bytes, int] = {}
@@ -541,12 +539,12 @@ def assemble(grid: xr.Dataset, design: Design, raw: Mapping[str, np.ndarray]
     codes, so verdicts see them."""
     ds = grid.copy()
     names = [str(k) for k in grid["kernel"].values]
+    _check_grid(grid, design)
     split_raw = {k: split(grid, np.asarray(raw[k], np.uint32)) for k in names}
     for block, dims in block_dims(grid).items():
         ds[f"d_{block}"] = (("kernel", *dims, "lane", "reg"),
                             np.stack([split_raw[k][block] for k in names]))
-    decoded = [decode(grid, design, unit, np.asarray(raw[unit.name], np.uint32))
-               for unit in design.units]
+    decoded = [decode(grid, design, unit, split_raw[unit.name]) for unit in design.units]
     problems = [p for dec in decoded for p in dec.problems]
     outside = {"bad_lane": ("kernel", "bad", "a_lane", "a_elem"),
                "bad_elem": ("kernel", "bad", "a_lane", "a_elem")}
