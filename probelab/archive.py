@@ -22,7 +22,7 @@ from probelab.check import (
     verdict_path,
     verdict_words,
 )
-from probelab.errors import IntegrityError, LabError
+from probelab.errors import HistoryError, IntegrityError, LabError
 from probelab.hypothesis import load_hypothesis
 from probelab.paths import data_dir, lab_root
 from probelab.prereg import ledger_entries, verify_seals
@@ -57,7 +57,8 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
         result["seals"] = verify_seals()
         entries = ledger_entries()
     except IntegrityError as exc:
-        result["problems"].append(f"ledger: {exc}")
+        what = "history" if isinstance(exc, HistoryError) else "ledger"
+        result["problems"].append(f"{what}: {exc}")
         return result
     result["problems"] += [f"seal {s['path']}: {p}" for s in result["seals"] for p in s["problems"]]
     files = sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []

@@ -14,7 +14,7 @@ import numpy as np
 import xarray as xr
 
 from probelab import dataset, gitinfo, ledger
-from probelab.errors import Exit, IntegrityError, LabError, UsageError
+from probelab.errors import Exit, HistoryError, IntegrityError, LabError, UsageError
 from probelab.hypothesis import (
     LITERAL,
     MAX_FILE_BYTES,
@@ -172,6 +172,8 @@ def _edited_seal(hypothesis_path: Path, dataset_path: Path,
 def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
     try:
         entries, ledger_error = ledger_entries(), None
+    except HistoryError:
+        raise  # nothing can be judged in this checkout: say so once
     except IntegrityError as exc:
         entries, ledger_error = [], exc
     if edited := _edited_seal(hypothesis_path, dataset_path, entries):

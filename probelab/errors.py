@@ -23,6 +23,11 @@ class IntegrityError(LabError):
     code = Exit.INTEGRITY
 
 
+class HistoryError(IntegrityError):
+    """The checkout's git history cannot vouch for order at all (shallow clone, grafts):
+    one plain error for the whole command, not one problem per seal."""
+
+
 class KernelTimeout(IntegrityError):
     """A launch did not finish in time. Its work may still run on the device, so the
     process must not wait for it on the way out (the CLI exits without teardown)."""

@@ -2,6 +2,10 @@
 
 On the device machine the repo arrives without history, so the commit measured from is
 passed in as PROBELAB_GIT_HEAD (and PROBELAB_GIT_DIRTY=0/1).
+
+Every query sees the object graph as committed: replace objects (`git replace`, carried by
+a mirror clone or a fetch of refs/replace/*) are switched off, and a graft file, which
+rewrites ancestry in place, makes `history_problem` refuse to judge order at all.
 """
 
 import os
@@ -12,12 +16,29 @@ from pathlib import Path
 from probelab.errors import UsageError
 from probelab.paths import lab_root
 
+# variables that let the environment rewrite history behind git's back
+_HISTORY_ENV = ("GIT_GRAFT_FILE", "GIT_REPLACE_REF_BASE")
+
+
+def _run(args: tuple[str, ...], cwd: Path | None, text: bool) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in _HISTORY_ENV}
+    env["GIT_NO_REPLACE_OBJECTS"] = "1"
+    return subprocess.run(["git", "--no-replace-objects", *args], cwd=cwd or lab_root(),
+                          capture_output=True, text=text, env=env)
+
 
 def git(*args: str, cwd: Path | None = None, check: bool = True) -> str:
-    out = subprocess.run(["git", *args], cwd=cwd or lab_root(), capture_output=True, text=True)
+    out = _run(args, cwd, text=True)
     if check and out.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: {out.stderr.strip()}")
     return out.stdout.strip()
+
+
+def git_bytes(*args: str) -> bytes:
+    out = _run(args, None, text=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed: {out.stderr.decode(errors='replace')}")
+    return out.stdout
 
 
 def is_commit_id(text: str) -> bool:
@@ -39,10 +60,28 @@ def head() -> tuple[str | None, bool | None]:
     return commit, dirty
 
 
+def history_problem() -> str | None:
+    """Why this checkout's history cannot vouch for the order of seals and measurements
+    (a shallow clone, a graft file), or None. No git at all is not a problem here: every
+    order check then finds no commit and says so."""
+    try:
+        if git("rev-parse", "--is-inside-work-tree", check=False) != "true":
+            return None
+        shallow = git("rev-parse", "--is-shallow-repository") == "true"
+        grafts = lab_root() / git("rev-parse", "--git-path", "info/grafts")
+    except (RuntimeError, OSError):
+        return None
+    if shallow:
+        return ("this checkout is a shallow clone: the history that orders seals and "
+                "measurements is cut off (run `git fetch --unshallow`, then check again)")
+    if grafts.is_file() and grafts.stat().st_size:
+        return (f"{grafts} rewrites commit ancestry (grafts), so the order of seals and "
+                "measurements cannot be shown through it; remove the file")
+    return None
+
+
 def is_ancestor(older: str, newer: str) -> bool:
-    out = subprocess.run(["git", "merge-base", "--is-ancestor", older, newer], cwd=lab_root(),
-                         capture_output=True)
-    return out.returncode == 0
+    return _run(("merge-base", "--is-ancestor", older, newer), None, text=False).returncode == 0
 
 
 def commit_time(commit: str) -> int:
@@ -50,13 +89,8 @@ def commit_time(commit: str) -> int:
 
 
 def commits_mentioning(text: str) -> list[str]:
-    """Commits reachable from any ref whose message contains `text`, newest first."""
-    out = git("log", "--all", "--format=%H", "-F", f"--grep={text}", check=False)
+    """Commits reachable from any ref (replace refs aside) whose message contains `text`,
+    newest first."""
+    out = git("log", "--exclude=refs/replace/*", "--all", "--format=%H", "-F",
+              f"--grep={text}", check=False)
     return out.split()
-
-
-def git_bytes(*args: str) -> bytes:
-    out = subprocess.run(["git", *args], cwd=lab_root(), capture_output=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} failed: {out.stderr.decode(errors='replace')}")
-    return out.stdout

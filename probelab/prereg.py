@@ -12,7 +12,7 @@ from typing import Any
 
 from probelab import gitinfo, ledger
 from probelab.dataset import grid_sha256
-from probelab.errors import IntegrityError, LabError, UsageError
+from probelab.errors import HistoryError, IntegrityError, LabError, UsageError
 from probelab.hypothesis import (
     Hypothesis,
     evaluate_claim,
@@ -144,7 +144,10 @@ def seal(path: Path) -> dict[str, Any]:
 
 
 def ledger_entries() -> list[dict[str, Any]]:
-    """The ledger, checked: chain intact, and no seal in this history missing from it."""
+    """The ledger, checked: chain intact, and no seal in this history missing from it.
+    Raises HistoryError first when the history itself cannot be trusted to show order."""
+    if why := gitinfo.history_problem():
+        raise HistoryError(why)
     entries = ledger.read(ledger_path())
     ledger.verify_chain(entries)
     known = {e["hash"] for e in entries}
