@@ -4,6 +4,7 @@ import hashlib
 import json
 from collections.abc import Callable
 
+from probelab.errors import CannotWrite
 from probelab.paths import cache_dir
 from probelab.storage import atomic_write_bytes
 
@@ -28,6 +29,6 @@ def cached_bytes(kind: str, key: str, build: Callable[[], bytes],
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(path, hashlib.sha256(payload).hexdigest().encode() + payload)
-    except OSError:
-        pass  # a read-only cache only costs a recompile
+    except (OSError, CannotWrite):
+        pass  # a read-only or full cache only costs a recompile
     return payload, False

@@ -8,7 +8,9 @@ Exit codes: 0 confirmed / ok · 1 refuted (or not evidence) · 2 usage error ·
 import functools
 import json
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,8 +20,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from probelab.errors import Exit, KernelTimeout, LabError
+from probelab.errors import Exit, KernelTimeout, LabError, Terminated
 from probelab.limits import DEFAULT_TIMEOUT_S
+from probelab.paths import shown
+from probelab.storage import written
 
 EPILOG = ("Exit codes: 0 confirmed/ok, 1 refuted, 2 usage error, 3 integrity failure "
           "(tampered, post-hoc, broken ledger, failed evidence), 4 no suitable device or "
@@ -46,6 +50,8 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        written.clear()
+        previous = _on_sigterm(_terminate)
         try:
             return fn(*args, **kwargs)
         except LabError as exc:
@@ -55,9 +61,11 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
                 sys.stderr.flush()
                 os._exit(int(exc.code))
             raise typer.Exit(int(exc.code)) from None
-        except KeyboardInterrupt:
-            err.print("interrupted; nothing was written")
-            raise typer.Exit(130) from None
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM raised as Terminated
+            done = ", ".join(shown(p) for p in written)
+            said = f"written before that: {done}" if done else "nothing was written"
+            err.print(escape(f"interrupted; {said}"), highlight=False)
+            raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
         except BrokenPipeError:  # the reader left (e.g. `| head`): not a failure of ours
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(0) from None
@@ -66,8 +74,21 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as exc:  # a bug must never read as "refuted" (exit 1)
             err.print(f"[bold red]internal error:[/] {escape(f'{type(exc).__name__}: {exc}')}")
             raise typer.Exit(int(Exit.INTEGRITY)) from exc
+        finally:
+            _on_sigterm(previous)
 
     return wrapper
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def _on_sigterm(handler: Any) -> Any:
+    """Install a SIGTERM handler (where signals can be handled); returns the previous one."""
+    if threading.current_thread() is not threading.main_thread() or handler is None:
+        return None
+    return signal.signal(signal.SIGTERM, handler)
 
 
 def emit_json(data: Any) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 import xarray as xr
 
 from probelab.errors import UsageError
-from probelab.storage import atomic_write_with
+from probelab.storage import atomic_write_bytes
 
 SCHEMA = 1
 ENGINE = "h5netcdf"
@@ -99,8 +99,9 @@ def save(ds: xr.Dataset, path: Path, prov: dict[str, Any], exclusive: bool = Fal
     for name, var in ds.variables.items():
         if var.dtype.kind in "iu" and var.size >= 4096:  # lossless; lane data compress well
             encoding[str(name)] |= {"compression": "gzip", "compression_opts": 4, "shuffle": True}
-    atomic_write_with(path, lambda tmp: ds.to_netcdf(tmp, engine=ENGINE, encoding=encoding),
-                      exclusive)
+    # serialised in memory: HDF5 never writes to disk, so a full disk is a clean OSError
+    # in atomic_write_bytes (HDF5 itself crashes the process on one)
+    atomic_write_bytes(path, bytes(ds.to_netcdf(engine=ENGINE, encoding=encoding)), exclusive)
     return path
 
 

@@ -19,6 +19,14 @@ class UsageError(LabError):
     code = Exit.USAGE
 
 
+class CannotWrite(UsageError):
+    """A file could not be written (read-only folder, full disk); nothing was left behind."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is so that every cleanup runs on the way out."""
+
+
 class IntegrityError(LabError):
     code = Exit.INTEGRITY
 

@@ -96,8 +96,9 @@ def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None =
                                 allow_blind=allow_blind)
     backend = load_backend(backend_name, probe, target)
     backend.timeout_s = timeout_s
-    if backend.simulated and out_root is not None and \
-            out_root.resolve().is_relative_to(data_dir().resolve()):
+    root = out_root or (sim_data_dir() if backend.simulated else data_dir())
+    if backend.simulated and root.resolve().is_relative_to(data_dir().resolve()):
+        # resolved: a sim-data/ or --out that is a link into data/ is refused too
         raise UsageError("simulated datasets never go under data/ (the measured archive)")
     step("opening device")
     device = backend.device()
@@ -164,7 +165,6 @@ def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None =
         "simulated": backend.simulated,
         "blind_pairs": blind,  # rival pairs this stimulus could not separate (--allow-blind)
     }
-    root = out_root or (sim_data_dir() if backend.simulated else data_dir())
     return save_sweep(probe, ds, prov, root, step, command)
 
 

@@ -135,8 +135,8 @@ def half_writer(tmp: Path) -> None:
 
 def test_failed_atomic_write_leaves_nothing(tmp_path: Path) -> None:
     target = tmp_path / "out" / "x.nc"
-    with pytest.raises(Boom):
-        storage.atomic_write_with(target, half_writer)
+    with pytest.raises(Boom), storage.atomic_path(target) as tmp:
+        half_writer(tmp)
     assert not target.exists()
     assert listing(target.parent) == []
 
@@ -144,16 +144,15 @@ def test_failed_atomic_write_leaves_nothing(tmp_path: Path) -> None:
 def test_failed_rewrite_keeps_the_old_file(tmp_path: Path) -> None:
     target = tmp_path / "x.txt"
     storage.atomic_write_text(target, "old")
-    with pytest.raises(Boom):
-        storage.atomic_write_with(target, half_writer)
+    with pytest.raises(Boom), storage.atomic_path(target) as tmp:
+        half_writer(tmp)
     assert target.read_text() == "old"
     assert listing(tmp_path) == ["x.txt"]
 
 
 def test_failed_dataset_save_leaves_nothing(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    def exploding(self, path, *args, **kwargs):
-        Path(path).write_bytes(b"\x89HDF half written")
+    def exploding(self, *args, **kwargs):
         raise Boom
 
     existing = dataset.save(sample(), tmp_path / "old.nc", PROV)

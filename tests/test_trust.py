@@ -4,6 +4,7 @@ documented exit code, and no partial or silently wrong artifact."""
 
 import errno
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -278,16 +279,19 @@ def test_a_read_only_data_directory_is_a_clear_error(toylab: ToyLab, monkeypatch
 
 
 def test_a_full_disk_leaves_nothing_behind(toylab: ToyLab, monkeypatch) -> None:
-    real = xr.Dataset.to_netcdf
+    real = os.write
+    calls = []
 
-    def half_then_full(self, path, *args, **kwargs):
-        Path(path).write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 1000)  # a partial file
+    def half_then_full(fd, data):
+        calls.append(len(data))
+        if len(calls) == 1:
+            return real(fd, data[: len(data) // 2])  # a partial file
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(xr.Dataset, "to_netcdf", half_then_full)
+    monkeypatch.setattr("probelab.storage.os.write", half_then_full)
     result = invoke("sweep", "toy", "--backend", "sim")
-    monkeypatch.setattr(xr.Dataset, "to_netcdf", real)
-    assert result.exit_code == 2
+    monkeypatch.setattr("probelab.storage.os.write", real)
+    assert len(calls) == 2 and result.exit_code == 2
     assert "No space left on device" in result.stderr and "nothing was written" in result.stderr
     assert _files(toylab.root / "sim-data") == []
 
