@@ -96,7 +96,11 @@ def _order_problems(entry: dict, prov: dict) -> tuple[list[str], str | None]:
         return problems, commit
     if not isinstance(head, str) or not gitinfo.is_commit_id(head):
         head = None  # a ref name would resolve at check time, not at measurement time
-    if datetime.fromisoformat(entry["sealed_at"]) > measured:
+    sealed = ledger.sealed_time(entry)
+    if sealed is None:
+        problems.append(f"the ledger's sealed_at {entry['sealed_at']!r} is not an unambiguous "
+                        "time (UTC, with offset)")
+    elif sealed > measured:
         problems.append(f"sealed at {entry['sealed_at']}, after the measurement ({prov['utc']})")
     if commit is None:
         problems.append("no commit carries this seal with the file as sealed "

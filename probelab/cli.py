@@ -24,6 +24,7 @@ from probelab.errors import Exit, KernelTimeout, LabError, Terminated
 from probelab.limits import DEFAULT_TIMEOUT_S
 from probelab.paths import shown
 from probelab.storage import written
+from probelab.text import printable
 
 EPILOG = ("Exit codes: 0 confirmed/ok, 1 refuted, 2 usage error, 3 integrity failure "
           "(tampered, post-hoc, broken ledger, failed evidence), 4 no suitable device or "
@@ -55,7 +56,7 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except LabError as exc:
-            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+            err.print(f"[bold red]error:[/] {safe(str(exc))}", highlight=False)
             if isinstance(exc, KernelTimeout):  # work still runs on the device:
                 sys.stdout.flush()  # leave without the teardown that would wait for it
                 sys.stderr.flush()
@@ -64,7 +65,7 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM raised as Terminated
             done = ", ".join(shown(p) for p in written)
             said = f"written before that: {done}" if done else "nothing was written"
-            err.print(escape(f"interrupted; {said}"), highlight=False)
+            err.print(safe(f"interrupted; {said}"), highlight=False)
             raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
         except BrokenPipeError:  # the reader left (e.g. `| head`): not a failure of ours
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -72,7 +73,7 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         except PASS_THROUGH:
             raise
         except Exception as exc:  # a bug must never read as "refuted" (exit 1)
-            err.print(f"[bold red]internal error:[/] {escape(f'{type(exc).__name__}: {exc}')}")
+            err.print(f"[bold red]internal error:[/] {safe(f'{type(exc).__name__}: {exc}')}")
             raise typer.Exit(int(Exit.INTEGRITY)) from exc
         finally:
             _on_sigterm(previous)
@@ -89,6 +90,16 @@ def _on_sigterm(handler: Any) -> Any:
     if threading.current_thread() is not threading.main_thread() or handler is None:
         return None
     return signal.signal(signal.SIGTERM, handler)
+
+
+def say(text: object, err: bool = False) -> None:
+    """Print plain text with every control character written out (see probelab.text)."""
+    typer.echo(printable(str(text)), err=err)
+
+
+def safe(text: object) -> str:
+    """Text for rich: its markup escaped and its control characters written out."""
+    return escape(printable(str(text)))
 
 
 def emit_json(data: Any) -> None:
@@ -115,13 +126,14 @@ def list_cmd(as_json: JsonOpt = False) -> None:
     table = Table("probe", "targets", "kernels", "summary")
     for p in probes:
         kernels = "; ".join(f"{v}: {', '.join(ks)}" for v, ks in p["kernels"].items())
-        table.add_row(p["id"], ", ".join(p["targets"]), kernels, escape(p["summary"]))
+        table.add_row(safe(p["id"]), safe(", ".join(p["targets"])), safe(kernels),
+                      safe(p["summary"]))
     out.print(table)
     for name, status in backends.items():
         mark = "[green]usable[/]" if status["usable"] else "[yellow]not usable[/]"
-        out.print(f"backend {name}: {mark} — {escape(status['detail'])}")
+        out.print(f"backend {name}: {mark} — {safe(status['detail'])}")
     for folder, why in found.broken.items():
-        err.print(f"[red]probe folder {folder} failed to load:[/] {escape(why)}")
+        err.print(f"[red]probe folder {safe(folder)} failed to load:[/] {safe(why)}")
 
 
 @app.command(epilog=EPILOG)
@@ -137,7 +149,7 @@ def doctor(as_json: JsonOpt = False) -> None:
     table = Table("check", "status", "detail / fix")
     for row in report["checks"]:
         status = "[green]ok[/]" if row["ok"] else "[yellow]missing[/]"
-        table.add_row(row["name"], status, escape(row["detail"]))
+        table.add_row(safe(row["name"]), status, safe(row["detail"]))
     out.print(table)
 
 
@@ -187,16 +199,16 @@ def sweep(
                            command=["probelab", *sys.argv[1:]])
     prov = result.provenance
     same = "identical" if prov["repeats_identical"] else "(declared outputs varied)"
-    err.print(f"{prov['device']} ({prov['target']}), {prov['repeats']} repeats {same}"
+    err.print(safe(f"{prov['device']} ({prov['target']}), {prov['repeats']} repeats {same}")
               + (", [bold red]SIMULATED[/]" if prov["simulated"] else ""))
-    typer.echo(str(result.path))
+    say(str(result.path))
     if check_after:
         from probelab.check import check_all, kernel_statuses, verdict_words
 
         failed = False
         for doc in check_all(result.path):
             kernels = ", ".join(f"{k} {v}" for k, v in kernel_statuses(doc).items())
-            typer.echo(f"{doc['hypothesis']['id']}: {verdict_words(doc)} ({kernels})")
+            say(f"{doc['hypothesis']['id']}: {verdict_words(doc)} ({kernels})")
             failed |= doc["verdict"] in ("TAMPERED", "POST-HOC")
         if failed:
             raise typer.Exit(int(Exit.INTEGRITY))
@@ -225,17 +237,17 @@ def asm(
         emit_json([asdict(r) for r in reports])
     else:
         for r in reports:
-            typer.echo(f"== {r.kernel} ({r.symbol}) for {arch}: {r.status.upper()}")
+            say(f"== {r.kernel} ({r.symbol}) for {arch}: {r.status.upper()}")
             if r.status == "skipped":
-                typer.echo(f"   {r.detail}")
+                say(f"   {r.detail}")
                 continue
-            typer.echo("\n".join(f"   {line}" for line in r.disassembly))
-            typer.echo("   histogram: " + ", ".join(f"{k} {v}" for k, v in r.histogram.items()))
+            say("\n".join(f"   {line}" for line in r.disassembly))
+            say("   histogram: " + ", ".join(f"{k} {v}" for k, v in r.histogram.items()))
             for t in r.evidence.get("operands", []):
-                typer.echo(f"   operand {t['operand']}: {t['reaches']} (needs "
+                say(f"   operand {t['operand']}: {t['reaches']} (needs "
                            f"{t['requirement']}) via {' <- '.join(t['path'])}")
             if r.detail:
-                typer.echo(f"   problems: {r.detail}")
+                say(f"   problems: {r.detail}")
     if any(r.status == "failed" for r in reports):
         raise typer.Exit(int(Exit.INTEGRITY))
 
@@ -246,7 +258,7 @@ def prereg_new(probe: str, hypothesis_id: Annotated[str, typer.Argument(metavar=
     """Write a hypothesis template for PROBE under preregistrations/PROBE/ID.toml."""
     from probelab.prereg import new
 
-    typer.echo(str(new(probe, hypothesis_id)))
+    say(str(new(probe, hypothesis_id)))
 
 
 @prereg_app.command("seal", epilog=EPILOG)
@@ -263,7 +275,7 @@ def prereg_seal(
 
     for path in files:
         entry = seal(path)
-        typer.echo(f"sealed {entry['probe']}/{entry['hypothesis']} {entry['hash']}")
+        say(f"sealed {entry['probe']}/{entry['hypothesis']} {entry['hash']}")
 
 
 @prereg_app.command("verify", epilog=EPILOG)
@@ -277,11 +289,11 @@ def prereg_verify(as_json: JsonOpt = False) -> None:
         emit_json(rows)
     else:
         for r in rows:
-            problems = escape("; ".join(r["problems"]))
+            problems = safe("; ".join(r["problems"]))
             status = "[green]ok[/]" if r["ok"] else f"[red]{problems}[/]"
-            notes = "".join(f" ({escape(n)})" for n in r["notes"])
-            out.print(f"{r['seq']:>3} {r['probe']}/{r['id']} {(r['commit'] or '-')[:12]} {status}"
-                      f"{notes}")
+            notes = "".join(f" ({safe(n)})" for n in r["notes"])
+            out.print(safe(f"{r['seq']:>3} {r['probe']}/{r['id']} {(r['commit'] or '-')[:12]}")
+                      + f" {status}{notes}")
     if not all(r["ok"] for r in rows):
         raise typer.Exit(int(Exit.INTEGRITY))
 
@@ -301,7 +313,7 @@ def prereg_list(as_json: JsonOpt = False) -> None:
         emit_json(rows)
         return
     for r in rows:
-        typer.echo(f"{'sealed  ' if r['sealed'] else 'UNSEALED'} {r['path']}")
+        say(f"{'sealed  ' if r['sealed'] else 'UNSEALED'} {r['path']}")
 
 
 @prereg_app.command("power", epilog=EPILOG)
@@ -329,21 +341,21 @@ def prereg_power(
         emit_json({"pairs": [p.to_dict() for p in pairs], "notes": notes})
     else:
         if not pairs:
-            typer.echo(f"{probe}: fewer than two sealed hypotheses claim common cells")
+            say(f"{probe}: fewer than two sealed hypotheses claim common cells")
         for p in pairs:
             if p.compared == 0:
-                typer.echo(f"{p.a} / {p.b}: no cells in common (different kernels or scopes)")
+                say(f"{p.a} / {p.b}: no cells in common (different kernels or scopes)")
                 continue
             state = ("BLIND" if p.blind else "RESTATEMENT: identical on all "
                      f"{p.compared:,} cells" if p.kind == "restatement" and not p.differing
                      else f"differ on {p.differing:,} of {p.compared:,} cells")
-            typer.echo(f"{p.a} / {p.b} ({p.kind}): {state}")
+            say(f"{p.a} / {p.b} ({p.kind}): {state}")
             for example in p.examples:  # predictions as the 32-bit words they are
-                typer.echo("    " + ", ".join(
+                say("    " + ", ".join(
                     f"{k}={v:#010x}" if k in (p.a, p.b) else f"{k}={v}"
                     for k, v in example.items()))
         for note in notes:
-            typer.echo(f"note: {note}")
+            say(f"note: {note}")
     if any(p.blind for p in pairs):
         raise typer.Exit(int(Exit.INTEGRITY))
 
@@ -368,11 +380,11 @@ def check(
     doc = run_check(prereg, dataset_path)
     if save:
         doc_path = save_verdict(doc, dataset_path)
-        err.print(f"verdict saved to {doc_path}", highlight=False)
+        err.print(safe(f"verdict saved to {doc_path}"), highlight=False)
     if as_json:
         emit_json(doc)
     else:
-        typer.echo(render(doc))  # plain: Markdown tables must not be wrapped
+        say(render(doc))  # plain: Markdown tables must not be wrapped
     raise typer.Exit(int(EXIT[doc["verdict"]]))
 
 
@@ -396,15 +408,15 @@ def verify(
     else:
         for row in result["checks"]:
             kernels = ", ".join(f"{k} {v}" for k, v in row["kernels"].items())
-            typer.echo(f"{row['dataset']} × {row['hypothesis']}: {row['verdict']} "
+            say(f"{row['dataset']} × {row['hypothesis']}: {row['verdict']} "
                        f"({kernels}) [recorded: {row['recorded']}]")
         for note in result["notes"]:
-            typer.echo(f"note: {note}", err=True)
+            say(f"note: {note}", err=True)
         for problem in result["problems"]:
-            err.print(f"[red]problem:[/] {escape(problem)}", highlight=False)
+            err.print(f"[red]problem:[/] {safe(problem)}", highlight=False)
         seals = len(result["seals"])
         summary = f"{len(result['checks'])} checks over {seals} sealed hypotheses"
-        typer.echo(summary + (", all intact" if not result["problems"] else
+        say(summary + (", all intact" if not result["problems"] else
                               f", {len(result['problems'])} problems"))
     if result["problems"]:
         raise typer.Exit(int(Exit.INTEGRITY))
@@ -430,7 +442,7 @@ def plot(
     *kinds, dataset_path = args
     for path in draw(Path(dataset_path), [*kinds, *(kind or [])] or None, prereg, scoring,
                      out_dir):
-        typer.echo(str(path))
+        say(str(path))
 
 
 @app.command(epilog=EPILOG)
@@ -458,7 +470,7 @@ def report(
     if as_json:
         emit_json(docs)
     else:
-        typer.echo("\n".join(render(d) for d in docs))
+        say("\n".join(render(d) for d in docs))
 
 
 @app.command("diff", epilog=EPILOG)
@@ -485,9 +497,9 @@ def diff_cmd(
     if as_json:
         emit_json(doc)
     else:
-        typer.echo(render(doc, side_a.ds))
+        say(render(doc, side_a.ds))
         for path in doc.get("figures", []):
-            typer.echo(path)
+            say(path)
     raise typer.Exit(int(Exit.OK if doc["identical"] else Exit.REFUTED))
 
 

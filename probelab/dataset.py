@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import h5py
 import numpy as np
 import xarray as xr
 
@@ -20,6 +21,7 @@ ENGINE = "h5netcdf"
 CONTENT_KEY = "content_sha256"
 # provenance keys that came with the content hash: a dataset with them must carry it
 GENERATION_KEYS = frozenset({"blind_pairs", "nondeterministic"})
+MAX_DATASET_BYTES = 1 << 30  # in memory; the largest measured dataset holds 127 MB
 
 
 def grid_coords(ds: xr.Dataset) -> list[str]:
@@ -79,9 +81,12 @@ def tampered(ds: xr.Dataset) -> str | None:
 
 def provenance(ds: xr.Dataset) -> dict[str, Any]:
     try:
-        return json.loads(ds.attrs["provenance"])
+        prov = json.loads(ds.attrs["provenance"])
     except (KeyError, TypeError, json.JSONDecodeError) as exc:
         raise UsageError("dataset has no readable provenance attr") from exc
+    if not isinstance(prov, dict):
+        raise UsageError("dataset provenance is not a JSON object")
+    return prov
 
 
 def with_provenance(ds: xr.Dataset, prov: dict[str, Any]) -> xr.Dataset:
@@ -119,13 +124,36 @@ def save_new(ds: xr.Dataset, stem: Path, prov: dict[str, Any]) -> Path:
     raise UsageError(f"{stem}: no free dataset name")
 
 
+def _declared_bytes(path: Path) -> int:
+    """What the file's variables would take in memory, read from its metadata alone (a few KB
+    of file can declare a 4 GiB variable)."""
+    total = 0
+
+    def add(name: str, item: object) -> None:
+        nonlocal total
+        if isinstance(item, h5py.Dataset):
+            total += int(np.prod(item.shape, dtype=np.float64) * item.dtype.itemsize)
+
+    with h5py.File(path, "r") as handle:
+        handle.visititems(add)
+    return total
+
+
 def load(path: Path) -> xr.Dataset:
     try:
+        declared = _declared_bytes(path)
+        if declared > MAX_DATASET_BYTES:
+            raise UsageError(f"{path} declares {declared:,} bytes of variables; a dataset is at "
+                             f"most {MAX_DATASET_BYTES:,} (refused before reading them)")
         ds = xr.load_dataset(path, engine=ENGINE, mask_and_scale=False)
+    except UsageError:
+        raise
     except Exception as exc:  # truncated, not netCDF, not HDF5: one clear message
         raise UsageError(f"cannot read dataset {path}: {type(exc).__name__}: {exc}") from exc
     if ds.attrs.get("probelab_schema") != SCHEMA:
         raise UsageError(f"{path} is not a probelab dataset (schema {SCHEMA})")
+    if "kernel" not in ds.coords or ds["kernel"].dims != ("kernel",):
+        raise UsageError(f"{path} is not a probelab dataset: it has no `kernel` coordinate")
     provenance(ds)
     return ds
 

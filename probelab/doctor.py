@@ -5,7 +5,7 @@ import platform
 import shutil
 from typing import Any
 
-from probelab.errors import LabError
+from probelab.errors import LabError, UsageError
 from probelab.paths import lab_root, ledger_path
 
 PACKAGES = {
@@ -72,8 +72,12 @@ def _toolchains() -> list[dict[str, Any]]:
 
 
 def diagnose() -> dict[str, Any]:
-    checks = [_check("python", True, platform.python_version()),
-              _check("lab root", (lab_root() / "probes").is_dir(), str(lab_root()))]
+    checks = [_check("python", True, platform.python_version())]
+    try:
+        checks += [_check("lab root", True, str(lab_root())),
+                   _check("ledger", ledger_path().exists(), str(ledger_path()))]
+    except UsageError as exc:  # doctor also helps outside a lab
+        checks.append(_check("lab root", False, str(exc)))
     for package, hint in PACKAGES.items():
         try:
             checks.append(_check(package, True, importlib.metadata.version(package)))
@@ -83,7 +87,6 @@ def diagnose() -> dict[str, Any]:
     checks += _toolchains()
     checks.append(_check("git", shutil.which("git") is not None,
                          "needed to seal and check preregistrations"))
-    checks.append(_check("ledger", ledger_path().exists(), str(ledger_path())))
     for name, status in backend_status().items():
         checks.append(_check(f"backend {name}", status["usable"], status["detail"]))
     return {"checks": checks}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import keyword
-import unicodedata
+import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +26,7 @@ MAX_NODES = 2000
 MAX_DEPTH = 100
 MAX_DEFINITIONS = 512
 _INT64_MAX = 2**63 - 1
+_ASCII_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 _BINOPS: dict[type[ast.operator], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     ast.Add: np.add,
@@ -90,13 +91,18 @@ class Program:
     definitions: tuple[tuple[str, str], ...]  # (name, source) in order
     coordinates: tuple[str, ...]
     _trees: tuple[ast.expr, ...] = field(repr=False, compare=False)
+    nodes: int = 0  # syntax nodes in all definitions: evaluation costs about nodes x cells
+    depth: int = 0  # the deepest nesting: about that many temporaries are alive at once
 
-    def evaluate(self, env: Mapping[str, np.ndarray | int]) -> dict[str, np.ndarray]:
+    def evaluate(self, env: Mapping[str, np.ndarray | int],
+                 keep: Iterable[str] | None = None) -> dict[str, np.ndarray]:
         """Evaluate every definition in order over numpy arrays (broadcast together); returns
-        name -> int64 array of the broadcast shape (scalars broadcast too).
+        name -> int64 array of the broadcast shape (scalars broadcast too), for the names in
+        `keep` (default: every definition).
 
         `env` must give every coordinate as integers (any integer or bool dtype; uint64 values
         are reinterpreted as two's complement); other keys are ignored."""
+        wanted = None if keep is None else set(keep)
         arrays = {}
         for name in self.coordinates:
             if name not in env:
@@ -119,7 +125,8 @@ class Program:
                 except ExprError as e:
                     raise ExprError(f"definition {name!r}: {e}") from None
                 cells.values[name] = np.broadcast_to(value, (size,))
-                results[name] = cells.values[name].reshape(shape).copy()
+                if wanted is None or name in wanted:
+                    results[name] = cells.values[name].reshape(shape).copy()
         return results
 
 
@@ -140,16 +147,24 @@ def compile_program(
             raise ExprError(f"a definition must be a (name, source) pair, got {item!r}") from None
         pairs.append((name, source))
     all_names = [name for name, _ in pairs]
-    trees = []
+    trees, nodes, depth = [], 0, 0
     for i, (name, source) in enumerate(pairs):
         try:
             _check_name(name, coordinates, all_names[:i])
             tree = _parse(source)
-            _check_tree(tree, set(coordinates) | set(all_names[:i]), name, all_names[i + 1 :])
+            count, deepest = _check_tree(tree, set(coordinates) | set(all_names[:i]), name,
+                                         all_names[i + 1 :])
         except ExprError as e:
             raise ExprError(f"definition {name!r}: {e}") from None
         trees.append(tree)
-    return Program(tuple(pairs), coordinates, tuple(trees))
+        nodes, depth = nodes + count, max(depth, deepest)
+    return Program(tuple(pairs), coordinates, tuple(trees), nodes, depth)
+
+
+def is_ascii_name(name: object) -> bool:
+    """Letters, digits and '_' of ASCII only: a look-alike letter (Cyrillic 'х' for 'x')
+    must never pass for another name."""
+    return isinstance(name, str) and _ASCII_NAME.fullmatch(name) is not None
 
 
 def _check_name(name: object, coordinates: tuple[str, ...], earlier: list[str]) -> None:
@@ -157,9 +172,8 @@ def _check_name(name: object, coordinates: tuple[str, ...], earlier: list[str]) 
         raise ExprError("the name must be a Python identifier that is not a keyword")
     if name.startswith("_"):
         raise ExprError("the name must not start with '_'")
-    # The parser NFKC-normalizes identifiers, so a non-normalized name could never be referenced.
-    if unicodedata.normalize("NFKC", name) != name:
-        raise ExprError("the name must be NFKC-normalized")
+    if not is_ascii_name(name):
+        raise ExprError("the name must be ASCII letters, digits and '_' (no look-alikes)")
     if name in coordinates:
         raise ExprError("the name clashes with a coordinate")
     if name in earlier:
@@ -192,13 +206,15 @@ def _parse(source: object) -> ast.expr:
         raise ExprError(f"cannot parse: {type(e).__name__}: {e}") from None
 
 
-def _check_tree(tree: ast.expr, known: set[str], name: str, later: list[str]) -> None:
-    """Enforce size limits and the whitelist iteratively, so even deep trees cannot recurse."""
-    count = 0
+def _check_tree(tree: ast.expr, known: set[str], name: str, later: list[str]
+                ) -> tuple[int, int]:
+    """Enforce size limits and the whitelist iteratively, so even deep trees cannot recurse.
+    Returns (number of nodes, deepest nesting)."""
+    count = deepest = 0
     stack: list[tuple[ast.AST, int]] = [(tree, 1)]
     while stack:
         node, depth = stack.pop()
-        count += 1
+        count, deepest = count + 1, max(deepest, depth)
         if count > MAX_NODES:
             raise ExprError(f"more than {MAX_NODES} syntax nodes")
         if depth > MAX_DEPTH:
@@ -206,6 +222,7 @@ def _check_tree(tree: ast.expr, known: set[str], name: str, later: list[str]) ->
         _check_node(node, known, name, later)
         children = list(ast.iter_child_nodes(node))
         stack.extend((child, depth + 1) for child in reversed(children))
+    return count, deepest
 
 
 def _check_node(node: ast.AST, known: set[str], name: str, later: list[str]) -> None:
@@ -220,6 +237,8 @@ def _check_node(node: ast.AST, known: set[str], name: str, later: list[str]) -> 
         if abs(node.value) > _INT64_MAX:
             raise ExprError("integer literal outside int64 range (magnitude must be < 2**63)")
     elif isinstance(node, ast.Name):
+        if not is_ascii_name(node.id):
+            raise ExprError(f"name {node.id!r} is not ASCII letters, digits and '_'")
         if node.id.startswith("_"):
             raise ExprError(f"name {node.id!r} starts with '_' (dunder access is not allowed)")
         if node.id == name:

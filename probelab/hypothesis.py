@@ -37,9 +37,17 @@ import numpy as np
 import xarray as xr
 
 from probelab.errors import UsageError
-from probelab.expr import ExprError, compile_program
+from probelab.expr import ExprError, Program, compile_program
+from probelab.text import UNPRINTABLE
+from probelab.tomlguard import structure_problem
 
 MAX_FILE_BYTES = 1 << 20
+MAX_VARIANTS = 8  # translations, and near misses, per file
+# What evaluating one file may cost over a grid, bounded before any of it runs: node-cells
+# (syntax nodes x cells, summed over observables and scorings: time) and value-cells
+# (definitions and temporaries alive at once x cells: memory, 8 bytes each).
+MAX_WORK = 1 << 31  # about 1.5 s on one core; the largest sealed file needs 0.64e9
+MAX_VALUES = 1 << 27  # 1 GiB of int64; the largest sealed file needs 31e6
 MASK = 0xFFFFFFFF
 LITERAL = "literal"
 _REQUIRED = {"schema": int, "id": str, "probe": str, "claim": str, "coordinates": str,
@@ -93,15 +101,35 @@ def _strings(table: object, what: str) -> dict[str, str]:
     return dict(table)
 
 
+def _control_character(value: object) -> str | None:
+    """The first control character in any string of a parsed document, as U+XXXX."""
+    if isinstance(value, str):
+        bad = next((c for c in value if UNPRINTABLE.match(c)), None)
+        return None if bad is None else f"U+{ord(bad):04X}"
+    items = value.items() if isinstance(value, dict) else enumerate(value) \
+        if isinstance(value, list) else ()
+    for key, item in items:
+        if found := _control_character(key) or _control_character(item):
+            return found
+    return None
+
+
 def parse_hypothesis(path: Path, raw: bytes) -> Hypothesis:
     if len(raw) > MAX_FILE_BYTES:
         raise UsageError(f"{path}: {len(raw)} bytes; hypothesis files are at most {MAX_FILE_BYTES}")
     try:
-        doc = tomllib.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        if why := structure_problem(text):  # bounded before the parser sees it
+            raise UsageError(f"{path}: refused before parsing: {why}")
+        doc = tomllib.loads(text)
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from exc
+    except (RecursionError, MemoryError) as exc:
+        raise UsageError(f"{path}: too deeply structured to parse ({type(exc).__name__})") from exc
+    if bad := _control_character(doc):  # a claim must not drive the terminal that shows it
+        raise UsageError(f"{path}: contains the control character {bad}; write text only")
     unknown = set(doc) - set(_REQUIRED) - set(_OPTIONAL)
     if unknown:
         raise UsageError(f"{path}: unknown keys {sorted(unknown)}")
@@ -122,6 +150,12 @@ def parse_hypothesis(path: Path, raw: bytes) -> Hypothesis:
         raise UsageError(f"{path}: each [translations.NAME] must be a table")
     if LITERAL in translations:
         raise UsageError(f"{path}: a translation may not be called {LITERAL!r}")
+    if not all(is_plain_id(name) for name in translations):
+        raise UsageError(f"{path}: translation names are plain names (letters, digits, '-', "
+                         "'_')")
+    for key in ("translations", "near_misses"):
+        if len(doc.get(key, {})) > MAX_VARIANTS:
+            raise UsageError(f"{path}: at most {MAX_VARIANTS} {key}")
     for key in ("kernels", "targets"):
         if key in doc and not all(isinstance(k, str) for k in doc[key]):
             raise UsageError(f"{path}: '{key}' must be a list of strings")
@@ -200,29 +234,84 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
         if unpredicted := (set(mapping) & set(observables)) - set(h.predict) - known:
             raise UsageError(f"{h.path}: translation {name!r} renames {sorted(unpredicted)}, "
                              "which the file does not predict")
-    tables: dict[str, dict[str, np.ndarray]] = {s: {} for s in h.scorings()}
-    scopes: dict[str, dict[str, np.ndarray]] = {s: {} for s in h.scorings()}
+    _validate(h, known)
+    plans, work = [], 0
     try:
         for observable, source in h.predict.items():
-            env = _grid_env(grid, observables[observable])
+            dims = observables[observable]
+            env = _grid_env(grid, dims)
+            cells = int(np.prod([grid.sizes[d] for d in dims]))
             extra = [("in_scope", h.where)] if h.where is not None else []
             targets = [("predicted", source), *extra]
             program = compile_program([*_needed(h.lets, targets), *targets], env)
-            for scoring in tables:
-                scoped, mapping = dict(env), h.translations.get(scoring, {})
-                coords = {k: v for k, v in mapping.items() if k not in observables}
-                scoped |= _translate(coords, env)
-                values = program.evaluate(scoped)
-                predicted = values["predicted"]
-                if observable in mapping:  # the value itself is named in the other system
-                    rename = compile_program([("renamed", mapping[observable])],
-                                             [*env, observable])
-                    predicted = rename.evaluate(scoped | {observable: predicted})["renamed"]
-                tables[scoring][observable] = (predicted & MASK).astype(np.uint32)
-                if h.where is not None:
-                    scopes[scoring][observable] = values["in_scope"] != 0
+            steps = {}
+            for scoring in h.scorings():
+                mapping = h.translations.get(scoring, {})
+                # right-hand sides are evaluated over the raw coordinates, all at once (a
+                # swap works); only the coordinates this observable's grid has are rebound
+                moves = {coord: compile_program([("translated", src)], env)
+                         for coord, src in mapping.items()
+                         if coord not in observables and coord in env}
+                rename = compile_program([("renamed", mapping[observable])],
+                                         [*env, observable]) if observable in mapping else None
+                used = [program, *moves.values(), *([rename] if rename else [])]
+                work += cells * sum(p.nodes for p in used)
+                _bound_memory(h, observable, cells, len(env), used)
+                steps[scoring] = moves, rename
+            plans.append((observable, env, program, steps))
+        if work > MAX_WORK:
+            raise UsageError(f"{h.path}: too costly to evaluate: {work:,} node-cells (syntax "
+                             f"nodes x grid cells, over observables and scorings); at most "
+                             f"{MAX_WORK:,}")
+        return _run(h, plans)
     except ExprError as exc:
         raise UsageError(f"{h.path}: {exc}") from exc
+
+
+def _validate(h: Hypothesis, known: set[str]) -> None:
+    """Every expression of the file compiles (syntax, whitelist, names, limits), used on this
+    grid or not: a sealed file must be valid throughout, not only where it is evaluated."""
+    checked, helpers = "hypothesis_expression", {name for name, _ in h.lets}
+    try:
+        # a helper may name any coordinate of the grid, and may share its name with one
+        # that only other observables have (where it is used, it is the helper)
+        compile_program(h.lets, known - helpers)
+        with_lets = [*(known - helpers), *helpers]
+        sources = [*h.predict.values(), *([h.where] if h.where is not None else []),
+                   *(src for table in h.near_misses.values() for src in table.values())]
+        for source in sources:
+            compile_program([(checked, source)], with_lets)
+        for mapping in h.translations.values():
+            for name, source in mapping.items():
+                compile_program([(checked, source)], [*known, *([name] if name in h.predict
+                                                                else [])])
+    except ExprError as exc:
+        raise UsageError(f"{h.path}: {exc}") from exc
+
+
+def _bound_memory(h: Hypothesis, observable: str, cells: int, coordinates: int,
+                  programs: list[Program]) -> None:
+    alive = coordinates + max(len(p.definitions) + p.depth for p in programs)
+    if cells * alive > MAX_VALUES:
+        raise UsageError(f"{h.path}: too large to evaluate: {observable} keeps about {alive} "
+                         f"values per cell alive over {cells:,} cells; at most "
+                         f"{MAX_VALUES:,} value-cells (fewer helpers, or shallower nesting)")
+
+
+def _run(h: Hypothesis, plans: list) -> tuple[Tables, Tables | None]:
+    tables: Tables = {s: {} for s in h.scorings()}
+    scopes: Tables = {s: {} for s in h.scorings()}
+    keep = ("predicted", "in_scope")
+    for observable, env, program, steps in plans:
+        for scoring, (moves, rename) in steps.items():
+            scoped = env | {coord: p.evaluate(env)["translated"] for coord, p in moves.items()}
+            values = program.evaluate(scoped, keep)
+            predicted = values["predicted"]
+            if rename is not None:  # the value itself is named in the other system
+                predicted = rename.evaluate(scoped | {observable: predicted})["renamed"]
+            tables[scoring][observable] = (predicted & MASK).astype(np.uint32)
+            if h.where is not None:
+                scopes[scoring][observable] = values["in_scope"] != 0
     return tables, (scopes if h.where is not None else None)
 
 
@@ -243,14 +332,6 @@ def _needed(lets: tuple[tuple[str, str], ...], targets: list[tuple[str, str]]
         if name in wanted:
             wanted |= _names(source)
     return [(name, source) for name, source in lets if name in wanted]
-
-
-def _translate(mapping: Mapping[str, str], env: Mapping[str, np.ndarray]
-               ) -> dict[str, np.ndarray]:
-    """Right-hand sides are evaluated over the raw coordinates, all at once (a swap works).
-    Only the coordinates this observable's grid has are rebound."""
-    return {coord: compile_program([("translated", source)], env).evaluate(env)["translated"]
-            for coord, source in mapping.items() if coord in env}
 
 
 def table_sha256(tables: Mapping[str, Mapping[str, np.ndarray]],

@@ -6,6 +6,8 @@ says where. The ledger is only ever appended to, and each append is committed to
 
 import hashlib
 import json
+import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,20 @@ from probelab.errors import IntegrityError
 from probelab.storage import atomic_write_text
 
 GENESIS = "0" * 64
+
+
+def _hex64(value: object) -> bool:
+    return isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value) is not None
+
+
+def _text(value: object) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= 1000
+
+
+_FORMS = {"seq": lambda v: type(v) is int, "prev": _hex64, "hash": _hex64,
+          "file_sha256": _hex64, "table_sha256": _hex64, "grid_sha256": _hex64,
+          "probe": _text, "hypothesis": _text, "path": _text, "sealed_at": _text,
+          "parent": lambda v: v is None or _text(v)}
 FIELDS = {"seq", "prev", "probe", "hypothesis", "path", "parent", "file_sha256",
           "table_sha256", "grid_sha256", "sealed_at", "hash"}
 
@@ -40,8 +56,20 @@ def read(path: Path) -> list[dict[str, Any]]:
             raise IntegrityError(f"ledger line {n} is not JSON: {exc}") from exc
         if not isinstance(entry, dict) or set(entry) != FIELDS:
             raise IntegrityError(f"ledger line {n} does not have the ledger's fields")
+        if bad := next((k for k, ok in _FORMS.items() if not ok(entry[k])), None):
+            raise IntegrityError(f"ledger line {n}: field {bad!r} is not of the ledger's form")
         entries.append(entry)
     return entries
+
+
+def sealed_time(entry: dict[str, Any]) -> datetime | None:
+    """When the entry says it was sealed, only if that is an unambiguous instant (a forged
+    line with a naive time must not abort a whole verify: it is that entry's problem)."""
+    try:
+        when = datetime.fromisoformat(entry["sealed_at"])
+    except (TypeError, ValueError):
+        return None
+    return when if when.tzinfo is not None else None
 
 
 def verify_chain(entries: list[dict[str, Any]]) -> None:

@@ -8,15 +8,26 @@ from probelab.errors import UsageError
 _MARKERS = ("probes", "preregistrations")
 
 
+def _is_lab(folder: Path) -> bool:
+    return any((folder / m).is_dir() for m in _MARKERS)
+
+
 def lab_root() -> Path:
-    """$PROBELAB_ROOT, else the nearest folder up from the cwd with probes/ or preregistrations/."""
+    """$PROBELAB_ROOT, else the nearest folder up from the cwd with probes/ or
+    preregistrations/. Outside a lab this is a usage error: a command that judges an
+    archive must never report on an empty one ("0 checks, all intact")."""
     if env := os.environ.get("PROBELAB_ROOT"):
-        return Path(env).resolve()
+        root = Path(env).resolve()
+        if not _is_lab(root):
+            raise UsageError(f"PROBELAB_ROOT={env} is not a probelab lab (it has no probes/ "
+                             "or preregistrations/)")
+        return root
     here = Path.cwd().resolve()
     for folder in (here, *here.parents):
-        if any((folder / m).is_dir() for m in _MARKERS):
+        if _is_lab(folder):
             return folder
-    return here
+    raise UsageError(f"not inside a probelab lab: no probes/ or preregistrations/ in {here} "
+                     "or above (cd into a lab, or set PROBELAB_ROOT)")
 
 
 def probes_dir() -> Path:

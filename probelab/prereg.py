@@ -196,6 +196,8 @@ def verify_seals() -> list[dict[str, Any]]:
                     if grid_hash == entry["grid_sha256"] and \
                             table_hash != entry["table_sha256"]:
                         problems.append("prediction no longer evaluates to the sealed table")
+        if ledger.sealed_time(entry) is None:
+            problems.append(f"sealed_at {entry['sealed_at']!r} is not an unambiguous time")
         commit = seal_commit(entry)
         if commit is None:
             problems.append("no commit carries this seal with the file as sealed")

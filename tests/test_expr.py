@@ -258,7 +258,9 @@ def test_indented_source_is_accepted():
         ({"x": "1"}, "clashes with a coordinate"),
         ([("a", "1"), ("a", "2")], "defined twice"),
         ([(3, "1")], "identifier"),
-        ({"\N{MATHEMATICAL BOLD SMALL A}": "1"}, "NFKC"),
+        ({"\N{MATHEMATICAL BOLD SMALL A}": "1"}, "ASCII"),
+        ({"\N{CYRILLIC SMALL LETTER HA}": "1"}, "ASCII"),  # reads as 'x'
+        ({"a": "\N{CYRILLIC SMALL LETTER HA} + 1"}, "not ASCII"),
         ([("a", "1", "2")], "pair"),
         ({f"d{i}": "1" for i in range(513)}, "at most 512"),
         ({"a": "1", "b": "x.y"}, "attribute"),  # checked up front, not when reached

@@ -1,0 +1,187 @@
+"""Trust under attack, part 4: hostile files that cost time or memory, or are valid only where
+they happen to be evaluated, or talk to the terminal. Each is refused before the cost is
+paid (exit 2), or becomes one item's problem while the rest is still judged."""
+
+import json
+import tracemalloc
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import xarray as xr
+from toylab import ToyLab, invoke
+
+from probelab import dataset, ledger, prereg
+from probelab.archive import verify_archive
+from probelab.errors import UsageError
+from probelab.hypothesis import evaluate_claim, parse_hypothesis
+
+ESC = "\x1b"
+
+
+def big_grid() -> xr.Dataset:
+    """A grid the size of byte-perm's (2**20 cells)."""
+    return xr.Dataset(coords={"a": ("a", np.arange(1024, dtype=np.uint32)),
+                              "b": ("b", np.arange(1024, dtype=np.uint32))})
+
+
+def hypothesis(body: str):
+    head = 'schema = 1\nid = "h"\nprobe = "toy"\nclaim = "c"\ncoordinates = "raw"\n'
+    return parse_hypothesis(Path("h.toml"), (head + body).encode())
+
+
+def refused_within(megabytes: int, run) -> str:
+    """Run `run`, which must raise UsageError, and show that nothing big was allocated
+    before it did (numpy's allocations are traced too)."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(UsageError) as caught:
+            run()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < megabytes * 2**20, f"{peak / 2**20:.0f} MB allocated before refusing"
+    return str(caught.value)
+
+
+# ---- 8. resource exhaustion -----------------------------------------------------------------
+
+
+def test_511_chained_lets_are_refused_before_any_is_evaluated() -> None:
+    lets = "\n".join(['l0 = "a + 1"', *(f'l{i} = "l{i - 1} + 1"' for i in range(1, 511))])
+    h = hypothesis(f'[let]\n{lets}\n[predict]\nvalue = "l510"\n')
+    why = refused_within(64, lambda: evaluate_claim(h, big_grid(), {"value": ("a", "b")}))
+    assert "too large to evaluate" in why
+
+
+def test_comparison_chains_times_translations_are_refused_by_their_cost() -> None:
+    chain = " < ".join(["a", "b"] * 300)  # 599 comparisons
+    lets = "\n".join(f'l{i} = "{chain}"' for i in range(8))
+    translations = "".join(f'[translations.t{i}]\na = "b"\n' for i in range(8))
+    total = " + ".join(f"l{i}" for i in range(8))
+    h = hypothesis(f'[let]\n{lets}\n[predict]\nvalue = "{total}"\n{translations}')
+    why = refused_within(64, lambda: evaluate_claim(h, big_grid(), {"value": ("a", "b")}))
+    assert "too costly to evaluate" in why and "node-cells" in why
+
+
+def test_the_bounds_leave_room_for_every_sealed_hypothesis(repo_lab) -> None:
+    """The largest real claims (byte-perm over 2**20 cells) stay well inside the bounds."""
+    assert all(row["ok"] for row in prereg.verify_seals())
+
+
+@pytest.mark.parametrize("text", [
+    "x." * 43_000 + "y = 1",  # one dotted key: quadratic in tomllib (93 s, 7.9 GB)
+    "x = " + "[" * 100_000 + "]" * 100_000,  # RecursionError inside tomllib
+    "x = " + "{a = " * 5_000 + "1" + "}" * 5_000,
+], ids=["dotted-key", "nested-arrays", "nested-inline-tables"])
+def test_hostile_toml_structure_is_refused_before_parsing(toylab: ToyLab, text: str) -> None:
+    path = toylab.root / "preregistrations" / "toy" / "evil.toml"
+    path.write_text(text)
+    result = invoke("check", path, toylab.sim_dataset())
+    assert result.exit_code == 2 and "refused before parsing" in result.stderr, result.stderr
+    assert refused_within(16, lambda: parse_hypothesis(path, path.read_bytes()))
+
+
+def _huge_declared_dataset(path: Path) -> None:
+    """A few KB of file that declares a 4 GiB variable (chunked, never written)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with h5py.File(path, "w") as handle:
+        handle.create_dataset("value", shape=(2**30,), dtype="u4", chunks=(2**16,))
+        handle.attrs["probelab_schema"] = dataset.SCHEMA
+        handle.attrs["provenance"] = json.dumps({"probe": "toy", "simulated": False})
+
+
+def test_a_dataset_declaring_4_gib_is_refused_before_reading(toylab: ToyLab) -> None:
+    path = toylab.data / "toy" / "sm_90" / "20261201T000000Z.nc"
+    _huge_declared_dataset(path)
+    assert path.stat().st_size < 64 * 1024
+    why = refused_within(16, lambda: dataset.load(path))
+    assert "declares 4,294,967,296 bytes" in why
+    hyp = toylab.write_hyp("sum", "a + b")
+    prereg.seal(hyp)
+    assert invoke("check", hyp, path).exit_code == 2
+    assert any("declares" in p for p in verify_archive()["problems"])
+
+
+# ---- 11. hostile hypothesis files -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("let", [
+    "unused = \"__import__('os').system('touch PWNED')\"",
+    'unused = "a.__class__"',
+    'True = "1"',
+    'unused = "b[0]"',
+    '"\N{CYRILLIC SMALL LETTER HA}" = "a"',  # reads as x
+    'y = "\N{CYRILLIC SMALL LETTER HA} + a"',
+], ids=["import", "dunder", "keyword-name", "subscript", "cyrillic-name", "cyrillic-use"])
+def test_every_helper_must_be_valid_even_if_nothing_uses_it(toylab: ToyLab, let: str) -> None:
+    path = toylab.root / "preregistrations" / "toy" / "sneaky.toml"
+    path.write_text('schema = 1\nid = "sneaky"\nprobe = "toy"\nclaim = "c"\n'
+                    f'coordinates = "raw"\n[let]\n{let}\n[predict]\nvalue = "a + b"\n')
+    result = invoke("prereg", "seal", path)
+    assert result.exit_code == 2, result.stdout
+    assert not toylab.ledger.exists() and not (toylab.root / "PWNED").exists()
+
+
+def test_a_translation_for_a_coordinate_nothing_has_is_still_checked(toylab: ToyLab) -> None:
+    path = toylab.write_hyp("t", "a + b", translations={"t": {"a": "__import__('os')"}})
+    assert invoke("prereg", "seal", path).exit_code == 2
+
+
+def test_terminal_escapes_cannot_be_sealed(toylab: ToyLab) -> None:
+    path = toylab.write_hyp("loud", "a + b", claim=f"{ESC}[1A{ESC}[2KCONFIRMED")
+    result = invoke("prereg", "seal", path)
+    assert result.exit_code == 2 and "U+001B" in result.stderr
+    assert ESC not in result.stdout + result.stderr
+
+
+def test_no_output_lets_a_control_character_through(toylab: ToyLab) -> None:
+    """Text from a dataset or a recorded verdict reaches the terminal escaped."""
+    hyp = toylab.write_hyp("sum", "a + b")
+    prereg.seal(hyp)
+    data = toylab.as_measured(toylab.sim_dataset(), device=f"NVIDIA {ESC}[2J{ESC}]0;pwned\a")
+    results = [invoke("check", hyp, data), invoke("report", data), invoke("verify"),
+               invoke("check", hyp, data, "--json")]
+    assert [r.exit_code for r in results] == [0, 0, 0, 0]
+    for r in results:
+        assert ESC not in r.stdout + r.stderr and "\a" not in r.stdout + r.stderr
+    assert "\\x1b[2J" in results[0].stdout
+
+
+# ---- 12. malformed items are that item's problem ---------------------------------------------
+
+
+def test_a_forged_ledger_line_with_a_naive_time_is_one_problem(toylab: ToyLab) -> None:
+    hyp = toylab.write_hyp("sum", "a + b")
+    prereg.seal(hyp)
+    toylab.as_measured(toylab.sim_dataset())
+    forged = toylab.write_hyp("forged", "a + b + 0")
+    (entry,) = ledger.read(toylab.ledger)
+    line = {k: v for k, v in entry.items() if k != "hash"} | {
+        "seq": 2, "prev": entry["hash"], "hypothesis": "forged",
+        "path": "preregistrations/toy/forged.toml",
+        "file_sha256": parse_hypothesis(forged, forged.read_bytes()).sha256,
+        "sealed_at": "2026-01-01T00:00:00"}
+    line["hash"] = ledger.entry_hash(line)
+    with open(toylab.ledger, "a") as handle:
+        handle.write(ledger.canonical(line).decode() + "\n")
+    result = verify_archive()
+    verdicts = {r["hypothesis"]: r["verdict"] for r in result["checks"]}
+    assert verdicts == {"sum": "CONFIRMED", "forged": "POST-HOC"}
+    assert any("forged.toml" in p and "not an unambiguous time" in p
+               for p in result["problems"])
+    assert invoke("verify").exit_code == 3
+
+
+def test_a_dataset_without_a_kernel_coordinate_is_one_problem(toylab: ToyLab) -> None:
+    hyp = toylab.write_hyp("sum", "a + b")
+    prereg.seal(hyp)
+    good = toylab.as_measured(toylab.sim_dataset())
+    odd = good.with_name("20200101T000000Z.nc")
+    ds = dataset.load(good).isel(kernel=0, drop=True)
+    ds.to_netcdf(odd, engine=dataset.ENGINE)
+    result = verify_archive()
+    assert any(odd.name in p and "no `kernel` coordinate" in p for p in result["problems"])
+    assert [r["verdict"] for r in result["checks"]] == ["CONFIRMED"]  # the rest is judged
+    assert invoke("check", hyp, odd).exit_code == 2
