@@ -2,19 +2,23 @@
 of its probe, and compare with the verdicts recorded beside it.
 
 A refuted hypothesis is a result, not a failure; a hypothesis sealed after a dataset was
-taken is POST-HOC for that dataset, also not a failure. Failures are: a broken ledger, a
-tampered file, an unreadable or simulated dataset in the archive, and a recorded verdict
-that the data no longer reproduce.
+taken is POST-HOC for that dataset, also not a failure (but never recorded as a verdict).
+Failures are: a broken ledger or manifest, a tampered, misplaced, unpinned or missing
+dataset, a symbolic link, a simulated dataset in the archive, a recorded verdict that the
+data no longer reproduce, and one that does not count or that no check accounts for.
 """
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
-from probelab import dataset, gitinfo
+from probelab import gitinfo, manifest
 from probelab.check import (
     TAMPERED,
     check,
+    counts,
+    judge,
     kernel_statuses,
     not_applicable,
     render_json,
@@ -28,26 +32,65 @@ from probelab.paths import data_dir, lab_root
 from probelab.prereg import ledger_entries, verify_seals
 
 EXPECTED_SUFFIXES = (".nc", ".verdict.json", ".png", ".svg", ".md")
+VERDICT = ".verdict.json"
 
 
 def rewritten(path: Path) -> list[str]:
     """A measured dataset is written once: after the commit that adds it, git must show no
-    change to it (committed or not). Silent where the checkout has no history."""
+    change to it (committed or not), followed through renames and every side of a merge.
+    Silent where the checkout has no history."""
     rel = path.relative_to(lab_root()).as_posix()
     try:
-        touching = gitinfo.git("log", "--format=%h", "--", rel).split()  # newest first
+        touching = _followed(rel)
+        full = gitinfo.git("log", "--full-history", "--format=%h", "--", rel).split()
+        touching += [c for c in full if c not in touching]
         if not touching:
             return []  # never committed (new, or only staged): a fresh measurement
         edited = gitinfo.git("diff", "--name-only", "HEAD", "--", rel)
     except (RuntimeError, OSError):
         return []
     problems = []
-    if len(touching) > 1:  # modified, or deleted and added again
+    if len(touching) > 1:  # modified, renamed, or added again (deleted first, or merged in)
         problems.append(f"changed after the commit that added it ({touching[-1]}): commits "
                         f"{', '.join(touching[:-1])}; a measured dataset is written once")
     if edited:
         problems.append("differs from the committed file (edited in the working tree)")
     return problems
+
+
+def _followed(rel: str) -> list[str]:
+    """Commits that touched `rel`, newest first, through renames. Git guesses renames from
+    similar content, and two measurements of one probe are similar: a "rename" whose source
+    is still in that commit is a new file, and its history starts there."""
+    log = gitinfo.git("log", "--follow", "--name-status", "--format=commit %h", "--", rel)
+    commits = []
+    for block in log.split("commit ")[1:]:
+        commit, *changes = block.strip().splitlines()
+        commits.append(commit)
+        status = next((c.split("\t") for c in changes if c.strip()), [""])
+        kind = status[0][:1]
+        if kind == "C" or (kind == "R" and _exists(f"{commit}:{status[1]}")):
+            break
+    return commits
+
+
+def _exists(spec: str) -> bool:
+    try:
+        gitinfo.git("cat-file", "-e", spec)
+    except RuntimeError:
+        return False
+    return True
+
+
+def archive_files(root: Path) -> tuple[list[Path], list[Path]]:
+    """(plain files, symbolic links) under `root`; links are never followed."""
+    files, links = [], []
+    for folder, dirs, names in os.walk(root):
+        base = Path(folder)
+        links += [base / d for d in dirs if (base / d).is_symlink()]
+        for name in names:
+            (links if (base / name).is_symlink() else files).append(base / name)
+    return sorted(files), sorted(links)
 
 
 def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, Any]:
@@ -60,64 +103,100 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
         what = "history" if isinstance(exc, HistoryError) else "ledger"
         result["problems"].append(f"{what}: {exc}")
         return result
-    result["problems"] += [f"seal {s['path']}: {p}" for s in result["seals"] for p in s["problems"]]
-    files = sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
-    for stray in (p for p in files if not p.name.endswith(EXPECTED_SUFFIXES)):
-        result["notes"].append(f"stray file in the archive: {stray.relative_to(lab_root())}")
+    problems, notes = result["problems"], result["notes"]
+    problems += [f"seal {s['path']}: {p}" for s in result["seals"] for p in s["problems"]]
+    files, links = archive_files(root) if root.exists() else ([], [])
+    problems += [f"{rel(link)}: a symbolic link in the archive (to {os.readlink(link)}); a "
+                 "dataset is the file itself, kept in data/" for link in links]
+    for stray in (p for p in files if not p.name.endswith(EXPECTED_SUFFIXES)
+                  and p != manifest.manifest_path()):
+        notes.append(f"stray file in the archive: {rel(stray)}")
+    try:
+        pins = manifest.read()
+    except IntegrityError as exc:
+        problems.append(str(exc))
+        pins = []
+    problems += manifest.duplicates(pins) + manifest.history_problems()
+    problems += [f"{pin['path']}: pinned in the manifest, but the file is gone; a measurement "
+                 "stays in the archive, refuted or not" for pin in pins
+                 if not (lab_root() / pin["path"]).is_file()]
+    accounted: set[Path] = set()
     for path in (p for p in files if p.suffix == ".nc"):
-        rel = path.relative_to(lab_root()).as_posix()
-        try:
-            ds = dataset.load(path)
-            prov = dataset.provenance(ds)
-        except LabError as exc:
-            result["problems"].append(f"{rel}: {exc}")
-            continue
-        if why := dataset.tampered(ds):  # before its probe or target are believed
-            result["problems"].append(f"{rel}: {why}")
-            continue
-        if prov.get("simulated", True):
-            result["problems"].append(f"{rel}: simulated dataset among measurements")
-            continue
-        result["problems"] += [f"{rel}: {why}" for why in rewritten(path)]
-        for entry in (e for e in entries if e["probe"] == prov.get("probe")):
-            try:
-                why = not_applicable(load_hypothesis(lab_root() / entry["path"]), ds)
-                if why:
-                    result["notes"].append(f"{rel} × {entry['hypothesis']}: not applicable, "
-                                           f"{why}")
-                    continue
-                doc = check(lab_root() / entry["path"], path)
-            except LabError as exc:
-                result["problems"].append(f"{rel} × {entry['hypothesis']}: {exc}")
-                continue
-            recorded_path = verdict_path(path, entry["hypothesis"])
-            recorded = "missing"
-            if recorded_path.exists():
-                try:
-                    old = json.loads(recorded_path.read_text())
-                    same = old == json.loads(render_json(doc))
-                    recorded = "same" if same else "differs"
-                    was = old.get("verdict") if isinstance(old, dict) else None
-                except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-                    recorded, was = "unreadable", None
-            if write and recorded != "same":
-                save_verdict(doc, path)
-                recorded = "written"
-            row = {"dataset": rel, "hypothesis": entry["hypothesis"],
-                   "verdict": verdict_words(doc),
-                   "recorded": recorded,
-                   "kernels": kernel_statuses(doc)}
-            result["checks"].append(row)
-            if doc["verdict"] == TAMPERED:
-                result["problems"].append(f"{rel} × {entry['hypothesis']}: "
-                                          + "; ".join(doc["reasons"]))
-            if recorded in ("differs", "unreadable"):
-                what = (f"recorded verdict {recorded} (it says {was}, the data give "
-                        f"{doc['verdict']} now)" if was != doc["verdict"] else
-                        f"recorded verdict file differs in its details (the verdict, "
-                        f"{was}, is the same; `probelab verify --write` re-records it)")
-                result["problems"].append(f"{rel} × {entry['hypothesis']}: {what}")
-            elif recorded == "missing":
-                result["notes"].append(f"{rel} × {entry['hypothesis']}: no recorded verdict "
-                                       "(probelab verify --write records it)")
+        accounted |= _verify_dataset(path, entries, write, result)
+    for stray in (p for p in files if p.name.endswith(VERDICT) and p not in accounted):
+        problems.append(f"{rel(stray)}: a recorded verdict that no sealed hypothesis of its "
+                        "dataset reproduces (never sealed, not applicable, or its dataset is "
+                        "gone): it does not count")
     return result
+
+
+def rel(path: Path) -> str:
+    return path.relative_to(lab_root()).as_posix()
+
+
+def _verify_dataset(path: Path, entries: list[dict[str, Any]], write: bool,
+                    result: dict[str, Any]) -> set[Path]:
+    """Check one dataset against every sealed hypothesis of its probe into `result`; returns
+    the recorded verdict files it accounts for."""
+    problems, notes, name = result["problems"], result["notes"], rel(path)
+    problems += [f"{name}: {why}" for why in rewritten(path)]  # whatever the file says
+    try:
+        judged = judge(path)
+    except LabError as exc:
+        problems.append(f"{name}: {exc}")
+        return set()
+    if judged.problem:  # before its probe or target are believed
+        problems.append(f"{name}: {judged.problem}")
+        return set()
+    if judged.prov.get("simulated", True):
+        problems.append(f"{name}: simulated dataset among measurements")
+        return set()
+    accounted = set()
+    for entry in (e for e in entries if e["probe"] == judged.prov.get("probe")):
+        label = f"{name} × {entry['hypothesis']}"
+        try:
+            why = not_applicable(load_hypothesis(lab_root() / entry["path"]), judged.ds)
+            if why:
+                notes.append(f"{label}: not applicable, {why}")
+                continue
+            doc = check(lab_root() / entry["path"], path, judged)
+        except LabError as exc:
+            problems.append(f"{label}: {exc}")
+            continue
+        recorded_path = verdict_path(path, entry["hypothesis"])
+        accounted.add(recorded_path)
+        recorded, was = _recorded(recorded_path, doc)
+        if write and recorded != "same" and counts(doc):
+            save_verdict(doc, path)
+            recorded = "written"
+        result["checks"].append({"dataset": name, "hypothesis": entry["hypothesis"],
+                                 "verdict": verdict_words(doc), "recorded": recorded,
+                                 "kernels": kernel_statuses(doc)})
+        if doc["verdict"] == TAMPERED:
+            problems.append(f"{label}: " + "; ".join(doc["reasons"]))
+        if not counts(doc):
+            if recorded != "missing":
+                problems.append(f"{label}: a {doc['verdict']} verdict is recorded, but it "
+                                "does not count; a verdict file claims a result")
+        elif recorded in ("differs", "unreadable"):
+            what = (f"recorded verdict {recorded} (it says {was}, the data give "
+                    f"{doc['verdict']} now)" if was != doc["verdict"] else
+                    f"recorded verdict file differs in its details (the verdict, "
+                    f"{was}, is the same; `probelab verify --write` re-records it)")
+            problems.append(f"{label}: {what}")
+        elif recorded == "missing":
+            notes.append(f"{label}: no recorded verdict (probelab verify --write records it)")
+    return accounted
+
+
+def _recorded(path: Path, doc: dict[str, Any]) -> tuple[str, Any]:
+    """How the verdict file at `path` compares with `doc`: (missing | same | differs |
+    unreadable, the verdict it records)."""
+    if not path.exists():
+        return "missing", None
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return "unreadable", None
+    same = old == json.loads(render_json(doc))
+    return "same" if same else "differs", old.get("verdict") if isinstance(old, dict) else None

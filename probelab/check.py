@@ -6,6 +6,7 @@ verdict is only counted when the seal is intact and provably older than the meas
 
 import hashlib
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from probelab import dataset, gitinfo, ledger
+from probelab import dataset, gitinfo, ledger, manifest
 from probelab.errors import Exit, HistoryError, IntegrityError, LabError, UsageError
 from probelab.hypothesis import (
     LITERAL,
@@ -24,7 +25,7 @@ from probelab.hypothesis import (
     load_hypothesis,
     table_sha256,
 )
-from probelab.paths import lab_root, relative, shown
+from probelab.paths import data_dir, lab_root, relative, shown
 from probelab.prereg import ledger_entries, retired_observables, seal_commit
 from probelab.probe import get_probe
 from probelab.storage import atomic_write_text
@@ -84,6 +85,31 @@ def _measured_at(prov: dict) -> datetime | None:
     except (KeyError, TypeError, ValueError):
         return None
     return when if when.tzinfo is not None else None
+
+
+def dataset_problem(path: Path, ds: xr.Dataset) -> str | None:
+    """Why a dataset is not what its sweep saved (edited, self-contradicting) or, when it
+    says it is a measurement, not the archive's own (unpinned, misplaced, a copy); None if
+    it is. A measured dataset outside the archive is a usage error: it cannot count."""
+    prov = dataset.provenance(ds)
+    content = dataset.computed_content_sha256(ds)
+    if why := dataset.tampered(ds, content):
+        return why
+    if why := dataset.contradictions(prov):
+        return "; ".join(why)
+    if prov.get("simulated", True) is not False:
+        return None  # never evidence, wherever it is
+    if manifest.archive_relative(path) is None:
+        raise UsageError(f"{path} is not a file in the archive ({shown(manifest.data_dir())}/): "
+                         f"a measured dataset counts only there, as {manifest.NAME} pins it "
+                         "(a link to it, or a copy elsewhere, is not the dataset)")
+    if why := manifest.placement_problem(path, prov):
+        return why
+    try:
+        entries = manifest.read()
+    except IntegrityError as exc:
+        return f"{exc}"
+    return manifest.pin_problem(path, content, entries)
 
 
 def _order_problems(entry: dict, prov: dict) -> tuple[list[str], str | None]:
@@ -146,7 +172,23 @@ def _hypothesis_doc(h: Hypothesis, path: Path, kernels: list[str]) -> dict[str, 
             "file_sha256": h.sha256}
 
 
-def _edited_seal(hypothesis_path: Path, dataset_path: Path,
+@dataclass(frozen=True)
+class Judged:
+    """A dataset as loaded, and why it is not what its sweep saved (or None): judged once,
+    however many hypotheses are then checked against it."""
+
+    path: Path
+    ds: xr.Dataset
+    prov: dict[str, Any]
+    problem: str | None
+
+
+def judge(path: Path) -> Judged:
+    ds = dataset.load(path)
+    return Judged(path, ds, dataset.provenance(ds), dataset_problem(path, ds))
+
+
+def _edited_seal(hypothesis_path: Path, judged: Judged,
                  entries: list[dict[str, Any]]) -> dict[str, Any] | None:
     """A sealed file whose bytes no longer hash to its ledger entry is TAMPERED before it is
     parsed: re-encoded or corrupted, it must not pass for a mere usage error."""
@@ -162,34 +204,34 @@ def _edited_seal(hypothesis_path: Path, dataset_path: Path,
         return None  # unreadable or outside the lab: reported on the normal path
     if digest == entry["file_sha256"]:
         return None
-    ds = dataset.load(dataset_path)
     return {"hypothesis": {"id": entry["hypothesis"], "probe": entry["probe"],
                            "path": entry["path"], "claim": "(not read: the file no longer "
                            "hashes to its seal)", "coordinates": None, "kernels": [],
                            "file_sha256": digest,
                            "ledger_hash": entry["hash"], "sealed_at": entry["sealed_at"]},
-            "dataset": _dataset_doc(dataset_path, ds, dataset.provenance(ds)),
+            "dataset": _dataset_doc(judged.path, judged.ds, judged.prov),
             "verdict": TAMPERED,
             "reasons": ["file edited after sealing: it no longer hashes to its ledger entry"]}
 
 
-def check(hypothesis_path: Path, dataset_path: Path) -> dict[str, Any]:
+def check(hypothesis_path: Path, dataset_path: Path,
+          judged: Judged | None = None) -> dict[str, Any]:
     try:
         entries, ledger_error = ledger_entries(), None
     except HistoryError:
         raise  # nothing can be judged in this checkout: say so once
     except IntegrityError as exc:
         entries, ledger_error = [], exc
-    if edited := _edited_seal(hypothesis_path, dataset_path, entries):
+    judged = judged or judge(dataset_path)
+    if edited := _edited_seal(hypothesis_path, judged, entries):
         return edited
     h = load_hypothesis(hypothesis_path)
-    ds = dataset.load(dataset_path)
-    prov = dataset.provenance(ds)
-    if why := dataset.tampered(ds):  # before any provenance field is believed
+    ds, prov = judged.ds, judged.prov
+    if judged.problem:  # before any provenance field is believed
         return {"hypothesis": _hypothesis_doc(h, hypothesis_path, []),
                 "dataset": _dataset_doc(dataset_path, ds, prov), "verdict": TAMPERED,
-                "reasons": [f"dataset: {why} (its provenance fields above are as recorded, "
-                            "not vouched for)"]}
+                "reasons": [f"dataset: {judged.problem} (its provenance fields above are as "
+                            "recorded, not vouched for)"]}
     if prov.get("probe") != h.probe:
         raise UsageError(f"{dataset_path} is a {prov.get('probe')!r} dataset; "
                          f"{hypothesis_path} is about {h.probe!r}")
@@ -263,19 +305,18 @@ def kernel_statuses(doc: dict[str, Any]) -> dict[str, str]:
 def check_all(dataset_path: Path) -> list[dict[str, Any]]:
     """Check a dataset against every sealed hypothesis of its probe that applies to it, and
     save each verdict beside it."""
-    ds = dataset.load(dataset_path)
-    if why := dataset.tampered(ds):
-        raise IntegrityError(f"{dataset_path}: {why}")
-    probe = dataset.provenance(ds).get("probe")
+    judged = judge(dataset_path)
+    if judged.problem:
+        raise IntegrityError(f"{dataset_path}: {judged.problem}")
     docs = []
     entries = ledger_entries()
-    for entry in (e for e in entries if e["probe"] == probe):
+    for entry in (e for e in entries if e["probe"] == judged.prov.get("probe")):
         path = lab_root() / entry["path"]
-        doc = _edited_seal(path, dataset_path, entries)  # judged before the file is read
+        doc = _edited_seal(path, judged, entries)  # judged before the file is read
         if doc is None:
-            if not_applicable(load_hypothesis(path), ds):
+            if not_applicable(load_hypothesis(path), judged.ds):
                 continue
-            doc = check(path, dataset_path)
+            doc = check(path, dataset_path, judged)
         save_verdict(doc, dataset_path)
         docs.append(doc)
     return docs
@@ -289,7 +330,20 @@ def render_json(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
-def save_verdict(doc: dict[str, Any], dataset_path: Path) -> Path:
+def counts(doc: dict[str, Any]) -> bool:
+    """Whether a verdict is a result: CONFIRMED or REFUTED. TAMPERED and POST-HOC never are,
+    and NOT-EVIDENCE is kept beside simulated data only, never in the archive."""
+    if doc["verdict"] in (CONFIRMED, REFUTED):
+        return True
+    return doc["verdict"] == NOT_EVIDENCE and not \
+        (lab_root() / doc["dataset"]["path"]).resolve().is_relative_to(data_dir().resolve())
+
+
+def save_verdict(doc: dict[str, Any], dataset_path: Path) -> Path | None:
+    """Save a verdict beside its dataset if it counts (see `counts`); None where it does not,
+    so that nothing that does not count is ever recorded as if it did."""
+    if not counts(doc):
+        return None
     path = verdict_path(dataset_path, doc["hypothesis"]["id"])
     atomic_write_text(path, render_json(doc))
     return path

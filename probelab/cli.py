@@ -366,7 +366,9 @@ def check(
     prereg: Annotated[Path, typer.Argument(help="A sealed hypothesis file.")],
     dataset_path: Annotated[Path, typer.Argument(metavar="DATASET", help="A .nc dataset.")],
     as_json: JsonOpt = False,
-    save: Annotated[bool, typer.Option(help="Save the verdict JSON beside the dataset.")] = True,
+    save: Annotated[bool, typer.Option(help="Save the verdict JSON beside the dataset (only a "
+                                       "verdict that counts: never TAMPERED or POST-HOC, and "
+                                       "NOT-EVIDENCE only outside data/).")] = True,
 ) -> None:
     """Score a dataset against a sealed hypothesis: literally and under each translation.
 
@@ -380,7 +382,9 @@ def check(
     doc = run_check(prereg, dataset_path)
     if save:
         doc_path = save_verdict(doc, dataset_path)
-        err.print(safe(f"verdict saved to {doc_path}"), highlight=False)
+        err.print(safe(f"verdict saved to {doc_path}" if doc_path else
+                       f"verdict not saved: a {doc['verdict']} verdict does not count"),
+                  highlight=False)
     if as_json:
         emit_json(doc)
     else:

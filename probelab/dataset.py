@@ -21,6 +21,7 @@ ENGINE = "h5netcdf"
 CONTENT_KEY = "content_sha256"
 # provenance keys that came with the content hash: a dataset with them must carry it
 GENERATION_KEYS = frozenset({"blind_pairs", "nondeterministic"})
+MEASURING_BACKENDS = frozenset({"cuda", "hip", "toolchain"})  # what can take a measurement
 MAX_DATASET_BYTES = 1 << 30  # in memory; the largest measured dataset holds 127 MB
 
 
@@ -65,18 +66,51 @@ def content_sha256(ds: xr.Dataset, prov: dict[str, Any]) -> str:
     return h.hexdigest()
 
 
-def tampered(ds: xr.Dataset) -> str | None:
-    """Why a dataset's contents are not what its sweep wrote, or None. A dataset saved
-    before content hashes were recorded has none to check (None); git history covers it."""
+def tampered(ds: xr.Dataset, content: str | None = None) -> str | None:
+    """Why a dataset's contents are not what its sweep wrote, or None. `content` is its
+    content hash if already computed. A dataset saved before content hashes were recorded
+    has none to check (None); the manifest's pin covers it."""
     prov = provenance(ds)
     if CONTENT_KEY not in prov:
         if GENERATION_KEYS & prov.keys():  # written by a version that records the hash
             return f"its {CONTENT_KEY} was removed from the provenance"
         return None
-    if content_sha256(ds, prov) != prov[CONTENT_KEY]:
+    if (content or content_sha256(ds, prov)) != prov[CONTENT_KEY]:
         return ("values or provenance edited after the sweep: the contents no longer hash to "
                 f"the {CONTENT_KEY} recorded when it was saved")
     return None
+
+
+def computed_content_sha256(ds: xr.Dataset) -> str:
+    """The content hash of a dataset as loaded (for one that records none, what it would)."""
+    return content_sha256(ds, provenance(ds))
+
+
+def contradictions(prov: dict[str, Any]) -> list[str]:
+    """Where a dataset that says it is a measurement (`simulated: false`) says elsewhere
+    what only a simulated run says: a flipped flag must not make a model's output count."""
+    if prov.get("simulated", True) is not False:
+        return []
+    found = []
+    backend, device = prov.get("backend"), str(prov.get("device", ""))
+    static = backend == "toolchain"
+    if backend not in MEASURING_BACKENDS:
+        found.append(f"its backend is {backend!r}, which measures nothing")
+    details = prov.get("device_details")
+    if device.lower().startswith("simulated") or (
+            isinstance(details, dict) and details.get("simulated") == "true"):
+        found.append(f"its device is {device!r}")
+    if static != (prov.get("static") is True):
+        found.append("it is a static (toolchain) dataset on one side and not on the other")
+    toolchain = json.dumps(prov.get("toolchain"))
+    if "simulated" in toolchain:
+        found.append(f"its toolchain is {toolchain}")
+    kernels = prov.get("kernels")
+    for name, record in (kernels if isinstance(kernels, dict) else {}).items():
+        evidence = record.get("evidence") if isinstance(record, dict) else None
+        if not static and not (isinstance(evidence, dict) and evidence.get("ok") is True):
+            found.append(f"kernel {name} records no passed evidence gate ({evidence!r:.60})")
+    return [f"it says simulated: false, but {why}" for why in found]
 
 
 def provenance(ds: xr.Dataset) -> dict[str, Any]:
@@ -122,6 +156,13 @@ def save_new(ds: xr.Dataset, stem: Path, prov: dict[str, Any]) -> Path:
         except FileExistsError:
             continue  # another writer took this name between the check and the link
     raise UsageError(f"{stem}: no free dataset name")
+
+
+def stored_provenance(path: Path) -> dict[str, Any]:
+    """The provenance a saved file carries, read from its attributes alone (no variable is
+    read): what `save` recorded, content hash included."""
+    with h5py.File(path, "r") as handle:
+        return json.loads(handle.attrs["provenance"])
 
 
 def _declared_bytes(path: Path) -> int:

@@ -16,7 +16,7 @@ from probelab.errors import IntegrityError, Unavailable, UsageError
 from probelab.evidence import GCN, gate
 from probelab.paths import data_dir
 from probelab.probe import supports
-from probelab.sweep import Step, SweepResult, blindness_gate, save_sweep
+from probelab.sweep import Step, SweepResult, blindness_gate, check_root, save_sweep
 
 KERNEL = "static"  # the single `kernel` label of a static dataset
 
@@ -29,6 +29,8 @@ def run_static_sweep(probe, target: str | None, *, out_root: Path | None = None,
                          f"--target, one of {', '.join(probe.targets)}")
     from probelab.toolchains import amdgpu
 
+    root = out_root or data_dir()
+    check_root(root, simulated=False)
     grid = probe.stimulus()
     blind = blindness_gate(probe, grid, target, allow_blind)
     n = grid.sizes["case"]
@@ -81,5 +83,5 @@ def run_static_sweep(probe, target: str | None, *, out_root: Path | None = None,
         "simulated": False,
         "blind_pairs": blind,
     }
-    return save_sweep(probe, ds, prov, out_root or data_dir(), step, command)
+    return save_sweep(probe, ds, prov, root, step, command)
 

@@ -16,7 +16,7 @@ import numpy as np
 import xarray as xr
 
 import probelab
-from probelab import dataset, gitinfo
+from probelab import dataset, gitinfo, manifest, storage
 from probelab.backends import load_backend
 from probelab.backends.guards import POISONS
 from probelab.disasm import histogram
@@ -81,6 +81,18 @@ def blindness_gate(probe: Probe, grid: xr.Dataset, target: str, allow_blind: boo
     return blind
 
 
+def check_root(root: Path, simulated: bool) -> None:
+    """Simulated datasets never go under data/ (resolved: a sim-data/ or --out linked into
+    it is refused too); measured ones go to data/ itself, where the manifest pins them, or
+    outside it (saved, but counted nowhere until a sweep saves into the archive)."""
+    inside = root.resolve().is_relative_to(data_dir().resolve())
+    if simulated and inside:
+        raise UsageError("simulated datasets never go under data/ (the measured archive)")
+    if inside and root.resolve() != data_dir().resolve():
+        raise UsageError(f"--out {root} is inside data/: measured datasets go to data/ "
+                         "itself (data/PROBE/TARGET/), or outside the archive")
+
+
 def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None = None,
               repeats: int = 3, out_root: Path | None = None, step: Step = lambda _: None,
               command: list[str] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -97,9 +109,7 @@ def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None =
     backend = load_backend(backend_name, probe, target)
     backend.timeout_s = timeout_s
     root = out_root or (sim_data_dir() if backend.simulated else data_dir())
-    if backend.simulated and root.resolve().is_relative_to(data_dir().resolve()):
-        # resolved: a sim-data/ or --out that is a link into data/ is refused too
-        raise UsageError("simulated datasets never go under data/ (the measured archive)")
+    check_root(root, backend.simulated)
     step("opening device")
     device = backend.device()
     require_target(probe, device.target)
@@ -188,4 +198,13 @@ def save_sweep(probe: Probe, ds: xr.Dataset, prov: dict, root: Path, step: Step,
     stem = root / probe.id / prov["target"] / now.strftime("%Y%m%dT%H%M%SZ")
     step(f"saving {shown(stem)}.nc")
     path = dataset.save_new(ds, stem, prov)
+    prov = dataset.stored_provenance(path)  # with the content hash it was saved with
+    if not prov["simulated"] and root.resolve() == data_dir().resolve():
+        step(f"pinning it in {shown(manifest.manifest_path())}")
+        try:
+            manifest.pin(path, prov[dataset.CONTENT_KEY], probe.id, prov["target"])
+        except BaseException:  # an unpinned dataset cannot count: leave none behind
+            path.unlink(missing_ok=True)
+            storage.written.remove(path)
+            raise
     return SweepResult(path, dataset.with_provenance(ds, prov), prov)

@@ -360,7 +360,7 @@ def test_post_hoc_is_not_an_archive_problem(toylab: ToyLab) -> None:
     result = archive.verify_archive(write=True)
     assert [c["verdict"] for c in result["checks"]] == [check.POST_HOC]
     assert result["problems"] == []
-    assert check.verdict_path(data, "sum").exists()
+    assert not check.verdict_path(data, "sum").exists()  # it does not count: never recorded
 
 
 def test_corrupt_recorded_verdict_is_an_archive_problem(toylab: ToyLab) -> None:
@@ -389,9 +389,9 @@ def test_dataset_with_no_cells_cannot_confirm(toylab: ToyLab) -> None:
 
     hyp = sealed(toylab, "wrong", "a * b + 12345")
     ds = dataset.load(toylab.sim_dataset())
-    prov = dataset.provenance(ds) | {"simulated": False}
-    empty = toylab.data / "toy" / "sm_90" / "empty.nc"
-    dataset.save(ds.isel(b=slice(0, 0)), empty, prov)
+    blank = toylab.root / "sim-data" / "empty.nc"
+    dataset.save(ds.isel(b=slice(0, 0)), blank, dataset.provenance(ds))
+    empty = toylab.as_measured(blank)
     doc = check.check(hyp, empty)
     assert doc["kernels"]["add"]["scores"]["literal"]["cells"] == 0
     assert doc["verdict"] != check.CONFIRMED

@@ -87,7 +87,7 @@ def _rewrite_keeping_provenance(path: Path, change) -> None:
 @pytest.mark.parametrize("change", [
     lambda ds: ds["value"].values.__setitem__((0, 3, 2), 0),  # one measured value
     lambda ds: ds.attrs.__setitem__("provenance", ds.attrs["provenance"].replace(
-        '"device": "simulated sm_90"', '"device": "NVIDIA H200"')),
+        '"device": "Toy Device (test fixture)"', '"device": "NVIDIA H200"')),
 ], ids=["value", "provenance"])
 def test_a_dataset_edited_after_the_sweep_is_tampered(toylab: ToyLab, change) -> None:
     hyp = sealed(toylab, "sum", "a + b")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probelab import dataset, prereg
+from probelab import dataset, manifest, prereg
 from probelab.probe import catalog
 from probelab.sweep import run_sweep
 
@@ -174,30 +174,37 @@ class ToyLab:
     def as_measured(self, path: Path, name: str | None = None, **overrides: Any) -> Path:
         """TEST FIXTURE ONLY: fake a measurement from a simulated dataset.
 
-        Copies the dataset to data/toy/sm_90/ and rewrites its provenance with
-        "simulated": false (plus any `overrides`, e.g. git_head or utc), purely so the
+        Copies the dataset to data/PROBE/TARGET/ and rewrites its provenance as a measurement's
+        (MEASURED, plus any `overrides`, e.g. git_head or utc) and pins it, purely so the
         check/archive logic can be exercised in this throwaway lab. Never do this to real data.
         """
         ds = dataset.load(path)
-        prov = dataset.provenance(ds)
-        prov["simulated"] = False
+        prov = dataset.provenance(ds) | MEASURED
+        prov["kernels"] = {k: v | {"evidence": {"ok": True, "fixture": True}}
+                           for k, v in prov["kernels"].items()}
         for key, value in overrides.items():
             if value is _DELETE:
                 prov.pop(key, None)
             else:
                 prov[key] = value
-        target = self.data / "toy" / "sm_90" / (name or path.name)
+        target = self.data / str(prov.get("probe")) / str(prov.get("target")) / (name or path.name)
         if target.exists():
             raise FileExistsError(target)
         dataset.save(ds, target, prov)
+        self.pin(target)
         return target
 
-    def edit_provenance(self, path: Path, **overrides: Any) -> None:
+    def pin(self, path: Path) -> None:
+        """TEST FIXTURE ONLY: pin a dataset in the manifest as a sweep into data/ would."""
         ds = dataset.load(path)
-        prov = dataset.provenance(ds) | overrides
-        dataset.save(ds, path, prov)
+        prov = dataset.provenance(ds)
+        manifest.pin(path, dataset.computed_content_sha256(ds), prov.get("probe", "toy"),
+                      prov.get("target", "sm_90"))
 
 
+# what a measurement's provenance says where a simulated one says "sim"
+MEASURED = {"simulated": False, "backend": "cuda", "device": "Toy Device (test fixture)",
+            "device_details": {}, "toolchain": {"compiler": "test fixture"}}
 _DELETE = object()
 DELETE = _DELETE  # pass as an override value to drop a provenance key
 

@@ -1,0 +1,154 @@
+"""The archive's manifest: one hash-chained line per measured dataset (data/MANIFEST.jsonl).
+
+A line pins a dataset where the sweep saved it: its lab-relative path, probe and target,
+its content hash (dataset.content_sha256) and the sha256 of the file's bytes. A sweep
+appends the line as it saves; nothing else ever changes the file, and git must show no
+line of it changed or removed. So a measured dataset counts only where its pin says, as
+the file it was:
+- deleted ("file drawer"): its pin has no file;
+- copied, as a fake replication or into another probe's or target's folder: the copy has
+  no pin of its own, and pinning it too pins one content twice;
+- edited, even with its content hash recomputed: the file no longer matches its pin.
+"""
+
+import contextlib
+import fcntl
+import hashlib
+import os
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from probelab import chain, gitinfo
+from probelab.errors import CannotWrite
+from probelab.paths import data_dir, relative
+
+NAME = "MANIFEST.jsonl"
+FORMS: chain.Forms = chain.CHAIN_FORMS | {
+    "path": chain.text, "probe": chain.text, "target": chain.text, "pinned_at": chain.text,
+    "content_sha256": chain.hex64, "file_sha256": chain.hex64}
+
+
+def manifest_path() -> Path:
+    return data_dir() / NAME
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read() -> list[dict[str, Any]]:
+    """The manifest's lines, chain verified (IntegrityError where it is broken)."""
+    entries = chain.read(manifest_path(), FORMS, "manifest")
+    chain.verify(entries, "manifest")
+    return entries
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    """One appender at a time: racing sweeps each add their own line, none is lost."""
+    fd = os.open(data_dir(), os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def pin(path: Path, content_sha256: str, probe: str, target: str) -> dict[str, Any]:
+    """Append the line that pins the dataset just saved at `path`."""
+    try:
+        with _locked():
+            return chain.append(manifest_path(), read(), {
+                "path": relative(path), "probe": probe, "target": target,
+                "content_sha256": content_sha256, "file_sha256": file_sha256(path),
+                "pinned_at": datetime.now(UTC).isoformat(timespec="seconds")}, FORMS)
+    except OSError as exc:
+        raise CannotWrite(f"cannot pin {path} in {manifest_path()}: {exc.strerror or exc}") \
+            from exc
+
+
+def duplicates(entries: list[dict[str, Any]]) -> list[str]:
+    """Pins that name one path, or one content, more than once."""
+    problems = []
+    for key, what in (("path", "path"), ("content_sha256", "content"),
+                      ("file_sha256", "file")):
+        for value, n in Counter(e[key] for e in entries).items():
+            if n > 1:
+                paths = ", ".join(e["path"] for e in entries if e[key] == value)
+                problems.append(f"manifest: one {what} pinned {n} times ({paths}); a copy is "
+                                "not a replication, and a dataset is pinned once")
+    return problems
+
+
+def history_problems() -> list[str]:
+    """Commits (and uncommitted changes) that removed or changed a line of the manifest:
+    it is append-only. Merges are compared with each parent."""
+    rel = relative(manifest_path())
+    problems = []
+    try:
+        log = gitinfo.git("log", "-m", "--full-history", "--numstat", "--format=commit %h",
+                          "--", rel)
+        local = gitinfo.git("diff", "--numstat", "HEAD", "--", rel)
+    except (RuntimeError, OSError):
+        return []  # no history to read: the chain alone vouches
+    commit = None
+    for line in [*log.splitlines(), *(f"commit (uncommitted)\n{local}".splitlines())]:
+        if line.startswith("commit "):
+            commit = line.split()[1]
+        elif line.strip():
+            removed = line.split("\t")[1]
+            if removed not in ("0", "-"):
+                problems.append(f"manifest: {commit} removed or changed {removed} of its "
+                                "lines; the manifest is only ever appended to")
+    return problems
+
+
+def archive_relative(path: Path) -> str | None:
+    """`path` relative to the lab if it is a plain file inside data/ (no link anywhere on
+    the way), else None: only such a file can be the dataset a pin names."""
+    try:
+        inside = path.absolute().relative_to(data_dir().absolute())
+    except ValueError:
+        return None
+    step = data_dir()
+    for part in inside.parts:
+        step = step / part
+        if step.is_symlink():
+            return None
+    return relative(path)
+
+
+def placement_problem(path: Path, prov: dict[str, Any]) -> str | None:
+    """A dataset lives at data/PROBE/TARGET/NAME.nc of its own probe and target."""
+    parts = Path(relative(path)).parts
+    if len(parts) != 4 or parts[1:3] != (prov.get("probe"), prov.get("target")):
+        return (f"it sits at {'/'.join(parts[1:-1])}/, but its provenance says it is a "
+                f"{prov.get('probe')!r} dataset of {prov.get('target')!r}: a dataset lives "
+                "at data/PROBE/TARGET/ of its own probe and target")
+    return None
+
+
+def pin_problem(path: Path, content: str, entries: list[dict[str, Any]]) -> str | None:
+    """Why the archive file at `path`, whose contents hash to `content`, is not the dataset
+    its pin names, or None."""
+    rel = relative(path)
+    pins = [e for e in entries if e["path"] == rel]
+    if not pins:
+        return (f"no pin in {relative(manifest_path())} names it: a measured dataset counts "
+                "only as the sweep saved it (added by hand, copied or renamed?)")
+    if others := [e["path"] for e in entries if e["content_sha256"] == content
+                  and e["path"] != rel] or len(pins) > 1:
+        return (f"its pin is not its own (also pinned: {', '.join(others) or rel}): a copy "
+                "is not a replication")
+    if pins[0]["file_sha256"] != file_sha256(path):
+        return "its bytes differ from the file its pin names (edited after the sweep)"
+    if pins[0]["content_sha256"] != content:
+        return "its contents differ from those its pin names (edited after the sweep)"
+    return None

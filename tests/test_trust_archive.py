@@ -1,0 +1,246 @@
+"""Trust under attack, part 5: the archive. A measured dataset counts only as the file its
+sweep saved, where the manifest pins it: moved, copied, merged over, linked, stripped,
+deleted or passed off from a simulation, it is caught."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from toylab import DELETE, ToyLab, invoke
+
+from probelab import dataset, manifest, prereg
+from probelab.archive import verify_archive
+from probelab.check import check
+
+
+def sealed(lab: ToyLab, hyp_id: str = "sum", expr: str = "a + b") -> Path:
+    path = lab.write_hyp(hyp_id, expr)
+    prereg.seal(path)
+    return path
+
+
+def committed(lab: ToyLab, message: str = "measurement") -> None:
+    lab.git("add", "-A")
+    lab.git("commit", "-q", "-m", message)
+
+
+def problems() -> str:
+    return "\n".join(verify_archive()["problems"])
+
+
+def edited_value(path: Path) -> None:
+    """Change one value and save with a fresh, valid content hash."""
+    ds = dataset.load(path)
+    ds["value"].values[0, 0, 0] += 1
+    dataset.save(ds, path, dataset.provenance(ds))
+
+
+# ---- 3. written once, followed through renames, merges and links ---------------------------
+
+
+def test_a_dataset_moved_and_edited_in_one_commit_is_caught(toylab: ToyLab) -> None:
+    sealed(toylab)
+    data = toylab.as_measured(toylab.sim_dataset())
+    committed(toylab)
+    moved = data.with_name("20200101T000000Z.nc")
+    toylab.git("mv", str(data), str(moved))
+    edited_value(moved)
+    committed(toylab, "tidy names")
+    found = problems()
+    assert f"{manifest.relative(data)}: pinned in the manifest, but the file is gone" in found
+    assert f"{manifest.relative(moved)}: no pin" in found
+
+
+def test_a_dataset_removed_then_added_edited_under_a_new_name_is_caught(
+        toylab: ToyLab) -> None:
+    sealed(toylab)
+    data = toylab.as_measured(toylab.sim_dataset())
+    committed(toylab)
+    copy = data.with_name("20200101T000000Z.nc")
+    shutil.copy(data, copy)
+    toylab.git("rm", "-q", str(data))
+    committed(toylab, "remove")
+    edited_value(copy)
+    committed(toylab, "a better run")
+    found = problems()
+    assert "the file is gone" in found and "no pin" in found
+
+
+def test_an_edited_copy_merged_in_at_the_same_path_is_caught(toylab: ToyLab) -> None:
+    """Two branches add one dataset name: the second copy is edited (and pinned as if it
+    were measured). The merge resolves to it, and `verify --write` re-records verdicts."""
+    sealed(toylab)
+    base = toylab.head()
+    data = toylab.as_measured(toylab.sim_dataset())
+    committed(toylab)
+    honest = data.read_bytes()
+    toylab.git("checkout", "-q", "-b", "other", base)
+    data.parent.mkdir(parents=True, exist_ok=True)
+    data.write_bytes(honest)
+    edited_value(data)
+    toylab.pin(data)
+    committed(toylab, "edited copy")
+    toylab.git("checkout", "-q", "main")
+    conflict = subprocess.run(["git", "merge", "-q", "--no-edit", "other"], cwd=toylab.root,
+                              capture_output=True)
+    assert conflict.returncode != 0  # add/add, in the dataset and in the manifest
+    toylab.git("checkout", "--theirs", "--", "data")
+    committed(toylab, "merge, taking theirs")
+    assert data.read_bytes() != honest
+    verify_archive(write=True)
+    found = problems()
+    assert "changed after the commit that added it" in found
+    assert "removed or changed" in found  # the manifest's own history
+
+
+def test_a_dataset_that_is_a_link_to_a_file_outside_is_refused(toylab: ToyLab,
+                                                              tmp_path: Path) -> None:
+    hyp = sealed(toylab)
+    data = toylab.as_measured(toylab.sim_dataset())
+    outside = tmp_path / "elsewhere.nc"
+    shutil.move(data, outside)
+    data.symlink_to(outside)
+    assert "a symbolic link in the archive" in problems()
+    result = invoke("check", hyp, data)
+    assert result.exit_code == 2 and "is not a file in the archive" in result.stderr
+    assert invoke("check", hyp, outside).exit_code == 2  # nor is the file outside
+
+
+def test_a_deleted_dataset_is_caught_even_with_its_pin_removed(toylab: ToyLab) -> None:
+    """The file drawer: a refuted measurement removed, with its manifest line."""
+    sealed(toylab, "sum", "a * b")
+    data = toylab.as_measured(toylab.sim_dataset())
+    committed(toylab)
+    toylab.git("rm", "-q", str(data))
+    assert "the file is gone" in problems()
+    lines = manifest.manifest_path().read_text().splitlines(keepends=True)
+    manifest.manifest_path().write_text("".join(lines[:-1]))
+    committed(toylab, "drop a bad run")
+    assert "removed or changed 1 of its lines" in problems()
+
+
+def test_copies_are_not_replications_nor_other_targets_data(toylab: ToyLab) -> None:
+    hyp = sealed(toylab)
+    data = toylab.as_measured(toylab.sim_dataset())
+    copies = [data.with_name(f"2020010{n}T000000Z.nc") for n in (1, 2, 3)]
+    elsewhere = toylab.data / "toy" / "sm_80" / data.name
+    elsewhere.parent.mkdir()
+    for copy in [*copies, elsewhere]:
+        shutil.copy(data, copy)
+    found = problems()
+    assert found.count("no pin in data/MANIFEST.jsonl names it") == 3
+    assert "sits at toy/sm_80/, but its provenance says" in found
+    for copy in copies:
+        toylab.pin(copy)  # pinned as if each were a sweep of its own
+    assert "one content pinned 4 times" in problems()
+    doc = check(hyp, copies[0])
+    assert doc["verdict"] == "TAMPERED" and "a copy is not a replication" in doc["reasons"][0]
+
+
+# ---- 4. every dataset has a pinned hash; none is counted without one -------------------------
+
+
+def _old_generation(lab: ToyLab) -> Path:
+    """A dataset as the first sweeps saved them: no content hash in the provenance."""
+    data = lab.as_measured(lab.sim_dataset())
+    ds = dataset.load(data)
+    prov = {k: v for k, v in dataset.provenance(ds).items()
+            if k not in (dataset.CONTENT_KEY, *dataset.GENERATION_KEYS)}
+    ds.attrs["provenance"] = json.dumps(prov)
+    data.unlink()
+    ds.to_netcdf(data, engine=dataset.ENGINE)
+    lines = manifest.manifest_path().read_text().splitlines(keepends=True)
+    manifest.manifest_path().write_text("".join(lines[:-1]))  # pinned afresh, as migrated
+    lab.pin(data)
+    return data
+
+
+def test_an_edit_to_a_dataset_without_a_content_hash_is_caught_by_its_pin(
+        toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b + (1 if a == 0 and b == 0 else 0)")
+    data = _old_generation(toylab)
+    assert check(hyp, data)["verdict"] == "REFUTED"
+    ds = dataset.load(data)
+    ds["value"].values[0, 0, 0] += 1  # the one cell that refutes it
+    data.unlink()
+    ds.to_netcdf(data, engine=dataset.ENGINE)
+    result = invoke("check", hyp, data, "--json", "--no-save")
+    assert result.exit_code == 3
+    assert "differ from the file its pin names" in json.loads(result.stdout)["reasons"][0]
+
+
+def test_stripping_the_content_hash_and_newer_keys_is_caught_by_the_pin(
+        toylab: ToyLab) -> None:
+    hyp = sealed(toylab)
+    data = toylab.as_measured(toylab.sim_dataset())
+    ds = dataset.load(data)
+    prov = {k: v for k, v in dataset.provenance(ds).items()
+            if k not in (dataset.CONTENT_KEY, *dataset.GENERATION_KEYS)}
+    ds.attrs["provenance"] = json.dumps(prov)  # now it looks like an old dataset
+    data.unlink()
+    ds.to_netcdf(data, engine=dataset.ENGINE)
+    doc = check(hyp, data)
+    assert doc["verdict"] == "TAMPERED" and "its pin" in doc["reasons"][0]
+
+
+def test_the_committed_archive_is_pinned_whole(repo_lab) -> None:
+    """Every dataset in the repository's data/ has exactly one pin, and it holds."""
+    pins = manifest.read()
+    files = sorted(p for p in manifest.data_dir().rglob("*.nc"))
+    assert sorted(manifest.relative(p) for p in files) == sorted(p["path"] for p in pins)
+    assert manifest.duplicates(pins) == []
+    for path in files:
+        ds = dataset.load(path)
+        assert manifest.pin_problem(path, dataset.computed_content_sha256(ds), pins) is None
+
+
+# ---- 5. a simulated dataset passed off as a measurement ---------------------------------------
+
+
+@pytest.mark.parametrize("keep", ["backend", "device", "evidence", "toolchain"])
+def test_a_flipped_simulated_flag_is_contradicted_by_what_ran(toylab: ToyLab, keep: str) -> None:
+    """simulated=false with the hash recomputed and the dataset pinned, but one provenance
+    field still says what really ran."""
+    hyp = sealed(toylab)
+    sim = dataset.provenance(dataset.load(toylab.sim_dataset()))
+    overrides = {"backend": {"backend": "sim"}, "device": {"device": sim["device"]},
+                 "toolchain": {"toolchain": sim["toolchain"]},
+                 "evidence": {"kernels": sim["kernels"]}}[keep]
+    data = toylab.as_measured(toylab.sim_dataset(), **overrides)
+    result = invoke("check", hyp, data, "--json")
+    assert result.exit_code == 3
+    doc = json.loads(result.stdout)
+    assert doc["verdict"] == "TAMPERED" and "it says simulated: false, but" in doc["reasons"][0]
+    assert "simulated: false" in problems()
+
+
+def test_a_measured_dataset_without_the_simulated_flag_is_not_evidence(toylab: ToyLab) -> None:
+    hyp = sealed(toylab)
+    data = toylab.as_measured(toylab.sim_dataset(), simulated=DELETE)
+    assert check(hyp, data)["verdict"] == "NOT-EVIDENCE"
+
+
+def test_sweeps_pinning_at_once_each_keep_their_line(toylab: ToyLab) -> None:
+    import threading
+
+    data = toylab.as_measured(toylab.sim_dataset())
+    copies = [data.with_name(f"2020010{n}T000000Z.nc") for n in range(1, 5)]
+    for n, copy in enumerate(copies):
+        ds = dataset.load(data)
+        ds["value"].values[0, 0, 0] = 1000 + n  # four distinct datasets
+        dataset.save(ds, copy, dataset.provenance(ds))
+    start = threading.Barrier(len(copies))
+
+    def pin(path: Path) -> None:
+        start.wait()
+        toylab.pin(path)
+
+    threads = [threading.Thread(target=pin, args=(c,)) for c in copies]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(e["path"] for e in manifest.read()[1:]) == \
+        sorted(manifest.relative(c) for c in copies)
