@@ -8,15 +8,20 @@ dataset, a symbolic link, a simulated dataset in the archive, a recorded verdict
 data no longer reproduce, and one that does not count or that no check accounts for.
 """
 
+import itertools
 import json
 import os
 from pathlib import Path
 from typing import Any
 
-from probelab import gitinfo, manifest
+from probelab import codetree, gitinfo, manifest
 from probelab.check import (
+    CONFIRMED,
+    REFUTED,
     TAMPERED,
+    Judged,
     check,
+    code_folders,
     counts,
     judge,
     kernel_statuses,
@@ -30,6 +35,7 @@ from probelab.errors import HistoryError, IntegrityError, LabError
 from probelab.hypothesis import load_hypothesis
 from probelab.paths import data_dir, lab_root
 from probelab.prereg import ledger_entries, verify_seals
+from probelab.probe import get_probe
 
 EXPECTED_SUFFIXES = (".nc", ".verdict.json", ".png", ".svg", ".md")
 VERDICT = ".verdict.json"
@@ -121,8 +127,10 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
                  "stays in the archive, refuted or not" for pin in pins
                  if not (lab_root() / pin["path"]).is_file()]
     accounted: set[Path] = set()
+    counted: dict[tuple, list[tuple]] = {}  # (probe, target, hypothesis) -> its verdicts
     for path in (p for p in files if p.suffix == ".nc"):
-        accounted |= _verify_dataset(path, entries, write, result)
+        accounted |= _verify_dataset(path, entries, write, result, counted)
+    problems += _flips(counted)
     for stray in (p for p in files if p.name.endswith(VERDICT) and p not in accounted):
         problems.append(f"{rel(stray)}: a recorded verdict that no sealed hypothesis of its "
                         "dataset reproduces (never sealed, not applicable, or its dataset is "
@@ -134,10 +142,45 @@ def rel(path: Path) -> str:
     return path.relative_to(lab_root()).as_posix()
 
 
+def _flips(counted: dict[tuple, list[tuple]]) -> list[str]:
+    """A sealed verdict that flips between two measurements of one probe version and target
+    whose probe code differs: the decode was changed after data were seen (the manifest
+    keeps the first dataset in view). A new decode that changes a verdict needs a new probe
+    version, or a new hypothesis."""
+    problems = []
+    for (probe, target, hypothesis), runs in sorted(counted.items()):
+        for (a, verdict_a, head_a, version_a), (b, verdict_b, head_b, version_b) in \
+                itertools.combinations(runs, 2):
+            if verdict_a == verdict_b or version_a != version_b:
+                continue
+            folders = code_folders(get_probe(probe))
+            if changed := codetree.changed_between(head_a, head_b, folders):
+                problems.append(
+                    f"{hypothesis}: {verdict_a} on {a} but {verdict_b} on {b} ({probe} "
+                    f"version {version_a}, {target}), decoded by code that differs in "
+                    f"{len(changed)} files ({', '.join(changed[:3])}...): a decode change "
+                    "that flips a sealed verdict needs a new probe version")
+    return problems
+
+
+def _retired_too_soon(judged: Judged) -> str | None:
+    """Retirement needs a newer probe version: data of the probe's current version must not
+    observe what it declares retired."""
+    try:
+        probe = get_probe(str(judged.prov.get("probe")))
+    except LabError:
+        return None  # said by the checks against its hypotheses
+    retired = set(getattr(probe, "retired", {})) & set(map(str, judged.ds.data_vars))
+    if retired and judged.prov.get("probe_version") == probe.version:
+        return (f"{probe.id} version {probe.version} declares {sorted(retired)} retired, yet "
+                "this dataset of that version observes them: retirement needs a newer version")
+    return None
+
+
 def _verify_dataset(path: Path, entries: list[dict[str, Any]], write: bool,
-                    result: dict[str, Any]) -> set[Path]:
-    """Check one dataset against every sealed hypothesis of its probe into `result`; returns
-    the recorded verdict files it accounts for."""
+                    result: dict[str, Any], counted: dict[tuple, list[tuple]]) -> set[Path]:
+    """Check one dataset against every sealed hypothesis of its probe into `result` (and its
+    counted verdicts into `counted`); returns the recorded verdict files it accounts for."""
     problems, notes, name = result["problems"], result["notes"], rel(path)
     problems += [f"{name}: {why}" for why in rewritten(path)]  # whatever the file says
     try:
@@ -151,6 +194,8 @@ def _verify_dataset(path: Path, entries: list[dict[str, Any]], write: bool,
     if judged.prov.get("simulated", True):
         problems.append(f"{name}: simulated dataset among measurements")
         return set()
+    if why := _retired_too_soon(judged):
+        problems.append(f"{name}: {why}")
     accounted = set()
     for entry in (e for e in entries if e["probe"] == judged.prov.get("probe")):
         label = f"{name} × {entry['hypothesis']}"
@@ -174,6 +219,10 @@ def _verify_dataset(path: Path, entries: list[dict[str, Any]], write: bool,
                                  "kernels": kernel_statuses(doc)})
         if doc["verdict"] == TAMPERED:
             problems.append(f"{label}: " + "; ".join(doc["reasons"]))
+        if doc["verdict"] in (CONFIRMED, REFUTED):
+            key = (judged.prov.get("probe"), judged.prov.get("target"), entry["hypothesis"])
+            counted.setdefault(key, []).append((name, doc["verdict"], judged.prov["git_head"],
+                                                judged.prov.get("probe_version")))
         if not counts(doc):
             if recorded != "missing":
                 problems.append(f"{label}: a {doc['verdict']} verdict is recorded, but it "

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from probelab import dataset, gitinfo, ledger, manifest
+from probelab import codetree, dataset, gitinfo, ledger, manifest
 from probelab.errors import Exit, HistoryError, IntegrityError, LabError, UsageError
 from probelab.hypothesis import (
     LITERAL,
@@ -27,7 +27,7 @@ from probelab.hypothesis import (
 )
 from probelab.paths import data_dir, lab_root, relative, shown
 from probelab.prereg import ledger_entries, retired_observables, seal_commit
-from probelab.probe import get_probe
+from probelab.probe import Probe, get_probe
 from probelab.storage import atomic_write_text
 
 CONFIRMED, REFUTED = "CONFIRMED", "REFUTED"
@@ -87,6 +87,22 @@ def _measured_at(prov: dict) -> datetime | None:
     return when if when.tzinfo is not None else None
 
 
+def _changed_since(seal: str | None, prov: dict, probe: Probe) -> list[str]:
+    """The files of the probe's folder and of probelab that changed between the seal and the
+    measured commit: a verdict decoded by code written after its seal says so (a reviewer
+    judges whether the change could have been made to fit)."""
+    head = prov.get("git_head")
+    if seal is None or not isinstance(head, str) or not gitinfo.is_commit_id(head):
+        return []
+    return codetree.changed_between(seal, head, code_folders(probe))
+
+
+def code_folders(probe: Probe) -> list[str]:
+    """Where the code that measures and decodes `probe` lives: its own folder, and the core."""
+    return sorted({relative(k.source.parent) for vendor in ("nvidia", "amd")
+                   for k in probe.kernels(vendor)} | {"probelab"})
+
+
 def dataset_problem(path: Path, ds: xr.Dataset) -> str | None:
     """Why a dataset is not what its sweep saved (edited, self-contradicting) or, when it
     says it is a measurement, not the archive's own (unpinned, misplaced, a copy); None if
@@ -139,16 +155,47 @@ def _order_problems(entry: dict, prov: dict) -> tuple[list[str], str | None]:
                         f"{head[:12]}")
     elif gitinfo.commit_time(commit) > measured.timestamp():
         problems.append(f"seal commit {commit[:12]} was made after the measurement")
+    if head:
+        problems += _code_problems(prov, head)
     return problems, commit
+
+
+def _code_problems(prov: dict, head: str) -> list[str]:
+    """The data must have been decoded by the code of the commit they name: a decode edited
+    in a dirty tree would otherwise turn any verdict."""
+    if "code_tree" not in prov:  # datasets from before the code was recorded
+        if prov.get("git_dirty") is not False:
+            return ["measured from a tree with uncommitted changes (git_dirty), and the "
+                    "dataset records no code that would show they could not matter"]
+        return []
+    differing = codetree.differences(prov["code_tree"], head)
+    if not differing:
+        return []  # None: the commit is unknown, said above
+    return [f"the code that ran is not commit {head[:12]}'s: {len(differing)} files differ "
+            f"({', '.join(differing[:5])}{', ...' if len(differing) > 5 else ''})"]
+
+
+def observed_dims(ds: xr.Dataset, prov: dict, probe: Probe) -> dict[str, tuple[str, ...]]:
+    """The grid dims of each observable, as the dataset records them (older datasets: as
+    the probe declares them, and for an observable it has retired, the variable's own dims
+    after `kernel`): a verdict on data that observed it never depends on today's probe."""
+    dims = {name: tuple(d for d in ds[name].dims if d != "kernel") for name in
+            map(str, ds.data_vars)} | dict(probe.observables)
+    recorded = prov.get("observables")
+    if isinstance(recorded, dict):
+        dims |= {str(k): tuple(map(str, v)) for k, v in recorded.items()
+                 if isinstance(v, list)}
+    return dims
 
 
 def not_applicable(h: Hypothesis, ds: xr.Dataset) -> str | None:
     """Why a hypothesis says nothing about a dataset (another target, absent kernels, or
     observables the probe no longer has: sealed for an earlier version of it)."""
-    if retired := retired_observables(h):
-        return (f"it predicts {retired}, which {h.probe} no longer observes (sealed for an "
-                "earlier version of the probe)")
+    retired = retired_observables(h)
     if absent := sorted(set(h.predict) - set(map(str, ds.data_vars))):
+        if retired:
+            return (f"it predicts {retired}, which {h.probe} no longer observes, and this "
+                    "dataset does not have them (sealed for an earlier version of the probe)")
         return f"the dataset has no {absent} (measured before the probe observed them)"
     target = str(dataset.provenance(ds).get("target"))
     if not h.about_target(target):
@@ -160,10 +207,12 @@ def not_applicable(h: Hypothesis, ds: xr.Dataset) -> str | None:
 
 
 def _dataset_doc(dataset_path: Path, ds: xr.Dataset, prov: dict[str, Any]) -> dict[str, Any]:
+    tree = prov.get("code_tree")
     return {"path": shown(dataset_path), "device": prov.get("device"),
             "target": prov.get("target"), "git_head": prov.get("git_head"),
             "utc": prov.get("utc"), "simulated": prov.get("simulated", True),
-            "grid_sha256": dataset.grid_sha256(ds)}
+            "grid_sha256": dataset.grid_sha256(ds),
+            "code_sha256": codetree.digest(tree) if isinstance(tree, dict) else None}
 
 
 def _hypothesis_doc(h: Hypothesis, path: Path, kernels: list[str]) -> dict[str, Any]:
@@ -249,12 +298,13 @@ def check(hypothesis_path: Path, dataset_path: Path,
     doc["hypothesis"] |= {"ledger_hash": entry["hash"], "sealed_at": entry["sealed_at"]}
     grid_sealed = doc["dataset"]["grid_sha256"] == entry["grid_sha256"]
     doc["dataset"]["grid_matches_seal"] = grid_sealed
-    tables, scopes = evaluate_claim(h, ds, probe.observables)
+    tables, scopes = evaluate_claim(h, ds, observed_dims(ds, prov, probe))
     if grid_sealed and table_sha256(tables, scopes) != entry["table_sha256"]:
         return doc | {"verdict": TAMPERED,
                       "reasons": ["prediction no longer evaluates to the sealed table"]}
     problems, commit = _order_problems(entry, prov)
     doc["hypothesis"]["seal_commit"] = commit
+    doc["hypothesis"]["code_changed_since_seal"] = _changed_since(commit, prov, probe)
     doc["kernels"] = {}
     for kernel in kernels:
         scores = score(ds, kernel, tables, scopes)
@@ -263,18 +313,27 @@ def check(hypothesis_path: Path, dataset_path: Path,
         doc["kernels"][kernel] = {"in_claim": kernel in doc["hypothesis"]["kernels"],
                                   "status": CONFIRMED if via else REFUTED, "via": via,
                                   "scores": scores}
+    if doc["dataset"]["simulated"]:  # whatever else holds: its order problems are noted
+        would = POST_HOC if problems else _scored(doc)["verdict"]
+        return doc | {"verdict": NOT_EVIDENCE,
+                      "reasons": [f"simulated data (would be {would}); never evidence",
+                                  *problems]}
     if problems:
         return doc | {"verdict": POST_HOC, "reasons": problems}
+    return _scored(doc)
+
+
+def _scored(doc: dict[str, Any]) -> dict[str, Any]:
+    """The verdict the scores give, for a dataset whose seal and order hold."""
     claimed = [doc["kernels"][k] for k in doc["hypothesis"]["kernels"]]
     verdict = CONFIRMED if all(k["status"] == CONFIRMED for k in claimed) else REFUTED
+    scored = doc | {"verdict": verdict}
     if verdict == REFUTED:
-        doc["separation"] = separation(claimed)
-    doc["reasons"] += [f"kernel {k}: no cells to score" for k, v in doc["kernels"].items()
-                       if v["scores"][LITERAL]["cells"] == 0]
-    if doc["dataset"]["simulated"]:
-        return doc | {"verdict": NOT_EVIDENCE,
-                      "reasons": [f"simulated data (would be {verdict}); never evidence"]}
-    return doc | {"verdict": verdict}
+        scored["separation"] = separation(claimed)
+    scored["reasons"] = doc["reasons"] + [
+        f"kernel {k}: no cells to score" for k, v in doc["kernels"].items()
+        if v["scores"][LITERAL]["cells"] == 0]
+    return scored
 
 
 def separation(claimed: list[dict[str, Any]]) -> dict[str, int]:

@@ -456,25 +456,21 @@ def report(
                                                 "recorded verdicts are used).")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Render recorded verdicts as Markdown for a review or PR."""
-    from probelab.errors import UsageError
-    from probelab.report import render
+    """Render recorded verdicts as Markdown for a review or PR.
 
-    docs = []
-    for path in paths:
-        files = sorted(path.parent.glob(f"{path.stem}.*.verdict.json")) \
-            if path.suffix == ".nc" else [path]
-        if not files:
-            raise UsageError(f"no recorded verdicts for {path}; run `probelab check` first")
-        for f in files:
-            try:
-                docs.append(json.loads(f.read_text()))
-            except (OSError, json.JSONDecodeError) as exc:
-                raise UsageError(f"cannot read verdict {f}: {exc}") from exc
+    Each recorded verdict is first re-checked from its sealed file and its dataset; one that
+    the data no longer give (forged, or stale) is shown as re-checked and marked, and one that
+    cannot be re-checked is marked NOT RE-VERIFIED. Exit 3 if any is marked.
+    """
+    from probelab.report import recheck, render, verdict_files
+
+    rechecked = [recheck(f) for f in verdict_files(paths)]
     if as_json:
-        emit_json(docs)
+        emit_json([r.doc | {"report_warnings": r.warnings} for r in rechecked])
     else:
-        say("\n".join(render(d) for d in docs))
+        say("\n".join(render(r.doc, r.warnings) for r in rechecked))
+    if any(r.warnings for r in rechecked):
+        raise typer.Exit(int(Exit.INTEGRITY))
 
 
 @app.command("diff", epilog=EPILOG)

@@ -34,8 +34,16 @@ def retired_observables(h: Hypothesis) -> list[str]:
     """What a hypothesis predicts that its probe declares retired (`Probe.retired`:
     observables an earlier version had): it was sealed for that version. The seal stays
     valid; the claim no longer applies. An observable that is simply gone, undeclared, is
-    not retired: evaluating the claim then fails, and `prereg verify` says so."""
-    return sorted(set(h.predict) & set(getattr(get_probe(h.probe), "retired", {})))
+    not retired: evaluating the claim then fails, and `prereg verify` says so.
+
+    A probe may retire only what it no longer observes (UsageError otherwise): retiring a
+    live observable would turn every verdict on it into a note."""
+    probe = get_probe(h.probe)
+    retired = set(getattr(probe, "retired", {}))
+    if live := sorted(retired & set(probe.observables)):
+        raise UsageError(f"{probe.id} declares {live} retired but still observes them: an "
+                         "observable is retired only by a new probe version that drops it")
+    return sorted(set(h.predict) & retired)
 
 
 def evaluate(h: Hypothesis) -> tuple[Probe, str, str]:
@@ -183,19 +191,19 @@ def verify_seals() -> list[dict[str, Any]]:
         elif hashlib.sha256(path.read_bytes()).hexdigest() != entry["file_sha256"]:
             problems.append("file no longer hashes to its seal (edited after sealing)")
         else:
-            h = load_hypothesis(path)
-            if retired := retired_observables(h):
-                notes.append(f"predicts {retired}, which {h.probe} no longer observes: sealed "
-                             "for an earlier version of the probe, not re-evaluated")
-            else:
-                try:
-                    _, grid_hash, table_hash = evaluate(h)
-                except LabError as exc:  # e.g. an observable gone without being retired
-                    problems.append(f"no longer evaluates on the probe: {exc}")
+            try:
+                h = load_hypothesis(path)
+                if retired := retired_observables(h):
+                    notes.append(f"predicts {retired}, which {h.probe} no longer observes: "
+                                 "sealed for an earlier version of the probe, not re-evaluated "
+                                 "on its grid (datasets that observed them are still scored)")
                 else:
+                    _, grid_hash, table_hash = evaluate(h)
                     if grid_hash == entry["grid_sha256"] and \
                             table_hash != entry["table_sha256"]:
                         problems.append("prediction no longer evaluates to the sealed table")
+            except LabError as exc:  # e.g. an observable gone without being retired
+                problems.append(f"no longer evaluates on the probe: {exc}")
         if ledger.sealed_time(entry) is None:
             problems.append(f"sealed_at {entry['sealed_at']!r} is not an unambiguous time")
         commit = seal_commit(entry)

@@ -1,8 +1,54 @@
-"""Verdicts as Markdown, ready to paste into a review."""
+"""Verdicts as Markdown, ready to paste into a review; each recorded verdict re-derived
+from its sealed file and dataset first, so a forged or stale verdict file is never shown as
+if it held."""
 
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from probelab.check import verdict_words
+from probelab.check import check, render_json, verdict_words
+from probelab.errors import LabError, UsageError
+from probelab.paths import lab_root, shown
+
+
+@dataclass
+class Rechecked:
+    doc: dict[str, Any]  # what to show: the re-check, or the file where none could be made
+    warnings: list[str] = field(default_factory=list)  # why the file is not to be trusted
+
+
+def verdict_files(paths: list[Path]) -> list[Path]:
+    """Verdict files as given, and for a dataset the verdicts recorded beside it."""
+    files = []
+    for path in paths:
+        found = sorted(path.parent.glob(f"{path.stem}.*.verdict.json")) \
+            if path.suffix == ".nc" else [path]
+        if not found:
+            raise UsageError(f"no recorded verdicts for {path}; run `probelab check` first")
+        files += found
+    return files
+
+
+def recheck(path: Path) -> Rechecked:
+    try:
+        recorded = json.loads(path.read_text())
+        hypothesis = lab_root() / recorded["hypothesis"]["path"]
+        data = lab_root() / recorded["dataset"]["path"]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"cannot read verdict {path}: {exc}") from exc
+    except (KeyError, TypeError) as exc:
+        raise UsageError(f"{path} is not a probelab verdict (no {exc})") from exc
+    try:
+        fresh = check(hypothesis, data)
+    except LabError as exc:
+        return Rechecked(recorded, [f"NOT RE-VERIFIED ({exc}): what follows is only what "
+                                    f"{shown(path)} says"])
+    if json.loads(render_json(fresh)) == recorded:
+        return Rechecked(fresh)
+    return Rechecked(fresh, [f"{shown(path)} says {recorded.get('verdict')}, but re-checked "
+                             f"from its sealed file and dataset it is {fresh['verdict']} "
+                             "(shown: the re-check); the file is forged or stale"])
 
 
 def _count(score: dict[str, Any]) -> str:
@@ -19,12 +65,18 @@ def _mismatch_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def render(doc: dict[str, Any]) -> str:
+def render(doc: dict[str, Any], warnings: list[str] | None = None) -> str:
     h, d = doc["hypothesis"], doc["dataset"]
     out = [f"### {h['probe']} · `{h['id']}` — **{verdict_words(doc)}**", ""]
+    out += [f"**⚠ {warning}**" for warning in warnings or []] + ([""] if warnings else [])
     out += ["> " + line for line in h["claim"].splitlines()] + [""]
     for reason in doc.get("reasons", []):
         out.append(f"- ⚠ {reason}")
+    if changed := h.get("code_changed_since_seal"):
+        out.append(f"- ⚠ the probe's code changed between the seal and the measurement, in "
+                   f"{len(changed)} files ({', '.join(f'`{c}`' for c in changed[:6])}"
+                   f"{', ...' if len(changed) > 6 else ''}): judge whether the decode was "
+                   "fitted to the data")
     kernels = doc.get("kernels", {})
     if kernels:
         scorings = list(next(iter(kernels.values()))["scores"])

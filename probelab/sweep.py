@@ -16,7 +16,7 @@ import numpy as np
 import xarray as xr
 
 import probelab
-from probelab import dataset, gitinfo, manifest, storage
+from probelab import codetree, dataset, gitinfo, manifest, storage
 from probelab.backends import load_backend
 from probelab.backends.guards import POISONS
 from probelab.disasm import histogram
@@ -191,6 +191,8 @@ def save_sweep(probe: Probe, ds: xr.Dataset, prov: dict, root: Path, step: Step,
         "git_dirty": dirty,
         "utc": now.isoformat(timespec="seconds"),
         "grid_sha256": dataset.grid_sha256(ds),
+        "code_tree": codetree.snapshot(),  # what decoded it: checked against git_head
+        "observables": {name: list(dims) for name, dims in probe.observables.items()},
         "command": command or sys.argv,
         "host": {"python": platform.python_version(), "numpy": np.__version__,
                  "xarray": xr.__version__},

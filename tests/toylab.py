@@ -189,7 +189,10 @@ class ToyLab:
                 prov[key] = value
         target = self.data / str(prov.get("probe")) / str(prov.get("target")) / (name or path.name)
         if target.exists():
-            raise FileExistsError(target)
+            if name:
+                raise FileExistsError(target)
+            target = next(target.with_name(f"{target.stem}-{n}.nc") for n in range(2, 99)
+                          if not target.with_name(f"{target.stem}-{n}.nc").exists())
         dataset.save(ds, target, prov)
         self.pin(target)
         return target

@@ -1,0 +1,130 @@
+"""Trust under attack, part 6: the probe's own code is a degree of freedom. A decode edited
+in a dirty tree does not count; one committed after the seal is named in the verdict; one
+that flips a verdict between two measurements is a problem; a retirement cannot silence
+data that observed what it retires."""
+
+import json
+import sys
+
+import pytest
+from toylab import TOY_MODULE, ToyLab, invoke
+
+from probelab import dataset, prereg
+from probelab.archive import verify_archive
+from probelab.check import check
+from probelab.errors import UsageError
+from probelab.probe import catalog
+
+HONEST = 'ds["value"] = (("kernel", "a", "b"), values)'
+
+
+def sealed(lab: ToyLab, hyp_id: str, expr: str):
+    path = lab.write_hyp(hyp_id, expr)
+    prereg.seal(path)
+    return path
+
+
+def edit_probe(lab: ToyLab, old: str, new: str) -> None:
+    probe = lab.root / "probes" / "toy" / "probe.py"
+    text = probe.read_text()
+    assert old in text
+    probe.write_text(text.replace(old, new))
+    sys.modules.pop(TOY_MODULE, None)
+    catalog.cache_clear()
+
+
+def committed(lab: ToyLab, message: str) -> None:
+    lab.git("add", "-A")
+    lab.git("commit", "-q", "-m", message)
+
+
+@pytest.mark.parametrize("device_env", [False, True], ids=["here", "device-machine"])
+def test_a_decode_edited_in_a_dirty_tree_does_not_count(toylab: ToyLab, monkeypatch,
+                                                       device_env: bool) -> None:
+    """The decode maps the data onto the claim (as `blgp -> neg` would); uncommitted. On a
+    device machine the tree's state is taken on trust (PROBELAB_GIT_DIRTY=0): the recorded
+    code still shows it."""
+    hyp = sealed(toylab, "plus-one", "a + b + 1")
+    assert check(hyp, toylab.as_measured(toylab.sim_dataset()))["verdict"] == "REFUTED"
+    edit_probe(toylab, HONEST, HONEST.replace("values)", "values + 1)"))
+    if device_env:
+        monkeypatch.setenv("PROBELAB_GIT_HEAD", toylab.head())
+        monkeypatch.setenv("PROBELAB_GIT_DIRTY", "0")
+    data = toylab.as_measured(toylab.sim_dataset())
+    result = invoke("check", hyp, data, "--json")
+    assert result.exit_code == 3
+    doc = json.loads(result.stdout)
+    assert doc["verdict"] == "POST-HOC"
+    assert doc["kernels"]["add"]["status"] == "CONFIRMED"  # what the edited decode made of it
+    assert "the code that ran is not commit" in doc["reasons"][0]
+    assert "probes/toy/probe.py" in doc["reasons"][0]
+    assert "verdict not saved" in result.stderr
+
+
+def test_a_dirty_tree_that_cannot_matter_still_counts(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    (toylab.root / "NOTES.md").write_text("a note\n")
+    committed(toylab, "notes")
+    (toylab.root / "NOTES.md").write_text("an edited note\n")  # tracked, modified: dirty
+    data = toylab.as_measured(toylab.sim_dataset())
+    assert dataset.provenance(dataset.load(data))["git_dirty"] is True
+    assert check(hyp, data)["verdict"] == "CONFIRMED"  # the recorded code is the commit's
+
+
+def test_a_decode_committed_after_the_seal_is_named_in_the_verdict(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "plus-one", "a + b + 1")
+    edit_probe(toylab, HONEST, HONEST.replace("values)", "values + 1)"))
+    committed(toylab, "decode fix")
+    data = toylab.as_measured(toylab.sim_dataset())
+    doc = check(hyp, data)
+    assert doc["verdict"] == "CONFIRMED"
+    assert doc["hypothesis"]["code_changed_since_seal"] == ["probes/toy/probe.py"]
+    assert doc["dataset"]["code_sha256"]
+    invoke("check", hyp, data)
+    shown = invoke("report", data)
+    assert shown.exit_code == 0
+    assert "the probe's code changed between the seal and the measurement" in shown.stdout
+
+
+def test_a_decode_change_that_flips_a_verdict_is_a_problem(toylab: ToyLab) -> None:
+    hyp = sealed(toylab, "plus-one", "a + b + 1")
+    first = toylab.as_measured(toylab.sim_dataset())
+    assert check(hyp, first)["verdict"] == "REFUTED"
+    committed(toylab, "first measurement")
+    edit_probe(toylab, HONEST, HONEST.replace("values)", "values + 1)"))
+    committed(toylab, "decode fix")
+    second = toylab.as_measured(toylab.sim_dataset())
+    assert check(hyp, second)["verdict"] == "CONFIRMED"
+    found = "\n".join(verify_archive()["problems"])
+    assert "plus-one: " in found and "REFUTED on" in found and "CONFIRMED on" in found
+    assert "needs a new probe version" in found
+    edit_probe(toylab, 'version = "1"', 'version = "2"')  # declared as a new version
+    committed(toylab, "decode v2")
+    third = toylab.as_measured(toylab.sim_dataset())
+    assert check(hyp, third)["verdict"] == "CONFIRMED"
+    found = "\n".join(verify_archive()["problems"])
+    assert found.count("needs a new probe version") == 1  # v1 vs v1 only
+
+
+def test_a_live_observable_cannot_be_retired(toylab: ToyLab, monkeypatch) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset())
+    monkeypatch.setattr(toylab.probe(), "retired", {"value": "inconvenient"}, raising=False)
+    (row,) = prereg.verify_seals()
+    assert not row["ok"] and "still observes" in row["problems"][0]
+    with pytest.raises(UsageError, match="still observes"):
+        check(hyp, data)
+    assert invoke("prereg", "verify").exit_code == 3
+
+
+def test_retirement_needs_a_newer_probe_version(toylab: ToyLab, monkeypatch) -> None:
+    """Dropping an observable and retiring it, without a new version: the data of that very
+    version observe it, so the retirement is a problem, and their verdicts still stand."""
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset())
+    monkeypatch.setattr(toylab.probe(), "observables", {"total": ("a", "b")})
+    monkeypatch.setattr(toylab.probe(), "retired", {"value": "renamed"}, raising=False)
+    assert check(hyp, data)["verdict"] == "CONFIRMED"
+    assert any("retirement needs a newer version" in p for p in verify_archive()["problems"])
+    monkeypatch.setattr(toylab.probe(), "version", "2")
+    assert not any("retirement" in p for p in verify_archive()["problems"])
