@@ -3,7 +3,9 @@
 #   PROBELAB_GIT_HEAD=$(git rev-parse HEAD) bash scripts/measure_h200.sh
 # Installs carried wheels (.whl/, for packages the image lacks), reports the machine, runs
 # the tests (TESTS, default all; CUDA tests included), sweeps the NVIDIA probes (PROBES,
-# default all of them) into data/ and runs the benchmark (BENCH=0 skips it). The repo arrives there without git history, hence PROBELAB_GIT_HEAD.
+# default all of them; PROBES= sweeps none) into data/ (pinned in data/MANIFEST.jsonl, which comes back too) and
+# runs the benchmark (BENCH=0 skips it). The repo arrives there without git history, hence
+# PROBELAB_GIT_HEAD.
 set -euo pipefail
 : "${PROBELAB_GIT_HEAD:?set PROBELAB_GIT_HEAD to the commit being measured}"
 export PROBELAB_GIT_DIRTY="${PROBELAB_GIT_DIRTY:-0}" PYTHONUNBUFFERED=1
@@ -20,12 +22,14 @@ set +e
 python3 -m pytest -q -rs ${TESTS:-tests} 2>&1 | tee "$OUT/pytest.log"
 tests_rc=${PIPESTATUS[0]}
 set -e
-for probe in ${PROBES:-byte-perm dmma-f64 mma-sp-f16 mma-sp-s8 mma-sp-s4}; do
+: > "$OUT/datasets.txt"
+for probe in ${PROBES-byte-perm dmma-f64 mma-sp-f16 mma-sp-s8 mma-sp-s4}; do
   blind=()  # probes whose sealed hypotheses include restatements no stimulus can separate
   case "$probe" in dmma-f64) blind=(--allow-blind) ;; esac
   python3 -m probelab sweep "$probe" --repeats 3 "${blind[@]}" | tee -a "$OUT/datasets.txt"
 done
 if [ "${BENCH:-1}" != 0 ]; then python3 bench/byte_perm_sweep.py --json "$OUT/bench.json"; fi
 while read -r ds; do cp "$ds" "$OUT/"; done < "$OUT/datasets.txt"
+cp data/MANIFEST.jsonl "$OUT/"  # the pins of the new datasets: copy it back over data/
 echo "tests exit code: $tests_rc"
 exit "$tests_rc"
