@@ -22,10 +22,10 @@ from probelab.check import (
     Judged,
     check,
     code_folders,
-    counts,
     judge,
     kernel_statuses,
     not_applicable,
+    recordable,
     render_json,
     save_verdict,
     verdict_path,
@@ -211,7 +211,7 @@ def _verify_dataset(path: Path, entries: list[dict[str, Any]], write: bool,
         recorded_path = verdict_path(path, entry["hypothesis"])
         accounted.add(recorded_path)
         recorded, was = _recorded(recorded_path, doc)
-        if write and recorded != "same" and counts(doc):
+        if write and recorded != "same" and recordable(doc):
             save_verdict(doc, path)
             recorded = "written"
         result["checks"].append({"dataset": name, "hypothesis": entry["hypothesis"],
@@ -223,7 +223,7 @@ def _verify_dataset(path: Path, entries: list[dict[str, Any]], write: bool,
             key = (judged.prov.get("probe"), judged.prov.get("target"), entry["hypothesis"])
             counted.setdefault(key, []).append((name, doc["verdict"], judged.prov["git_head"],
                                                 judged.prov.get("probe_version")))
-        if not counts(doc):
+        if not recordable(doc):
             if recorded != "missing":
                 problems.append(f"{label}: a {doc['verdict']} verdict is recorded, but it "
                                 "does not count; a verdict file claims a result")

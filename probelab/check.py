@@ -389,9 +389,10 @@ def render_json(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
-def counts(doc: dict[str, Any]) -> bool:
-    """Whether a verdict is a result: CONFIRMED or REFUTED. TAMPERED and POST-HOC never are,
-    and NOT-EVIDENCE is kept beside simulated data only, never in the archive."""
+def recordable(doc: dict[str, Any]) -> bool:
+    """Whether a verdict may be recorded: a result (CONFIRMED or REFUTED) anywhere, and
+    NOT-EVIDENCE beside simulated data only, never in the archive. TAMPERED and POST-HOC
+    never are: a verdict file must not claim what does not count."""
     if doc["verdict"] in (CONFIRMED, REFUTED):
         return True
     return doc["verdict"] == NOT_EVIDENCE and not \
@@ -399,9 +400,9 @@ def counts(doc: dict[str, Any]) -> bool:
 
 
 def save_verdict(doc: dict[str, Any], dataset_path: Path) -> Path | None:
-    """Save a verdict beside its dataset if it counts (see `counts`); None where it does not,
-    so that nothing that does not count is ever recorded as if it did."""
-    if not counts(doc):
+    """Save a verdict beside its dataset if it is `recordable`; None where it is not, so that
+    nothing that does not count is ever recorded as if it did."""
+    if not recordable(doc):
         return None
     path = verdict_path(dataset_path, doc["hypothesis"]["id"])
     atomic_write_text(path, render_json(doc))

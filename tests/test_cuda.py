@@ -4,18 +4,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from toolchains import cuda_device
 
 from probelab import dataset
 from probelab.backends.guards import POISONS
-from probelab.errors import IntegrityError, Unavailable
+from probelab.errors import IntegrityError
 from probelab.probe import Evidence, Kernel, Launch
 
-ops_cuda = pytest.importorskip("probelab.backends.ops_cuda")
-try:
-    BACKEND = ops_cuda.CudaBackend()
-    DEVICE = BACKEND.device()
-except Unavailable as exc:
-    pytest.skip(f"no CUDA device: {exc}", allow_module_level=True)
+BACKEND, DEVICE = cuda_device()
 
 pytestmark = pytest.mark.cuda
 SOURCE = r"""

@@ -13,14 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+from toolchains import cuda_device
 
-from probelab.errors import Unavailable
-
-ops_cuda = pytest.importorskip("probelab.backends.ops_cuda")
-try:
-    ops_cuda.CudaBackend().device()
-except Unavailable as exc:
-    pytest.skip(f"no CUDA device: {exc}", allow_module_level=True)
+cuda_device()
 
 pytestmark = pytest.mark.cuda
 

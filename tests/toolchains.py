@@ -27,3 +27,13 @@ def amd_tools():
     except Unavailable as exc:
         pytest.skip(f"no AMDGPU clang: {exc}")
     return amdgpu
+
+
+def cuda_device():
+    """(CudaBackend, its DeviceInfo) where an NVIDIA GPU is usable, else skip the module."""
+    ops_cuda = pytest.importorskip("probelab.backends.ops_cuda")
+    try:
+        backend = ops_cuda.CudaBackend()
+        return backend, backend.device()
+    except Unavailable as exc:
+        pytest.skip(f"no CUDA device: {exc}", allow_module_level=True)
