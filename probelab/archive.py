@@ -14,16 +14,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from probelab import codetree, gitinfo, manifest
+from probelab import codetree, dataset, gitinfo, manifest, written
 from probelab.check import (
     CONFIRMED,
     REFUTED,
     TAMPERED,
     Judged,
     check,
-    code_folders,
     judge,
     kernel_statuses,
+    measuring_code,
     not_applicable,
     recordable,
     render_json,
@@ -39,53 +39,6 @@ from probelab.probe import get_probe
 
 EXPECTED_SUFFIXES = (".nc", ".verdict.json", ".png", ".svg", ".md")
 VERDICT = ".verdict.json"
-
-
-def rewritten(path: Path) -> list[str]:
-    """A measured dataset is written once: after the commit that adds it, git must show no
-    change to it (committed or not), followed through renames and every side of a merge.
-    Silent where the checkout has no history."""
-    rel = path.relative_to(lab_root()).as_posix()
-    try:
-        touching = _followed(rel)
-        full = gitinfo.git("log", "--full-history", "--format=%h", "--", rel).split()
-        touching += [c for c in full if c not in touching]
-        if not touching:
-            return []  # never committed (new, or only staged): a fresh measurement
-        edited = gitinfo.git("diff", "--name-only", "HEAD", "--", rel)
-    except (RuntimeError, OSError):
-        return []
-    problems = []
-    if len(touching) > 1:  # modified, renamed, or added again (deleted first, or merged in)
-        problems.append(f"changed after the commit that added it ({touching[-1]}): commits "
-                        f"{', '.join(touching[:-1])}; a measured dataset is written once")
-    if edited:
-        problems.append("differs from the committed file (edited in the working tree)")
-    return problems
-
-
-def _followed(rel: str) -> list[str]:
-    """Commits that touched `rel`, newest first, through renames. Git guesses renames from
-    similar content, and two measurements of one probe are similar: a "rename" whose source
-    is still in that commit is a new file, and its history starts there."""
-    log = gitinfo.git("log", "--follow", "--name-status", "--format=commit %h", "--", rel)
-    commits = []
-    for block in log.split("commit ")[1:]:
-        commit, *changes = block.strip().splitlines()
-        commits.append(commit)
-        status = next((c.split("\t") for c in changes if c.strip()), [""])
-        kind = status[0][:1]
-        if kind == "C" or (kind == "R" and _exists(f"{commit}:{status[1]}")):
-            break
-    return commits
-
-
-def _exists(spec: str) -> bool:
-    try:
-        gitinfo.git("cat-file", "-e", spec)
-    except RuntimeError:
-        return False
-    return True
 
 
 def archive_files(root: Path) -> tuple[list[Path], list[Path]]:
@@ -117,12 +70,17 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
     for stray in (p for p in files if not p.name.endswith(EXPECTED_SUFFIXES)
                   and p != manifest.manifest_path()):
         notes.append(f"stray file in the archive: {rel(stray)}")
+    if root.is_symlink():
+        problems.append(f"{rel(root)} is a symbolic link (to {os.readlink(root)}): the archive "
+                        "is the folder itself, in git")
     try:
         pins = manifest.read()
     except IntegrityError as exc:
         problems.append(str(exc))
         pins = []
-    problems += manifest.duplicates(pins) + manifest.history_problems()
+    problems += manifest.duplicates(pins) + written.manifest_problems()
+    problems += [why for why in map(manifest.pin_form_problem, pins) if why]
+    problems += _uncommitted_pins()
     problems += [f"{pin['path']}: pinned in the manifest, but the file is gone; a measurement "
                  "stays in the archive, refuted or not" for pin in pins
                  if not (lab_root() / pin["path"]).is_file()]
@@ -130,7 +88,7 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
     counted: dict[tuple, list[tuple]] = {}  # (probe, target, hypothesis) -> its verdicts
     for path in (p for p in files if p.suffix == ".nc"):
         accounted |= _verify_dataset(path, entries, write, result, counted)
-    problems += _flips(counted)
+    _flips(counted, result)
     for stray in (p for p in files if p.name.endswith(VERDICT) and p not in accounted):
         problems.append(f"{rel(stray)}: a recorded verdict that no sealed hypothesis of its "
                         "dataset reproduces (never sealed, not applicable, or its dataset is "
@@ -138,29 +96,45 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
     return result
 
 
+def _uncommitted_pins() -> list[str]:
+    """Pins in the committed manifest whose datasets are not committed with them."""
+    try:
+        committed = set(gitinfo.git("ls-tree", "-r", "--name-only", "HEAD", "--",
+                                    "data").splitlines())
+        pinned = written.pins_in(gitinfo.git("show", f"HEAD:{rel(manifest.manifest_path())}"))
+    except (RuntimeError, OSError, ValueError, KeyError, TypeError):
+        return []  # no history, or no committed manifest yet (a broken one is said elsewhere)
+    return [f"{path}: pinned in the committed manifest, but the dataset itself is not "
+            "committed (an archive outside git is not one)" for path, _, _ in sorted(pinned)
+            if path not in committed]
+
+
 def rel(path: Path) -> str:
     return path.relative_to(lab_root()).as_posix()
 
 
-def _flips(counted: dict[tuple, list[tuple]]) -> list[str]:
+def _flips(counted: dict[tuple, list[tuple]], result: dict[str, Any]) -> None:
     """A sealed verdict that flips between two measurements of one probe version and target
-    whose probe code differs: the decode was changed after data were seen (the manifest
-    keeps the first dataset in view). A new decode that changes a verdict needs a new probe
-    version, or a new hypothesis."""
-    problems = []
+    whose measuring code differs is a problem: the decode was changed after data were seen
+    (the manifest keeps the first dataset in view), and a new decode that changes a verdict
+    needs a new probe version, or a new hypothesis. With the same code, the device disagreed
+    with itself: a note."""
     for (probe, target, hypothesis), runs in sorted(counted.items()):
         for (a, verdict_a, head_a, version_a), (b, verdict_b, head_b, version_b) in \
                 itertools.combinations(runs, 2):
             if verdict_a == verdict_b or version_a != version_b:
                 continue
-            folders = code_folders(get_probe(probe))
-            if changed := codetree.changed_between(head_a, head_b, folders):
-                problems.append(
-                    f"{hypothesis}: {verdict_a} on {a} but {verdict_b} on {b} ({probe} "
-                    f"version {version_a}, {target}), decoded by code that differs in "
-                    f"{len(changed)} files ({', '.join(changed[:3])}...): a decode change "
-                    "that flips a sealed verdict needs a new probe version")
-    return problems
+            flip = (f"{hypothesis}: {verdict_a} on {a} but {verdict_b} on {b} ({probe} "
+                    f"version {version_a}, {target})")
+            changed = codetree.changed_between(head_a, head_b, measuring_code(get_probe(probe)))
+            if changed:
+                result["problems"].append(
+                    f"{flip}, decoded by code that differs in {len(changed)} files "
+                    f"({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''}): a "
+                    "decode change that flips a sealed verdict needs a new probe version")
+            else:
+                result["notes"].append(f"{flip}, with the same measuring code: the device "
+                                       "(or its driver) disagrees with itself")
 
 
 def _retired_too_soon(judged: Judged) -> str | None:
@@ -182,16 +156,16 @@ def _verify_dataset(path: Path, entries: list[dict[str, Any]], write: bool,
     """Check one dataset against every sealed hypothesis of its probe into `result` (and its
     counted verdicts into `counted`); returns the recorded verdict files it accounts for."""
     problems, notes, name = result["problems"], result["notes"], rel(path)
-    problems += [f"{name}: {why}" for why in rewritten(path)]  # whatever the file says
+    problems += [f"{name}: {why}" for why in written.rewritten(path)]  # whatever it says
     try:
-        judged = judge(path)
+        judged = judge(path, history=False)  # said once for the archive, here
     except LabError as exc:
         problems.append(f"{name}: {exc}")
         return set()
     if judged.problem:  # before its probe or target are believed
         problems.append(f"{name}: {judged.problem}")
         return set()
-    if judged.prov.get("simulated", True):
+    if dataset.simulated(judged.prov):
         problems.append(f"{name}: simulated dataset among measurements")
         return set()
     if why := _retired_too_soon(judged):

@@ -14,15 +14,15 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from probelab import codetree, dataset, gitinfo, ledger, manifest
+from probelab import codetree, dataset, gitinfo, ledger, manifest, written
 from probelab.errors import Exit, HistoryError, IntegrityError, LabError, UsageError
 from probelab.hypothesis import (
     LITERAL,
-    MAX_FILE_BYTES,
     Hypothesis,
     Tables,
     evaluate_claim,
     load_hypothesis,
+    read_capped,
     table_sha256,
 )
 from probelab.paths import data_dir, lab_root, relative, shown
@@ -94,26 +94,29 @@ def _changed_since(seal: str | None, prov: dict, probe: Probe) -> list[str]:
     head = prov.get("git_head")
     if seal is None or not isinstance(head, str) or not gitinfo.is_commit_id(head):
         return []
-    return codetree.changed_between(seal, head, code_folders(probe))
+    return codetree.changed_between(seal, head, measuring_code(probe))
 
 
-def code_folders(probe: Probe) -> list[str]:
-    """Where the code that measures and decodes `probe` lives: its own folder, and the core."""
-    return sorted({relative(k.source.parent) for vendor in ("nvidia", "amd")
-                   for k in probe.kernels(vendor)} | {"probelab"})
+def measuring_code(probe: Probe) -> tuple[str, ...]:
+    """The files that can shape `probe`'s data: its folder's, and the core modules they and
+    the sweep import."""
+    folders = {relative(k.source.parent) for vendor in ("nvidia", "amd")
+               for k in probe.kernels(vendor)}
+    return tuple(sorted({f for folder in folders for f in codetree.measuring_code(folder)}))
 
 
-def dataset_problem(path: Path, ds: xr.Dataset) -> str | None:
+def dataset_problem(path: Path, ds: xr.Dataset, history: bool = True) -> str | None:
     """Why a dataset is not what its sweep saved (edited, self-contradicting) or, when it
-    says it is a measurement, not the archive's own (unpinned, misplaced, a copy); None if
-    it is. A measured dataset outside the archive is a usage error: it cannot count."""
+    says it is a measurement, not the archive's own (unpinned, misplaced, a copy, or, with
+    `history`, changed in git or with a manifest that lost pins); None if it is. A measured
+    dataset outside the archive is a usage error: it cannot count."""
     prov = dataset.provenance(ds)
     content = dataset.computed_content_sha256(ds)
     if why := dataset.tampered(ds, content):
         return why
     if why := dataset.contradictions(prov):
         return "; ".join(why)
-    if prov.get("simulated", True) is not False:
+    if dataset.simulated(prov):
         return None  # never evidence, wherever it is
     if manifest.archive_relative(path) is None:
         raise UsageError(f"{path} is not a file in the archive ({shown(manifest.data_dir())}/): "
@@ -125,7 +128,11 @@ def dataset_problem(path: Path, ds: xr.Dataset) -> str | None:
         entries = manifest.read()
     except IntegrityError as exc:
         return f"{exc}"
-    return manifest.pin_problem(path, content, entries)
+    if why := manifest.pin_problem(path, content, entries):
+        return why
+    if history and (why := [*written.rewritten(path), *written.manifest_problems()]):
+        return "; ".join(why)
+    return None
 
 
 def _order_problems(entry: dict, prov: dict) -> tuple[list[str], str | None]:
@@ -168,6 +175,8 @@ def _code_problems(prov: dict, head: str) -> list[str]:
             return ["measured from a tree with uncommitted changes (git_dirty), and the "
                     "dataset records no code that would show they could not matter"]
         return []
+    if not codetree.valid(prov["code_tree"]):
+        return ["the dataset's record of the code that ran (code_tree) is unreadable"]
     differing = codetree.differences(prov["code_tree"], head)
     if not differing:
         return []  # None: the commit is unknown, said above
@@ -179,13 +188,27 @@ def observed_dims(ds: xr.Dataset, prov: dict, probe: Probe) -> dict[str, tuple[s
     """The grid dims of each observable, as the dataset records them (older datasets: as
     the probe declares them, and for an observable it has retired, the variable's own dims
     after `kernel`): a verdict on data that observed it never depends on today's probe."""
-    dims = {name: tuple(d for d in ds[name].dims if d != "kernel") for name in
-            map(str, ds.data_vars)} | dict(probe.observables)
+    own = {name: tuple(d for d in ds[name].dims if d != "kernel") for name in
+           map(str, ds.data_vars)}
+    dims = own | dict(probe.observables)
     recorded = prov.get("observables")
-    if isinstance(recorded, dict):
-        dims |= {str(k): tuple(map(str, v)) for k, v in recorded.items()
-                 if isinstance(v, list)}
+    for name, value in (recorded.items() if isinstance(recorded, dict) else ()):
+        fits = isinstance(value, list) and name in own and \
+            tuple(d for d in value if d != "kernel") == own[name]
+        if fits:  # a record the variable contradicts is not believed
+            dims[name] = tuple(map(str, value))
     return dims
+
+
+def _shape_misfit(ds: xr.Dataset, tables: Tables) -> str | None:
+    """A prediction that cannot be laid over the observed variable (its dims disagree with
+    the dataset's own): nothing can be scored."""
+    for observable, want in tables[LITERAL].items():
+        got = ds[observable].shape
+        if want.shape not in (got, got[1:]):
+            return (f"the prediction for {observable} has shape {want.shape}, the dataset's "
+                    f"variable {got}: the dataset's dims contradict its record")
+    return None
 
 
 def not_applicable(h: Hypothesis, ds: xr.Dataset) -> str | None:
@@ -210,9 +233,9 @@ def _dataset_doc(dataset_path: Path, ds: xr.Dataset, prov: dict[str, Any]) -> di
     tree = prov.get("code_tree")
     return {"path": shown(dataset_path), "device": prov.get("device"),
             "target": prov.get("target"), "git_head": prov.get("git_head"),
-            "utc": prov.get("utc"), "simulated": prov.get("simulated", True),
+            "utc": prov.get("utc"), "simulated": dataset.simulated(prov),
             "grid_sha256": dataset.grid_sha256(ds),
-            "code_sha256": codetree.digest(tree) if isinstance(tree, dict) else None}
+            "code_sha256": codetree.digest(tree) if codetree.valid(tree) else None}
 
 
 def _hypothesis_doc(h: Hypothesis, path: Path, kernels: list[str]) -> dict[str, Any]:
@@ -232,9 +255,9 @@ class Judged:
     problem: str | None
 
 
-def judge(path: Path) -> Judged:
+def judge(path: Path, history: bool = True) -> Judged:
     ds = dataset.load(path)
-    return Judged(path, ds, dataset.provenance(ds), dataset_problem(path, ds))
+    return Judged(path, ds, dataset.provenance(ds), dataset_problem(path, ds, history))
 
 
 def _edited_seal(hypothesis_path: Path, judged: Judged,
@@ -243,14 +266,16 @@ def _edited_seal(hypothesis_path: Path, judged: Judged,
     parsed: re-encoded or corrupted, it must not pass for a mere usage error."""
     try:
         entry = ledger.find(entries, relative(hypothesis_path))
-        if entry is None:
-            return None
-        # sealing refuses files over the limit, so a sealed file that grew past it was edited
-        oversize = hypothesis_path.stat().st_size > MAX_FILE_BYTES
-        digest = "(not read: over the size limit)" if oversize else \
-            hashlib.sha256(hypothesis_path.read_bytes()).hexdigest()
-    except (OSError, LabError):
-        return None  # unreadable or outside the lab: reported on the normal path
+    except LabError:
+        return None  # outside the lab: reported on the normal path
+    if entry is None or not hypothesis_path.exists():
+        return None  # reported on the normal path
+    try:  # sealing refuses files over the limit, so a sealed file that grew past it was edited
+        raw = read_capped(hypothesis_path)
+        digest = "(not read: over the size limit)" if raw is None else \
+            hashlib.sha256(raw).hexdigest()
+    except UsageError:
+        digest = "(not read: no longer a regular file)"
     if digest == entry["file_sha256"]:
         return None
     return {"hypothesis": {"id": entry["hypothesis"], "probe": entry["probe"],
@@ -299,6 +324,8 @@ def check(hypothesis_path: Path, dataset_path: Path,
     grid_sealed = doc["dataset"]["grid_sha256"] == entry["grid_sha256"]
     doc["dataset"]["grid_matches_seal"] = grid_sealed
     tables, scopes = evaluate_claim(h, ds, observed_dims(ds, prov, probe))
+    if misfit := _shape_misfit(ds, tables):
+        return doc | {"verdict": TAMPERED, "reasons": [misfit]}
     if grid_sealed and table_sha256(tables, scopes) != entry["table_sha256"]:
         return doc | {"verdict": TAMPERED,
                       "reasons": ["prediction no longer evaluates to the sealed table"]}
@@ -326,7 +353,9 @@ def check(hypothesis_path: Path, dataset_path: Path,
 def _scored(doc: dict[str, Any]) -> dict[str, Any]:
     """The verdict the scores give, for a dataset whose seal and order hold."""
     claimed = [doc["kernels"][k] for k in doc["hypothesis"]["kernels"]]
-    verdict = CONFIRMED if all(k["status"] == CONFIRMED for k in claimed) else REFUTED
+    # nothing claimed, or nothing to score, confirms nothing
+    verdict = CONFIRMED if claimed and all(k["status"] == CONFIRMED for k in claimed) \
+        else REFUTED
     scored = doc | {"verdict": verdict}
     if verdict == REFUTED:
         scored["separation"] = separation(claimed)

@@ -462,13 +462,13 @@ def report(
     the data no longer give (forged, or stale) is shown as re-checked and marked, and one that
     cannot be re-checked is marked NOT RE-VERIFIED. Exit 3 if any is marked.
     """
-    from probelab.report import recheck, render, verdict_files
+    from probelab.report import recheck, verdict_files
 
     rechecked = [recheck(f) for f in verdict_files(paths)]
     if as_json:
-        emit_json([r.doc | {"report_warnings": r.warnings} for r in rechecked])
+        emit_json([r.to_dict() for r in rechecked])
     else:
-        say("\n".join(render(r.doc, r.warnings) for r in rechecked))
+        say("\n".join(r.render() for r in rechecked))
     if any(r.warnings for r in rechecked):
         raise typer.Exit(int(Exit.INTEGRITY))
 

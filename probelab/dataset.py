@@ -22,7 +22,10 @@ CONTENT_KEY = "content_sha256"
 # provenance keys that came with the content hash: a dataset with them must carry it
 GENERATION_KEYS = frozenset({"blind_pairs", "nondeterministic"})
 MEASURING_BACKENDS = frozenset({"cuda", "hip", "toolchain"})  # what can take a measurement
-MAX_DATASET_BYTES = 1 << 30  # in memory; the largest measured dataset holds 127 MB
+MAX_PROVENANCE_NESTING = 32
+MAX_DATASET_BYTES = 1 << 30
+MAX_STRING_ELEMENTS = 1 << 20  # text is hashed element by element; datasets hold a few
+_CHUNK = 1 << 20  # in memory; the largest measured dataset holds 127 MB
 
 
 def grid_coords(ds: xr.Dataset) -> list[str]:
@@ -36,21 +39,34 @@ def grid_sha256(ds: xr.Dataset) -> str:
     for name in grid_coords(ds):
         values = ds.coords[name].values
         h.update(f"{name}|{','.join(map(str, ds.coords[name].dims))}|{values.shape}|".encode())
-        if values.dtype.kind in "iub":
-            h.update(values.astype("<i8").tobytes())
-        else:
-            h.update("\0".join(map(str, values.reshape(-1))).encode())
+        _feed(h, values, "<i8" if values.dtype.kind in "iub" else None)
     return h.hexdigest()
 
 
-def _canonical(values: np.ndarray) -> bytes:
+def _feed(h: "hashlib._Hash", values: np.ndarray, as_dtype: str | None) -> None:
+    """Feed `values` to `h` as little-endian `as_dtype` (or, None, as their str()s joined by
+    NUL), chunk by chunk: the same bytes as converting them whole, in bounded memory."""
+    flat = values.reshape(-1)
+    for start in range(0, flat.size, _CHUNK):
+        chunk = flat[start : start + _CHUNK]
+        if as_dtype is not None:
+            h.update(chunk.astype(as_dtype).tobytes())
+        else:
+            h.update((b"\0" if start else b"") + "\0".join(map(str, chunk)).encode())
+
+
+def _feed_canonical(h: "hashlib._Hash", values: np.ndarray) -> None:
     """Values as bytes whatever dtype spelling the file round trip picks."""
     kind = values.dtype.kind
     if kind in "iub":
-        return b"i" + values.astype("<i8").tobytes()
-    if kind in "fc":
-        return kind.encode() + values.astype("<c16" if kind == "c" else "<f8").tobytes()
-    return b"s" + "\0".join(map(str, values.reshape(-1))).encode()
+        h.update(b"i")
+        _feed(h, values, "<i8")
+    elif kind in "fc":
+        h.update(kind.encode())
+        _feed(h, values, "<c16" if kind == "c" else "<f8")
+    else:
+        h.update(b"s")
+        _feed(h, values, None)
 
 
 def content_sha256(ds: xr.Dataset, prov: dict[str, Any]) -> str:
@@ -60,7 +76,7 @@ def content_sha256(ds: xr.Dataset, prov: dict[str, Any]) -> str:
     for name in sorted(str(n) for n in ds.variables):
         var = ds.variables[name]
         h.update(f"{name}|{','.join(map(str, var.dims))}|{var.shape}|".encode())
-        h.update(_canonical(np.asarray(var.values)))
+        _feed_canonical(h, np.asarray(var.values))
     rest = json.loads(json.dumps({k: v for k, v in prov.items() if k != CONTENT_KEY}))
     h.update(json.dumps(rest, sort_keys=True).encode())  # as stored: JSON keys are strings
     return h.hexdigest()
@@ -86,10 +102,18 @@ def computed_content_sha256(ds: xr.Dataset) -> str:
     return content_sha256(ds, provenance(ds))
 
 
+def simulated(prov: dict[str, Any]) -> bool:
+    """Whether a dataset counts as simulated: anything but an explicit `false` does (a
+    missing, null, 0 or "" flag must never pass for a measurement)."""
+    return prov.get("simulated", True) is not False
+
+
 def contradictions(prov: dict[str, Any]) -> list[str]:
     """Where a dataset that says it is a measurement (`simulated: false`) says elsewhere
     what only a simulated run says: a flipped flag must not make a model's output count."""
-    if prov.get("simulated", True) is not False:
+    if not isinstance(prov.get("simulated", True), bool):
+        return [f"its simulated flag is {prov['simulated']!r}, neither true nor false"]
+    if simulated(prov):
         return []
     found = []
     backend, device = prov.get("backend"), str(prov.get("device", ""))
@@ -116,11 +140,24 @@ def contradictions(prov: dict[str, Any]) -> list[str]:
 def provenance(ds: xr.Dataset) -> dict[str, Any]:
     try:
         prov = json.loads(ds.attrs["provenance"])
-    except (KeyError, TypeError, json.JSONDecodeError) as exc:
+    except (KeyError, TypeError, json.JSONDecodeError, RecursionError) as exc:
         raise UsageError("dataset has no readable provenance attr") from exc
     if not isinstance(prov, dict):
         raise UsageError("dataset provenance is not a JSON object")
+    if _nesting(prov) > MAX_PROVENANCE_NESTING:
+        raise UsageError(f"dataset provenance nests deeper than {MAX_PROVENANCE_NESTING}")
     return prov
+
+
+def _nesting(value: object) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        children = item.values() if isinstance(item, dict) else item \
+            if isinstance(item, list) else ()
+        stack += [(child, depth + 1) for child in children]
+    return deepest
 
 
 def with_provenance(ds: xr.Dataset, prov: dict[str, Any]) -> xr.Dataset:
@@ -165,27 +202,30 @@ def stored_provenance(path: Path) -> dict[str, Any]:
         return json.loads(handle.attrs["provenance"])
 
 
-def _declared_bytes(path: Path) -> int:
-    """What the file's variables would take in memory, read from its metadata alone (a few KB
-    of file can declare a 4 GiB variable)."""
-    total = 0
+def _declared(path: Path) -> tuple[int, int]:
+    """(bytes in memory, text elements) of the file's variables, read from its metadata alone:
+    a few KB of file can declare a 4 GiB variable."""
+    total = strings = 0
 
     def add(name: str, item: object) -> None:
-        nonlocal total
+        nonlocal total, strings
         if isinstance(item, h5py.Dataset):
             total += int(np.prod(item.shape, dtype=np.float64) * item.dtype.itemsize)
+            if item.dtype.kind in "SOUV":
+                strings += int(np.prod(item.shape, dtype=np.float64))
 
     with h5py.File(path, "r") as handle:
         handle.visititems(add)
-    return total
+    return total, strings
 
 
 def load(path: Path) -> xr.Dataset:
     try:
-        declared = _declared_bytes(path)
-        if declared > MAX_DATASET_BYTES:
-            raise UsageError(f"{path} declares {declared:,} bytes of variables; a dataset is at "
-                             f"most {MAX_DATASET_BYTES:,} (refused before reading them)")
+        declared, strings = _declared(path)
+        if declared > MAX_DATASET_BYTES or strings > MAX_STRING_ELEMENTS:
+            raise UsageError(f"{path} declares {declared:,} bytes of variables ({strings:,} "
+                             f"text elements); a dataset is at most {MAX_DATASET_BYTES:,} "
+                             f"({MAX_STRING_ELEMENTS:,}): refused before reading them")
         ds = xr.load_dataset(path, engine=ENGINE, mask_and_scale=False)
     except UsageError:
         raise
@@ -193,11 +233,12 @@ def load(path: Path) -> xr.Dataset:
         raise UsageError(f"cannot read dataset {path}: {type(exc).__name__}: {exc}") from exc
     if ds.attrs.get("probelab_schema") != SCHEMA:
         raise UsageError(f"{path} is not a probelab dataset (schema {SCHEMA})")
-    if "kernel" not in ds.coords or ds["kernel"].dims != ("kernel",):
-        raise UsageError(f"{path} is not a probelab dataset: it has no `kernel` coordinate")
+    if "kernel" not in ds.coords or ds["kernel"].dims != ("kernel",) or not ds.sizes["kernel"]:
+        raise UsageError(f"{path} is not a probelab dataset: it has no `kernel` coordinate "
+                         "(or no kernel on it)")
     provenance(ds)
     return ds
 
 
 def is_simulated(ds: xr.Dataset) -> bool:
-    return bool(provenance(ds).get("simulated", True))  # unknown counts as simulated
+    return simulated(provenance(ds))

@@ -43,7 +43,7 @@ class Side:
         return {"path": shown(self.path), "device": prov.get("device"),
                 "target": prov.get("target"), "utc": prov.get("utc"),
                 "git_head": prov.get("git_head"), "kernels": self.kernels,
-                "simulated": bool(prov.get("simulated", True))}  # unknown counts as simulated
+                "simulated": dataset.simulated(prov)}
 
 
 @dataclass

@@ -27,7 +27,9 @@ Predictions are taken modulo 2**32: observables are 32-bit registers.
 import ast
 import fnmatch
 import hashlib
+import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -101,16 +103,19 @@ def _strings(table: object, what: str) -> dict[str, str]:
     return dict(table)
 
 
-def _control_character(value: object) -> str | None:
-    """The first control character in any string of a parsed document, as U+XXXX."""
-    if isinstance(value, str):
-        bad = next((c for c in value if UNPRINTABLE.match(c)), None)
-        return None if bad is None else f"U+{ord(bad):04X}"
-    items = value.items() if isinstance(value, dict) else enumerate(value) \
-        if isinstance(value, list) else ()
-    for key, item in items:
-        if found := _control_character(key) or _control_character(item):
-            return found
+def _control_character(doc: object) -> str | None:
+    """The first control character in any string (or key) of a parsed document, as U+XXXX;
+    iterative, so a deeply nested document cannot exhaust the stack."""
+    stack = [doc]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if bad := UNPRINTABLE.search(value):
+                return f"U+{ord(bad.group()):04X}"
+        elif isinstance(value, dict):
+            stack += [*value.keys(), *value.values()]
+        elif isinstance(value, list):
+            stack += value
     return None
 
 
@@ -184,26 +189,38 @@ def parse_hypothesis(path: Path, raw: bytes) -> Hypothesis:
     )
 
 
-def load_hypothesis(path: Path) -> Hypothesis:
+def read_capped(path: Path) -> bytes | None:
+    """The bytes of a hypothesis file, or None when it holds more than MAX_FILE_BYTES (never
+    more is read, whatever its size says). A device, FIFO or folder is a UsageError: only a
+    regular file is a hypothesis (a link to /dev/zero must not exhaust memory)."""
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:  # refuse before reading a byte of a huge file
-            raise UsageError(f"{path}: {size} bytes; hypothesis files are at most {MAX_FILE_BYTES}")
-        raw = path.read_bytes()
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise UsageError(f"{path} is not a regular file")
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
+    return raw if len(raw) <= MAX_FILE_BYTES else None
+
+
+def load_hypothesis(path: Path) -> Hypothesis:
+    raw = read_capped(path)
+    if raw is None:
+        raise UsageError(f"{path}: hypothesis files are at most {MAX_FILE_BYTES} bytes")
     return parse_hypothesis(path, raw)
+
+
+def _grid_names(grid: xr.Dataset, dims: tuple[str, ...]) -> list[str]:
+    """The integer coordinates that live on `dims`."""
+    return [str(name) for name, coord in grid.coords.items()
+            if coord.dtype.kind in "iub" and set(coord.dims) <= set(dims)]
 
 
 def _grid_env(grid: xr.Dataset, dims: tuple[str, ...]) -> dict[str, np.ndarray]:
     """Every integer coordinate that lives on `dims`, broadcast to the full grid."""
-    env = {}
-    for name, coord in grid.coords.items():
-        if coord.dtype.kind in "iub" and set(coord.dims) <= set(dims):
-            env[str(name)] = coord.broadcast_like(
-                xr.DataArray(np.empty([grid.sizes[d] for d in dims]), dims=dims)
-            ).transpose(*dims).values
-    return env
+    like = xr.DataArray(np.empty([grid.sizes[d] for d in dims], np.int8), dims=dims)
+    return {name: grid.coords[name].broadcast_like(like).transpose(*dims).values
+            for name in _grid_names(grid, dims)}
 
 
 def predict(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]]
@@ -239,7 +256,7 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
     try:
         for observable, source in h.predict.items():
             dims = observables[observable]
-            env = _grid_env(grid, dims)
+            env = _grid_names(grid, dims)  # the grid itself is broadcast once bounded
             cells = int(np.prod([grid.sizes[d] for d in dims]))
             extra = [("in_scope", h.where)] if h.where is not None else []
             targets = [("predicted", source), *extra]
@@ -258,12 +275,12 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
                 work += cells * sum(p.nodes for p in used)
                 _bound_memory(h, observable, cells, len(env), used)
                 steps[scoring] = moves, rename
-            plans.append((observable, env, program, steps))
+            plans.append((observable, dims, program, steps))
         if work > MAX_WORK:
             raise UsageError(f"{h.path}: too costly to evaluate: {work:,} node-cells (syntax "
                              f"nodes x grid cells, over observables and scorings); at most "
                              f"{MAX_WORK:,}")
-        return _run(h, plans)
+        return _run(h, grid, plans)
     except ExprError as exc:
         raise UsageError(f"{h.path}: {exc}") from exc
 
@@ -298,11 +315,12 @@ def _bound_memory(h: Hypothesis, observable: str, cells: int, coordinates: int,
                          f"{MAX_VALUES:,} value-cells (fewer helpers, or shallower nesting)")
 
 
-def _run(h: Hypothesis, plans: list) -> tuple[Tables, Tables | None]:
+def _run(h: Hypothesis, grid: xr.Dataset, plans: list) -> tuple[Tables, Tables | None]:
     tables: Tables = {s: {} for s in h.scorings()}
     scopes: Tables = {s: {} for s in h.scorings()}
     keep = ("predicted", "in_scope")
-    for observable, env, program, steps in plans:
+    for observable, dims, program, steps in plans:
+        env = _grid_env(grid, dims)
         for scoring, (moves, rename) in steps.items():
             scoped = env | {coord: p.evaluate(env)["translated"] for coord, p in moves.items()}
             values = program.evaluate(scoped, keep)

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from probelab import chain, gitinfo
+from probelab import chain
 from probelab.errors import CannotWrite
 from probelab.paths import data_dir, relative
 
@@ -87,51 +87,35 @@ def duplicates(entries: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
-def history_problems() -> list[str]:
-    """Commits (and uncommitted changes) that removed or changed a line of the manifest:
-    it is append-only. Merges are compared with each parent."""
-    rel = relative(manifest_path())
-    problems = []
-    try:
-        log = gitinfo.git("log", "-m", "--full-history", "--numstat", "--format=commit %h",
-                          "--", rel)
-        local = gitinfo.git("diff", "--numstat", "HEAD", "--", rel)
-    except (RuntimeError, OSError):
-        return []  # no history to read: the chain alone vouches
-    commit = None
-    for line in [*log.splitlines(), *(f"commit (uncommitted)\n{local}".splitlines())]:
-        if line.startswith("commit "):
-            commit = line.split()[1]
-        elif line.strip():
-            removed = line.split("\t")[1]
-            if removed not in ("0", "-"):
-                problems.append(f"manifest: {commit} removed or changed {removed} of its "
-                                "lines; the manifest is only ever appended to")
-    return problems
-
-
 def archive_relative(path: Path) -> str | None:
     """`path` relative to the lab if it is a plain file inside data/ (no link anywhere on
-    the way), else None: only such a file can be the dataset a pin names."""
-    try:
-        inside = path.absolute().relative_to(data_dir().absolute())
-    except ValueError:
+    the way, data/ itself included, and no `..`), else None: only such a file can be the
+    dataset a pin names."""
+    root = data_dir()
+    absolute = Path(os.path.abspath(path))
+    if root.is_symlink() or not absolute.is_relative_to(root) or absolute != path.resolve():
         return None
-    step = data_dir()
-    for part in inside.parts:
-        step = step / part
-        if step.is_symlink():
-            return None
     return relative(path)
+
+
+def pin_form_problem(entry: dict[str, Any]) -> str | None:
+    """A pin names data/PROBE/TARGET/NAME.nc of its own probe and target."""
+    parts = Path(entry["path"]).parts
+    if len(parts) != 4 or parts[0] != "data" or parts[1:3] != (entry["probe"], entry["target"]) \
+            or not parts[3].endswith(".nc") or ".." in parts:
+        return (f"manifest: the pin of {entry['path']} does not name a dataset of the archive "
+                f"(data/{entry['probe']}/{entry['target']}/NAME.nc)")
+    return None
 
 
 def placement_problem(path: Path, prov: dict[str, Any]) -> str | None:
     """A dataset lives at data/PROBE/TARGET/NAME.nc of its own probe and target."""
     parts = Path(relative(path)).parts
-    if len(parts) != 4 or parts[1:3] != (prov.get("probe"), prov.get("target")):
+    if len(parts) != 4 or parts[1:3] != (prov.get("probe"), prov.get("target")) \
+            or path.suffix != ".nc":
         return (f"it sits at {'/'.join(parts[1:-1])}/, but its provenance says it is a "
                 f"{prov.get('probe')!r} dataset of {prov.get('target')!r}: a dataset lives "
-                "at data/PROBE/TARGET/ of its own probe and target")
+                "at data/PROBE/TARGET/NAME.nc of its own probe and target")
     return None
 
 
@@ -143,8 +127,8 @@ def pin_problem(path: Path, content: str, entries: list[dict[str, Any]]) -> str 
     if not pins:
         return (f"no pin in {relative(manifest_path())} names it: a measured dataset counts "
                 "only as the sweep saved it (added by hand, copied or renamed?)")
-    if others := [e["path"] for e in entries if e["content_sha256"] == content
-                  and e["path"] != rel] or len(pins) > 1:
+    others = [e["path"] for e in entries if e["content_sha256"] == content and e["path"] != rel]
+    if others or len(pins) > 1:
         return (f"its pin is not its own (also pinned: {', '.join(others) or rel}): a copy "
                 "is not a replication")
     if pins[0]["file_sha256"] != file_sha256(path):

@@ -59,9 +59,10 @@ def cache_dir() -> Path:
 
 
 def relative(path: Path) -> str:
-    """`path` relative to the lab, as git and the ledger spell it; refuses one outside."""
+    """`path` relative to the lab, as git and the ledger spell it (the folders resolved, the
+    file itself not: a link is named where it is); refuses one outside."""
     try:
-        return path.resolve().relative_to(lab_root()).as_posix()
+        return (path.absolute().parent.resolve() / path.name).relative_to(lab_root()).as_posix()
     except ValueError as exc:
         raise UsageError(f"{path} is outside the lab at {lab_root()}") from exc
 

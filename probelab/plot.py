@@ -121,7 +121,7 @@ def dataset_header(ax, kernel: str, what: str, ds, subtitle: str,
 
     Unknown provenance (e.g. an unsaved sweep) counts as simulated; `other_simulated` marks a
     simulated dataset this one is compared with (probelab diff)."""
-    from probelab.dataset import provenance
+    from probelab.dataset import provenance, simulated
     from probelab.errors import UsageError
 
     try:
@@ -131,7 +131,7 @@ def dataset_header(ax, kernel: str, what: str, ds, subtitle: str,
     device, target = str(prov.get("device", "?")), str(prov.get("target", "?"))
     where = device if target in device else f"{device} ({target})"
     lines = [(subtitle, 9, "normal", "black"), (f"{kernel}: {what} — {where}", 12, "bold", "black")]
-    if prov.get("simulated", True):
+    if simulated(prov):
         lines.append(("SIMULATED — not evidence", 12, "bold", "red"))
     elif other_simulated:
         lines.append(("compared with SIMULATED data — not evidence", 12, "bold", "red"))

@@ -18,6 +18,7 @@ from probelab.hypothesis import (
     evaluate_claim,
     is_plain_id,
     load_hypothesis,
+    read_capped,
     table_sha256,
 )
 from probelab.paths import lab_root, ledger_path, prereg_dir, relative
@@ -111,6 +112,8 @@ def _identity() -> list[str]:
 
 
 def seal(path: Path) -> dict[str, Any]:
+    if path.is_symlink():  # git would commit the link, not the file it names
+        raise UsageError(f"{path} is a symbolic link; seal the file itself")
     h = load_hypothesis(path)
     rel = relative(path)
     if Path(rel).parent != Path("preregistrations") / h.probe:
@@ -186,9 +189,15 @@ def verify_seals() -> list[dict[str, Any]]:
     for entry in entries:
         problems, notes = [], []
         path = lab_root() / entry["path"]
+        try:
+            raw, replaced = (read_capped(path) if path.exists() else None), None
+        except UsageError as exc:
+            raw, replaced = None, str(exc)
         if not path.exists():
             problems.append("sealed file is missing")
-        elif hashlib.sha256(path.read_bytes()).hexdigest() != entry["file_sha256"]:
+        elif replaced:
+            problems.append(f"sealed file is replaced: {replaced}")
+        elif raw is None or hashlib.sha256(raw).hexdigest() != entry["file_sha256"]:
             problems.append("file no longer hashes to its seal (edited after sealing)")
         else:
             try:

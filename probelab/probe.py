@@ -172,7 +172,9 @@ def load_sibling(path: Path) -> ModuleType:
         raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    # run from the source bytes, never from __pycache__: the code a dataset records
+    # (probelab.codetree) is then the code that ran, even beside stale bytecode
+    exec(compile(path.read_bytes(), str(path), "exec"), module.__dict__)
     return module
 
 

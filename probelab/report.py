@@ -14,8 +14,18 @@ from probelab.paths import lab_root, shown
 
 @dataclass
 class Rechecked:
-    doc: dict[str, Any]  # what to show: the re-check, or the file where none could be made
+    path: Path  # the recorded verdict file
+    doc: dict[str, Any] | None  # the re-check; None where none could be made
     warnings: list[str] = field(default_factory=list)  # why the file is not to be trusted
+
+    def render(self) -> str:
+        if self.doc is None:  # nothing of the file is shown as if it held
+            return "\n".join([f"### `{shown(self.path)}` — **NOT RE-VERIFIED**", "",
+                              *(f"**⚠ {w}**" for w in self.warnings), ""])
+        return render(self.doc, self.warnings)
+
+    def to_dict(self) -> dict[str, Any]:
+        return (self.doc or {"path": shown(self.path)}) | {"report_warnings": self.warnings}
 
 
 def verdict_files(paths: list[Path]) -> list[Path]:
@@ -33,8 +43,8 @@ def verdict_files(paths: list[Path]) -> list[Path]:
 def recheck(path: Path) -> Rechecked:
     try:
         recorded = json.loads(path.read_text())
-        hypothesis = lab_root() / recorded["hypothesis"]["path"]
-        data = lab_root() / recorded["dataset"]["path"]
+        hypothesis = lab_root() / str(recorded["hypothesis"]["path"])
+        data = lab_root() / str(recorded["dataset"]["path"])
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UsageError(f"cannot read verdict {path}: {exc}") from exc
     except (KeyError, TypeError) as exc:
@@ -42,13 +52,14 @@ def recheck(path: Path) -> Rechecked:
     try:
         fresh = check(hypothesis, data)
     except LabError as exc:
-        return Rechecked(recorded, [f"NOT RE-VERIFIED ({exc}): what follows is only what "
-                                    f"{shown(path)} says"])
+        return Rechecked(path, None, [f"it cannot be re-checked from its sealed file and "
+                                      f"dataset ({exc}); what it records is not shown"])
     if json.loads(render_json(fresh)) == recorded:
-        return Rechecked(fresh)
-    return Rechecked(fresh, [f"{shown(path)} says {recorded.get('verdict')}, but re-checked "
-                             f"from its sealed file and dataset it is {fresh['verdict']} "
-                             "(shown: the re-check); the file is forged or stale"])
+        return Rechecked(path, fresh)
+    return Rechecked(path, fresh, [f"{shown(path)} says {recorded.get('verdict')}, but "
+                                   "re-checked from its sealed file and dataset it is "
+                                   f"{fresh['verdict']} (shown: the re-check); the file is "
+                                   "forged or stale"])
 
 
 def _count(score: dict[str, Any]) -> str:

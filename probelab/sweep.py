@@ -201,7 +201,7 @@ def save_sweep(probe: Probe, ds: xr.Dataset, prov: dict, root: Path, step: Step,
     step(f"saving {shown(stem)}.nc")
     path = dataset.save_new(ds, stem, prov)
     prov = dataset.stored_provenance(path)  # with the content hash it was saved with
-    if not prov["simulated"] and root.resolve() == data_dir().resolve():
+    if not dataset.simulated(prov) and root.resolve() == data_dir().resolve():
         step(f"pinning it in {shown(manifest.manifest_path())}")
         try:
             manifest.pin(path, prov[dataset.CONTENT_KEY], probe.id, prov["target"])

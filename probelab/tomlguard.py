@@ -54,7 +54,11 @@ def _string_end(text: str, i: int, quote: str) -> int:
             i += 2
             continue
         if text.startswith(quote, i):
-            return i + len(quote)
+            end = i + len(quote)
+            if len(quote) == 3:  # up to two more quotes are content: '"""a""""' ends last
+                while end < min(i + 5, len(text)) and text[end] == quote[0]:
+                    end += 1
+            return end
         if len(quote) == 1 and text[i] == "\n":
             return i  # a one-line string ends at the line at the latest
         i += 1

@@ -118,7 +118,7 @@ def test_a_deleted_dataset_is_caught_even_with_its_pin_removed(toylab: ToyLab) -
     lines = manifest.manifest_path().read_text().splitlines(keepends=True)
     manifest.manifest_path().write_text("".join(lines[:-1]))
     committed(toylab, "drop a bad run")
-    assert "removed or changed 1 of its lines" in problems()
+    assert "removed or changed 1 of its pins" in problems()
 
 
 def test_copies_are_not_replications_nor_other_targets_data(toylab: ToyLab) -> None:
@@ -244,3 +244,161 @@ def test_sweeps_pinning_at_once_each_keep_their_line(toylab: ToyLab) -> None:
         t.join()
     assert sorted(e["path"] for e in manifest.read()[1:]) == \
         sorted(manifest.relative(c) for c in copies)
+
+
+# ---- second pass: what a red-team review of the fixes found -----------------------------
+
+
+@pytest.mark.parametrize("flag", [None, 0, "", "false"], ids=["null", "zero", "empty", "text"])
+def test_a_simulated_flag_that_is_not_a_boolean_never_counts(toylab: ToyLab, flag) -> None:
+    hyp = sealed(toylab)
+    data = toylab.as_measured(toylab.sim_dataset(), simulated=flag)
+    doc = check(hyp, data)
+    assert doc["verdict"] == "TAMPERED" and "neither true nor false" in doc["reasons"][0]
+    assert "neither true nor false" in problems()
+    assert invoke("report", data).exit_code != 0  # nothing recorded that could pass
+
+
+def test_a_diff_attribute_cannot_hide_a_manifest_rewrite(toylab: ToyLab) -> None:
+    """`-diff` in .gitattributes makes git's numstat print '-': the pins are read from the
+    committed objects instead."""
+    sealed(toylab, "prod", "a * b")
+    first = toylab.as_measured(toylab.sim_dataset())
+    toylab.as_measured(toylab.sim_dataset())
+    committed(toylab)
+    (toylab.root / ".gitattributes").write_text("data/MANIFEST.jsonl -diff\n")
+    toylab.git("rm", "-q", str(first))
+    lines = manifest.manifest_path().read_text().splitlines(keepends=True)
+    manifest.manifest_path().write_text("".join(lines[1:]))
+    assert "removed or changed 1 of its pins" in problems()  # uncommitted
+    committed(toylab, "a smaller archive")
+    assert "removed or changed 1 of its pins" in problems()
+
+
+def test_an_archive_folder_that_is_a_link_outside_git_is_refused(toylab: ToyLab) -> None:
+    hyp = sealed(toylab)
+    hidden = toylab.root / ".archive"
+    toylab.data.rename(hidden)
+    (toylab.root / ".gitignore").write_text("/sim-data/\n__pycache__/\n/.archive/\n")
+    toylab.data.symlink_to(hidden, target_is_directory=True)
+    committed(toylab, "archive elsewhere")
+    (hidden / "toy" / "sm_90").mkdir(parents=True)
+    data = toylab.as_measured(toylab.sim_dataset())
+    assert "data is a symbolic link" in problems()
+    result = invoke("check", hyp, data)
+    assert result.exit_code == 2 and "is not a file in the archive" in result.stderr
+
+
+def test_a_path_that_leaves_the_archive_does_not_count(toylab: ToyLab) -> None:
+    hyp = sealed(toylab)
+    data = toylab.as_measured(toylab.sim_dataset())
+    outside = toylab.root / "sim-data" / "toy" / "sm_90" / "20200101T000000Z.nc"
+    outside.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(data, outside)
+    sneaky = toylab.data / ".." / "sim-data" / "toy" / "sm_90" / outside.name
+    result = invoke("check", hyp, sneaky)
+    assert result.exit_code == 2 and "is not a file in the archive" in result.stderr
+    line = json.loads(manifest.manifest_path().read_text().splitlines()[-1])
+    forged = {k: v for k, v in line.items() if k not in ("seq", "prev", "hash")}
+    forged["path"] = "data/../sim-data/toy/sm_90/" + outside.name
+    manifest.chain.append(manifest.manifest_path(), manifest.read(), forged, manifest.FORMS)
+    assert "does not name a dataset of the archive" in problems()
+
+
+def test_check_and_report_also_read_a_datasets_history(toylab: ToyLab) -> None:
+    """An edit recommitted with a fresh hash and a rebuilt manifest: `verify` is not the
+    only one to see it."""
+    hyp = sealed(toylab, "wrong", "a * b")
+    data = toylab.as_measured(toylab.sim_dataset())
+    assert invoke("check", hyp, data).exit_code == 1
+    committed(toylab)
+    ds = dataset.load(data)
+    ds["value"].values[...] = ds["a"].values[:, None] * ds["b"].values[None, :]
+    dataset.save(ds, data, dataset.provenance(ds))
+    manifest.manifest_path().unlink()
+    toylab.pin(data)
+    committed(toylab, "better data")
+    result = invoke("check", hyp, data, "--json", "--no-save")
+    assert result.exit_code == 3 and "written once" in json.loads(result.stdout)["reasons"][0]
+    assert invoke("report", data).exit_code == 3
+
+
+def test_only_a_dataset_file_counts(toylab: ToyLab) -> None:
+    hyp = sealed(toylab)
+    data = toylab.as_measured(toylab.sim_dataset())
+    other = data.with_suffix(".h5")
+    shutil.copy(data, other)
+    toylab.pin(other)
+    doc = check(hyp, other)
+    assert doc["verdict"] == "TAMPERED" and "NAME.nc" in doc["reasons"][0]
+
+
+def test_honest_merges_are_not_called_rewrites(toylab: ToyLab) -> None:
+    """A measurement merged from a branch (main moved on meanwhile), and two branches that
+    both measured, merged with both sides' pins re-chained: nothing was changed."""
+    sealed(toylab)
+    toylab.git("checkout", "-q", "-b", "run-a")
+    a = toylab.as_measured(toylab.sim_dataset(), name="20260101T000000Z.nc")
+    committed(toylab, "run a")
+    toylab.git("checkout", "-q", "main")
+    (toylab.root / "NOTES.md").write_text("meanwhile\n")
+    committed(toylab, "docs")
+    toylab.git("checkout", "-q", "-b", "run-b")
+    b = toylab.as_measured(toylab.sim_dataset(), name="20260102T000000Z.nc")
+    committed(toylab, "run b")
+    toylab.git("checkout", "-q", "main")
+    toylab.git("merge", "-q", "--no-edit", "run-a")
+    assert problems() == ""
+    pins_a = manifest.read()
+    subprocess.run(["git", "merge", "-q", "--no-edit", "run-b"], cwd=toylab.root,
+                   capture_output=True)  # both appended line 1: a conflict
+    toylab.git("checkout", "--theirs", "--", str(manifest.manifest_path()))
+    pins_b = manifest.read()
+    manifest.manifest_path().unlink()
+    for pin in [*pins_a, *pins_b]:  # both sides' pins, re-chained
+        fields = {k: v for k, v in pin.items() if k not in ("seq", "prev", "hash")}
+        manifest.chain.append(manifest.manifest_path(), manifest.read(), fields,
+                              manifest.FORMS)
+    committed(toylab, "merge run b")
+    assert a.exists() and b.exists()
+    assert problems() == ""
+
+
+def test_a_path_pinned_twice_is_a_problem_not_a_crash(toylab: ToyLab) -> None:
+    hyp = sealed(toylab)
+    data = toylab.as_measured(toylab.sim_dataset())
+    toylab.pin(data)
+    doc = check(hyp, data)
+    assert doc["verdict"] == "TAMPERED" and "not its own" in doc["reasons"][0]
+    assert "one path pinned 2 times" in problems()
+
+
+@pytest.mark.parametrize("record", [{"code_tree": None}, {"code_tree": ["x"]},
+                                    {"observables": {"value": ["b", "a"]}}],
+                         ids=["null-tree", "list-tree", "contradicted-dims"])
+def test_malformed_records_are_judged_not_crashed_on(toylab: ToyLab, record) -> None:
+    hyp = sealed(toylab)
+    data = toylab.as_measured(toylab.sim_dataset(), **record)
+    result = invoke("check", hyp, data, "--json")
+    assert result.exit_code in (0, 3) and "internal error" not in result.stderr
+    if "code_tree" in record:
+        assert "unreadable" in " ".join(json.loads(result.stdout)["reasons"])
+
+
+def test_a_dataset_with_no_kernels_is_refused(toylab: ToyLab) -> None:
+    hyp = sealed(toylab)
+    data = toylab.as_measured(toylab.sim_dataset())
+    empty = data.with_name("20200101T000000Z.nc")
+    dataset.save(dataset.load(data).isel(kernel=slice(0, 0)), empty,
+                 dataset.provenance(dataset.load(data)))
+    result = invoke("check", hyp, empty)
+    assert result.exit_code == 2 and "no kernel" in result.stderr
+
+
+def test_a_committed_pin_needs_its_dataset_committed(toylab: ToyLab) -> None:
+    sealed(toylab)
+    data = toylab.as_measured(toylab.sim_dataset())
+    toylab.git("add", str(manifest.manifest_path()))
+    toylab.git("commit", "-q", "-m", "the manifest only")
+    assert f"{manifest.relative(data)}: pinned in the committed manifest, but the dataset" \
+        in problems()

@@ -128,3 +128,50 @@ def test_retirement_needs_a_newer_probe_version(toylab: ToyLab, monkeypatch) -> 
     assert any("retirement needs a newer version" in p for p in verify_archive()["problems"])
     monkeypatch.setattr(toylab.probe(), "version", "2")
     assert not any("retirement" in p for p in verify_archive()["problems"])
+
+
+def test_stale_bytecode_cannot_stand_in_for_the_recorded_source(toylab: ToyLab) -> None:
+    """A probe compiled from an edited source (same size), the source then restored with the
+    edited file's mtime: Python would run the stale __pycache__; probes run from source."""
+    import importlib.util
+    import os
+    import py_compile
+
+    probe = toylab.root / "probes" / "toy" / "probe.py"
+    honest = probe.read_bytes()
+    probe.write_bytes(honest.replace(b"((a + b) & 0xFFFFFFFF)", b"((a ^ b) & 0xFFFFFFFF)"))
+    assert probe.read_bytes() != honest and len(probe.read_bytes()) == len(honest)
+    stat = probe.stat()
+    py_compile.compile(str(probe), cfile=importlib.util.cache_from_source(str(probe)))
+    probe.write_bytes(honest)
+    os.utime(probe, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    sys.modules.pop(TOY_MODULE, None)
+    catalog.cache_clear()
+    hyp = sealed(toylab, "sum", "a + b")
+    assert check(hyp, toylab.as_measured(toylab.sim_dataset()))["verdict"] == "CONFIRMED"
+
+
+def test_a_flip_with_the_same_measuring_code_is_a_note(toylab: ToyLab) -> None:
+    from probelab import dataset
+
+    hyp = sealed(toylab, "sum", "a + b")
+    first = toylab.as_measured(toylab.sim_dataset())
+    committed(toylab, "first")
+    (toylab.root / "probes" / "toy" / "README.md").write_text("prose cannot decode\n")
+    committed(toylab, "docs")
+    raw = toylab.root / "sim-data" / "odd.nc"
+    ds = dataset.load(toylab.sim_dataset())
+    ds["value"].values[0, 0, 0] += 1  # the device answered differently, once
+    dataset.save(ds, raw, dataset.provenance(ds))
+    second = toylab.as_measured(raw)
+    assert [check(hyp, p)["verdict"] for p in (first, second)] == ["CONFIRMED", "REFUTED"]
+    result = verify_archive()
+    assert not any("needs a new probe version" in p for p in result["problems"])
+    assert any("disagrees with itself" in n for n in result["notes"])
+
+
+def test_a_committed_link_among_the_probes_is_recorded_as_git_keeps_it(toylab: ToyLab) -> None:
+    (toylab.root / "probes" / "toy" / "kernel.cu").symlink_to("toy.cu")
+    committed(toylab, "a link")
+    hyp = sealed(toylab, "sum", "a + b")
+    assert check(hyp, toylab.as_measured(toylab.sim_dataset()))["verdict"] == "CONFIRMED"

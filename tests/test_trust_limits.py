@@ -190,3 +190,80 @@ def test_a_dataset_without_a_kernel_coordinate_is_one_problem(toylab: ToyLab) ->
     assert any(odd.name in p and "no `kernel` coordinate" in p for p in result["problems"])
     assert [r["verdict"] for r in result["checks"]] == ["CONFIRMED"]  # the rest is judged
     assert invoke("check", hyp, odd).exit_code == 2
+
+
+# ---- second pass: what a red-team review of the fixes found -----------------------------
+
+
+def test_a_sealed_file_replaced_by_a_link_to_a_device_is_tampered(toylab: ToyLab) -> None:
+    hyp = toylab.write_hyp("sum", "a + b")
+    prereg.seal(hyp)
+    data = toylab.as_measured(toylab.sim_dataset())
+    hyp.unlink()
+    hyp.symlink_to("/dev/zero")
+    listed = invoke("prereg", "verify")
+    assert listed.exit_code == 3 and "not a regular file" in listed.stdout
+    result = invoke("check", hyp, data, "--json")
+    assert result.exit_code == 3 and json.loads(result.stdout)["verdict"] == "TAMPERED"
+    assert any("not a regular file" in p for p in verify_archive()["problems"])
+
+
+def test_hashing_a_dataset_stays_in_bounded_memory(toylab: ToyLab) -> None:
+    """100 MB of uint8 (widened to int64 for the hash) is hashed chunk by chunk."""
+    path = toylab.root / "sim-data" / "wide.nc"
+    path.parent.mkdir()
+    values = np.zeros((1, 100 * 2**20), np.uint8)
+    ds = xr.Dataset({"value": (("kernel", "i"), values)},
+                    coords={"kernel": ("kernel", np.array(["k"]))})
+    dataset.save(ds, path, {"probe": "toy", "simulated": True})
+    loaded = dataset.load(path)
+    tracemalloc.start()
+    try:
+        dataset.computed_content_sha256(loaded)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MB to hash 100 MB"
+
+
+def test_a_dataset_of_millions_of_strings_is_refused_before_reading(toylab: ToyLab) -> None:
+    path = toylab.root / "sim-data" / "texts.nc"
+    path.parent.mkdir()
+    with h5py.File(path, "w") as handle:
+        handle.create_dataset("label", shape=(9 * 2**20,), dtype="S1", chunks=(2**16,))
+        handle.attrs["probelab_schema"] = dataset.SCHEMA
+    with pytest.raises(UsageError, match="text elements"):
+        dataset.load(path)
+
+
+@pytest.mark.parametrize("text", [
+    'x = ["""a""""' + ", k" + ".k" * 40 + " = 1]",
+    'x = {y = """a"""", z = ' + "[" * 40 + "]" * 40 + "}",
+], ids=["dotted-key", "nesting"])
+def test_extra_closing_quotes_do_not_blind_the_pre_scan(text: str) -> None:
+    with pytest.raises(UsageError, match="refused before parsing"):
+        parse_hypothesis(Path("h.toml"), text.encode())
+
+
+def test_a_deeply_nested_provenance_is_one_problem(toylab: ToyLab) -> None:
+    hyp = toylab.write_hyp("sum", "a + b")
+    prereg.seal(hyp)
+    toylab.as_measured(toylab.sim_dataset())
+    odd = toylab.data / "toy" / "sm_90" / "20200101T000000Z.nc"
+    ds = dataset.load(toylab.sim_dataset())
+    ds.attrs["provenance"] = "[" * 50_000 + "]" * 50_000
+    ds.attrs["probelab_schema"] = dataset.SCHEMA
+    ds.to_netcdf(odd, engine=dataset.ENGINE)
+    result = verify_archive()
+    assert any(odd.name in p and "provenance" in p for p in result["problems"])
+    assert [r["verdict"] for r in result["checks"]] == ["CONFIRMED"]
+
+
+def test_report_of_a_minimal_forged_verdict_is_marked_not_crashed_on(toylab: ToyLab) -> None:
+    forged = toylab.data / "toy" / "sm_90" / "x.sum.verdict.json"
+    forged.parent.mkdir(parents=True)
+    forged.write_text(json.dumps({"verdict": "CONFIRMED", "hypothesis": {"path": "nope"},
+                                  "dataset": {"path": "nope.nc"}}))
+    result = invoke("report", forged)
+    assert result.exit_code == 3 and "NOT RE-VERIFIED" in result.stdout
+    assert "CONFIRMED" not in result.stdout

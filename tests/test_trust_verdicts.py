@@ -76,7 +76,7 @@ def test_report_re_checks_what_it_shows(toylab: ToyLab, how: str) -> None:
         assert "says CONFIRMED, but re-checked" in result.stdout
         assert "— **REFUTED on" in result.stdout  # the re-check is what is shown
     else:
-        assert "NOT RE-VERIFIED" in result.stdout
+        assert "NOT RE-VERIFIED" in result.stdout and "cannot be re-checked" in result.stdout
     assert json.loads(invoke("report", data, "--json").stdout)[0]["report_warnings"]
 
 
