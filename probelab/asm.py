@@ -4,6 +4,7 @@ object holds — disassembly, instruction histogram, and the evidence gate's fin
 from dataclasses import dataclass, field
 from typing import Any
 
+from probelab import targets
 from probelab.codeobject import CodeObject
 from probelab.disasm import histogram, without_padding
 from probelab.errors import Unavailable, UsageError
@@ -24,16 +25,14 @@ class KernelReport:
 
 
 def toolchain(target: str) -> tuple[str, Isa, Any]:
-    """(vendor, evidence ISA, build function) for a target id."""
-    if target.startswith("sm_"):
+    """(vendor, evidence ISA, build function) for a known target id."""
+    if targets.vendor(target) == "nvidia":
         from probelab.toolchains import nvidia
 
         return "nvidia", SASS, nvidia.build
-    if target.startswith("gfx"):
-        from probelab.toolchains import amdgpu
+    from probelab.toolchains import amdgpu
 
-        return "amd", GCN, amdgpu.build
-    raise UsageError(f"unknown target {target!r}: use sm_XX (NVIDIA) or gfxNNNN (AMD)")
+    return "amd", GCN, amdgpu.build
 
 
 def inspect_kernel(kernel: Kernel, code: CodeObject, isa: Isa) -> KernelReport:
@@ -49,6 +48,7 @@ def inspect_kernel(kernel: Kernel, code: CodeObject, isa: Isa) -> KernelReport:
 
 def inspect(probe_id: str, target: str) -> list[KernelReport]:
     probe = get_probe(probe_id)
+    targets.vendor(target)  # a made-up target is refused before the probe judges it
     require_target(probe, target)
     vendor, isa, build = toolchain(target)
     kernels = probe.kernels(vendor)

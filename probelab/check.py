@@ -153,7 +153,8 @@ def _order_problems(entry: dict, prov: dict) -> tuple[list[str], str | None]:
         problems.append(f"sealed at {entry['sealed_at']}, after the measurement ({prov['utc']})")
     if commit is None:
         problems.append("no commit carries this seal with the file as sealed "
-                        "(amended, rebased away or never committed)")
+                        "(amended, rebased away or never committed)" if gitinfo.has_history()
+                        else gitinfo.NO_HISTORY)
     elif not head:
         problems.append("the dataset records no git commit (as a full commit id), so the "
                         "order cannot be shown")
@@ -390,24 +391,26 @@ def kernel_statuses(doc: dict[str, Any]) -> dict[str, str]:
             for k, v in doc.get("kernels", {}).items()}
 
 
-def check_all(dataset_path: Path) -> list[dict[str, Any]]:
+def check_all(dataset_path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Check a dataset against every sealed hypothesis of its probe that applies to it, and
-    save each verdict beside it."""
+    save each verdict that may be recorded beside it. Returns the verdicts and, for each
+    hypothesis left out, why it does not apply."""
     judged = judge(dataset_path)
     if judged.problem:
         raise IntegrityError(f"{dataset_path}: {judged.problem}")
-    docs = []
+    docs, skipped = [], {}
     entries = ledger_entries()
     for entry in (e for e in entries if e["probe"] == judged.prov.get("probe")):
         path = lab_root() / entry["path"]
         doc = _edited_seal(path, judged, entries)  # judged before the file is read
         if doc is None:
-            if not_applicable(load_hypothesis(path), judged.ds):
+            if why := not_applicable(load_hypothesis(path), judged.ds):
+                skipped[entry["hypothesis"]] = why
                 continue
             doc = check(path, dataset_path, judged)
         save_verdict(doc, dataset_path)
         docs.append(doc)
-    return docs
+    return docs, skipped
 
 
 def verdict_path(dataset_path: Path, hypothesis_id: str) -> Path:

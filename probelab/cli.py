@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from probelab.errors import Exit, KernelTimeout, LabError, Terminated
+from probelab.errors import Exit, KernelTimeout, LabError, Terminated, UsageError
 from probelab.limits import DEFAULT_TIMEOUT_S
 from probelab.paths import shown
 from probelab.storage import written
@@ -38,12 +38,29 @@ app = typer.Typer(help="probelab: empirical ISA probes with sealed preregistrati
 prereg_app = typer.Typer(help="Write, seal and verify preregistered hypotheses.",
                          epilog=EPILOG, no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(prereg_app, name="prereg")
-out = Console()
-err = Console(stderr=True)
+# soft_wrap: a message is one line however narrow the terminal (grep and logs read it whole)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 # typer's own control flow (exit, abort, usage errors) must reach typer untouched.
 PASS_THROUGH = tuple(getattr(typer, n) for n in ("Exit", "Abort", "TyperException")
                      if hasattr(typer, n))
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print only JSON on stdout.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        import probelab
+
+        typer.echo(f"probelab {probelab.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print probelab's version and exit.")] = False,
+) -> None:
+    """probelab: empirical ISA probes with sealed preregistrations."""
 
 
 def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -102,6 +119,15 @@ def safe(text: object) -> str:
     return escape(printable(str(text)))
 
 
+def _is_dataset(path: Path) -> bool:
+    """Whether a file starts as netCDF4 (HDF5) does."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(8) == b"\x89HDF\r\n\x1a\n"
+    except OSError:
+        return False
+
+
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
@@ -157,13 +183,14 @@ def doctor(as_json: JsonOpt = False) -> None:
 @guarded
 def sweep(
     probe: Annotated[str, typer.Argument(help="Probe id, e.g. byte-perm (see `probelab list`).")],
-    backend: Annotated[str, typer.Option(help="cuda (NVIDIA GPU), hip (AMD GPU, ROCm) or sim "
-                                         "(simulated device, never evidence; writes under "
-                                         "sim-data/).")] = "cuda",
+    backend: Annotated[str | None, typer.Option(
+        help="cuda (NVIDIA GPU; the default), hip (AMD GPU, ROCm) or sim (simulated device, "
+             "never evidence; writes under sim-data/). Not for static probes.")] = None,
     target: Annotated[str | None, typer.Option(help="ISA target: for sim, and for static "
                                                "probes (the toolchain is the device).")] = None,
-    repeats: Annotated[int, typer.Option(help="Fresh launches per kernel; all must be "
-                                         "byte-identical.")] = 3,
+    repeats: Annotated[int | None, typer.Option(help="Fresh launches per kernel (default 3, "
+                                                "at least 2); all must be byte-identical. "
+                                                "Not for static probes.")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Root for datasets (default "
                                                  "data/, or sim-data/ for sim).")] = None,
     check_after: Annotated[bool, typer.Option("--check", help="Then check every sealed "
@@ -183,8 +210,9 @@ def sweep(
     there and fed from memory, runs every kernel REPEATS times with poisoned outputs and
     guard words, and writes data/PROBE/TARGET/TIME.nc atomically. Nothing is written if
     any step fails; a stimulus blind to two sealed rivals is refused unless --allow-blind
-    (see `prereg power`). With --check, the verdicts follow at once (exit 3 if any hypothesis
-    is tampered or post hoc; refuted rivals are results, not failures).
+    (see `prereg power`). With --check, the verdicts follow at once, and each sealed
+    hypothesis left out says why (exit 3 if any is tampered or post hoc, 1 if the data are
+    simulated, as `check` says; refuted rivals are results, not failures: 0).
     """
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -205,13 +233,17 @@ def sweep(
     if check_after:
         from probelab.check import check_all, kernel_statuses, verdict_words
 
-        failed = False
-        for doc in check_all(result.path):
+        docs, skipped = check_all(result.path)
+        for doc in docs:
             kernels = ", ".join(f"{k} {v}" for k, v in kernel_statuses(doc).items())
             say(f"{doc['hypothesis']['id']}: {verdict_words(doc)} ({kernels})")
-            failed |= doc["verdict"] in ("TAMPERED", "POST-HOC")
-        if failed:
+        for hypothesis, why in skipped.items():
+            say(f"{hypothesis}: not applicable ({why})")
+        verdicts = {doc["verdict"] for doc in docs}
+        if verdicts & {"TAMPERED", "POST-HOC"}:
             raise typer.Exit(int(Exit.INTEGRITY))
+        if "NOT-EVIDENCE" in verdicts:  # as `check` says it: simulated data, exit 1
+            raise typer.Exit(int(Exit.REFUTED))
 
 
 @app.command(epilog=EPILOG)
@@ -301,19 +333,29 @@ def prereg_verify(as_json: JsonOpt = False) -> None:
 @prereg_app.command("list", epilog=EPILOG)
 @guarded
 def prereg_list(as_json: JsonOpt = False) -> None:
-    """List hypothesis files and whether each is sealed."""
+    """List hypothesis files: sealed or not, and which sealed ones their probe has retired
+    (sealed for an earlier version: still scored on data that observed them)."""
     from probelab import ledger
+    from probelab.hypothesis import load_hypothesis
     from probelab.paths import ledger_path, prereg_dir, relative
+    from probelab.prereg import retired_observables
 
     entries = {e["path"]: e for e in ledger.read(ledger_path())}
-    rows = [{"path": relative(p), "sealed": relative(p) in entries,
-             "hash": entries.get(relative(p), {}).get("hash")}
-            for p in sorted(prereg_dir().glob("*/*.toml"))]
+    rows = []
+    for p in sorted(prereg_dir().glob("*/*.toml")):
+        entry = entries.get(relative(p))
+        try:
+            retired = retired_observables(load_hypothesis(p)) if entry else []
+        except LabError:
+            retired = []  # an unreadable file: `prereg verify` says why
+        rows.append({"path": relative(p), "sealed": entry is not None,
+                     "hash": entry and entry["hash"], "retired": retired})
     if as_json:
         emit_json(rows)
         return
     for r in rows:
-        say(f"{'sealed  ' if r['sealed'] else 'UNSEALED'} {r['path']}")
+        note = f" (retired: predicts {r['retired']}, no longer observed)" if r["retired"] else ""
+        say(f"{'sealed  ' if r['sealed'] else 'UNSEALED'} {r['path']}{note}")
 
 
 @prereg_app.command("power", epilog=EPILOG)
@@ -379,6 +421,9 @@ def check(
     from probelab.check import check as run_check
     from probelab.report import render
 
+    if _is_dataset(prereg) and not _is_dataset(dataset_path):
+        raise UsageError(f"the arguments are swapped: {prereg} is a dataset and {dataset_path} "
+                         "is not; the order is `probelab check HYPOTHESIS.toml DATASET.nc`")
     doc = run_check(prereg, dataset_path)
     if save:
         doc_path = save_verdict(doc, dataset_path)
@@ -429,8 +474,11 @@ def verify(
 @app.command(epilog=EPILOG)
 @guarded
 def plot(
-    args: Annotated[list[str], typer.Argument(metavar="[KIND]... DATASET", help="The plots to "
-                                              "draw (e.g. lanemap), then the dataset.")],
+    kinds: Annotated[list[str] | None, typer.Argument(
+        metavar="KIND", help="The plots to draw (e.g. lanemap, mismatch-map); default "
+                                  "every plot the dataset offers.", show_default=False)] = None,
+    dataset_path: Annotated[Path, typer.Argument(metavar="DATASET", show_default=False,
+                                                 help="One dataset (.nc).")] = Path(),
     kind: Annotated[list[str] | None, typer.Option(help="Plot name (repeatable), as KIND; "
                                                    "default all the probe offers.")] = None,
     prereg: Annotated[Path | None, typer.Option(help="Hypothesis for mismatch plots.")] = None,
@@ -443,8 +491,12 @@ def plot(
     is given. Without KIND, every plot the dataset offers."""
     from probelab.figures import draw
 
-    *kinds, dataset_path = args
-    for path in draw(Path(dataset_path), [*kinds, *(kind or [])] or None, prereg, scoring,
+    if dataset_path == Path():
+        raise UsageError("give a DATASET: probelab plot [KIND]... DATASET")
+    if datasets := [k for k in kinds or () if k.endswith(".nc") or Path(k).is_file()]:
+        raise UsageError(f"plot draws one dataset at a time, and {', '.join(datasets)} is not "
+                         f"a plot kind: probelab plot [KIND]... DATASET")
+    for path in draw(dataset_path, [*(kinds or ()), *(kind or [])] or None, prereg, scoring,
                      out_dir):
         say(str(path))
 
@@ -464,7 +516,11 @@ def report(
     """
     from probelab.report import recheck, verdict_files
 
-    rechecked = [recheck(f) for f in verdict_files(paths)]
+    files, bare = verdict_files(paths)
+    for path in bare:
+        err.print(safe(f"note: {path} has no recorded verdicts (`probelab check` records them)"),
+                  highlight=False)
+    rechecked = [recheck(f) for f in files]
     if as_json:
         emit_json([r.to_dict() for r in rechecked])
     else:
@@ -486,8 +542,9 @@ def diff_cmd(
 
     Compares kernel A:KERNEL with B:KERNEL, or without kernels every kernel name both
     datasets have. Refuses (exit 2) datasets of different probes or stimulus grids, or with
-    no common kernel. Exit 1 when any compared pair differs, 0 when all are identical. A
-    simulated side is said so: a diff against a model is never evidence.
+    no common kernel. Says what it did not compare (kernels or observables one side lacks).
+    Exit 0 when every compared pair is identical and both sides are measured; 1 when any
+    pair differs, or when a side is simulated (a diff against a model is never evidence).
     """
     from probelab.diff import diff, plot, render
 
@@ -500,7 +557,9 @@ def diff_cmd(
         say(render(doc, side_a.ds))
         for path in doc.get("figures", []):
             say(path)
-    raise typer.Exit(int(Exit.OK if doc["identical"] else Exit.REFUTED))
+    # 0 only for identical measurements: a difference, or a model on either side, is 1
+    same = doc["identical"] and not doc["any_simulated"]
+    raise typer.Exit(int(Exit.OK if same else Exit.REFUTED))
 
 
 def main() -> None:

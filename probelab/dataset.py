@@ -220,6 +220,9 @@ def _declared(path: Path) -> tuple[int, int]:
 
 
 def load(path: Path) -> xr.Dataset:
+    if not path.is_file():
+        raise UsageError(f"no such dataset: {path}" if not path.exists() else
+                         f"{path} is not a file")
     try:
         declared, strings = _declared(path)
         if declared > MAX_DATASET_BYTES or strings > MAX_STRING_ELEMENTS:
@@ -230,7 +233,10 @@ def load(path: Path) -> xr.Dataset:
     except UsageError:
         raise
     except Exception as exc:  # truncated, not netCDF, not HDF5: one clear message
-        raise UsageError(f"cannot read dataset {path}: {type(exc).__name__}: {exc}") from exc
+        why = "empty" if path.stat().st_size == 0 else \
+            "not netCDF4/HDF5, or truncated" if isinstance(exc, OSError) else \
+            f"{type(exc).__name__}: {exc}"
+        raise UsageError(f"{path} is not a probelab dataset ({why})") from exc
     if ds.attrs.get("probelab_schema") != SCHEMA:
         raise UsageError(f"{path} is not a probelab dataset (schema {SCHEMA})")
     if "kernel" not in ds.coords or ds["kernel"].dims != ("kernel",) or not ds.sizes["kernel"]:

@@ -136,13 +136,22 @@ def compare(a: Side, b: Side, ka: str, kb: str, observables: list[str],
     return PairDiff(ka, kb, cells, differing, masks, shown_cells)
 
 
-def _observables(a: Side, b: Side) -> list[str]:
+def _observables(a: Side, b: Side) -> tuple[list[str], dict[str, str]]:
+    """The observables both sides have, and {observable: the side that lacks it} for the
+    probe's others: a diff says what it did not compare."""
     probe = get_probe(a.provenance["probe"])
     names = [o for o in probe.observables if o in a.ds and o in b.ds]
     if not names:
         raise UsageError(f"the datasets share none of {probe.id}'s observables "
                          f"{sorted(probe.observables)}")
-    return names
+    missing = {o: "A" if o not in a.ds else "B" if o not in b.ds else "A and B"
+               for o in probe.observables if o not in names}
+    return names, missing
+
+
+def _uncompared_kernels(a: Side, b: Side, compared: list[tuple[str, str]]) -> dict[str, list]:
+    return {"A": [k for k in a.kernels if k not in {ka for ka, _ in compared}],
+            "B": [k for k in b.kernels if k not in {kb for _, kb in compared}]}
 
 
 def check_comparable(a: Side, b: Side) -> None:
@@ -160,13 +169,16 @@ def diff(a_spec: str, b_spec: str) -> tuple[dict[str, Any], Side, Side, list[Pai
     """(report, A, B, per-pair results). Refuses (UsageError) what cannot be compared."""
     a, b = load_side(a_spec), load_side(b_spec)
     check_comparable(a, b)
-    observables = _observables(a, b)
-    results = [compare(a, b, ka, kb, observables) for ka, kb in pairs(a, b)]
+    observables, missing = _observables(a, b)
+    compared = pairs(a, b)
+    results = [compare(a, b, ka, kb, observables) for ka, kb in compared]
     sides = {"a": a.describe(), "b": b.describe()}
     doc = {"probe": a.provenance["probe"], "grid_sha256": dataset.grid_sha256(a.ds),
            **sides, "any_simulated": any(s["simulated"] for s in sides.values()),
            "identical": all(r.identical for r in results),
-           "pairs": [r.to_dict() for r in results]}
+           "pairs": [r.to_dict() for r in results],
+           "not_compared": {"observables": missing,
+                            "kernels": _uncompared_kernels(a, b, compared)}}
     return doc, a, b, results
 
 
@@ -206,6 +218,13 @@ def render(doc: dict[str, Any], ds: xr.Dataset | None = None) -> str:
             lines.append(f"  {cell['observable']} at {coords}: A {cell['a']}  B {cell['b']}")
         if p["differing"] > len(p["first_differences"]):
             lines.append(f"  ... and {p['differing'] - len(p['first_differences']):,} more")
+    skipped = doc["not_compared"]
+    for observable, lacking in skipped["observables"].items():
+        lines.append(f"  not compared: observable {observable} ({lacking} lacks it)")
+    for side, kernels in skipped["kernels"].items():
+        if kernels:
+            lines.append(f"  not compared: kernels {', '.join(kernels)} of {side} (no "
+                         "counterpart; name pairs as A:KERNEL B:KERNEL)")
     return "\n".join(lines)
 
 

@@ -71,6 +71,19 @@ def _toolchains() -> list[dict[str, Any]]:
     return rows
 
 
+def _history_check() -> dict[str, Any]:
+    """Whether this checkout's history can order seals and measurements."""
+    from probelab import gitinfo
+
+    try:
+        why = gitinfo.history_problem() or (None if gitinfo.has_history() else
+                                            gitinfo.NO_HISTORY)
+    except UsageError as exc:  # outside a lab
+        why = str(exc)
+    return _check("git history", why is None, why or "full history: seals and measurements "
+                  "can be ordered")
+
+
 def diagnose() -> dict[str, Any]:
     checks = [_check("python", True, platform.python_version())]
     try:
@@ -87,6 +100,7 @@ def diagnose() -> dict[str, Any]:
     checks += _toolchains()
     checks.append(_check("git", shutil.which("git") is not None,
                          "needed to seal and check preregistrations"))
+    checks.append(_history_check())
     for name, status in backend_status().items():
         checks.append(_check(f"backend {name}", status["usable"], status["detail"]))
     return {"checks": checks}

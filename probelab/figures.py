@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from probelab import dataset
+from probelab.check import check, not_applicable, verdict_words
 from probelab.errors import UsageError
 from probelab.hypothesis import load_hypothesis, predict
 from probelab.lanemap import has_lane_maps, lane_map_figures
@@ -21,22 +22,32 @@ def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scori
     unknown = set(kinds or ()) - set(plots)
     if unknown:
         raise UsageError(f"{probe.id} has no plot {sorted(unknown)} (it has {sorted(plots)})")
-    tables, tag = None, ""
+    tables, tag, about = None, "", None
     if prereg is not None:
         h = load_hypothesis(prereg)
         if h.probe != probe.id:
             raise UsageError(f"{prereg} is about {h.probe}, the dataset is {probe.id}")
+        if why := not_applicable(h, ds):
+            raise UsageError(f"{h.id} does not apply to {dataset_path}: {why}")
         tables = predict(h, ds, probe.observables)
         if scoring not in tables:
             raise UsageError(f"{h.id} has no scoring {scoring!r} (it has {sorted(tables)})")
         tag = f".{h.id}.{scoring}"
+        doc = check(prereg, dataset_path)  # the figure says what the check says
+        about = {"id": h.id, "scoring": scoring, "verdict": verdict_words(doc),
+                 "claimed": doc["hypothesis"]["kernels"]}
     chosen = kinds or [k for k in plots if tables is not None or not k.startswith("mismatch")]
+    if not chosen:
+        offered = f"it has {', '.join(sorted(plots))}, which need --prereg" if plots else \
+            "it has none"
+        raise UsageError(f"{probe.id} offers no plot for {dataset_path} ({offered})")
     folder = out_dir or dataset_path.parent / "figures"
     written: list[Path] = []
     for kind in chosen:
         if kind.startswith("mismatch") and tables is None:
             raise UsageError(f"{kind} compares with a hypothesis: give --prereg FILE")
         suffix = tag if kind.startswith("mismatch") else ""  # only these depend on it
-        for name, figure in plots[kind](ds, tables=tables, scoring=scoring).items():
+        extra = {"about": about} if kind.startswith("mismatch") else {}
+        for name, figure in plots[kind](ds, tables=tables, scoring=scoring, **extra).items():
             written += save_figure(figure, folder / f"{dataset_path.stem}.{kind}{suffix}.{name}")
     return written

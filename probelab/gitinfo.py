@@ -80,6 +80,20 @@ def history_problem() -> str | None:
     return None
 
 
+NO_HISTORY = ("this copy has no git history (no .git, or an empty one, as a tarball or the "
+              "GPU machine's copy has): the order of seals and measurements cannot be shown "
+              "here; check on a full clone")
+
+
+def has_history() -> bool:
+    """Whether the lab's checkout has commits to read (not the case for a tarball copy)."""
+    try:
+        git("rev-parse", "--verify", "-q", "HEAD")
+    except (RuntimeError, OSError):
+        return False
+    return True
+
+
 def is_ancestor(older: str, newer: str) -> bool:
     return _run(("merge-base", "--is-ancestor", older, newer), None, text=False).returncode == 0
 

@@ -5,6 +5,7 @@ built with `new_figure` (no pyplot state), so a notebook or a test can make many
 without leaking; `save_figure` closes them anyway.
 """
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,10 +20,11 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Colormap, Normalize, to_rgba_array
 from matplotlib.figure import Figure
 
-from probelab.storage import atomic_path
+from probelab.storage import atomic_write_bytes
 
 DPI = 200
 FORMATS = ("png", "svg")
+REPRODUCIBLE = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}
 MIN_FONT, MAX_FONT = 5.0, 12.0
 CELL_EDGE = "0.82"  # light grey: visible around white cells, quiet around coloured ones
 
@@ -35,15 +37,22 @@ def new_figure(width: float, height: float) -> Figure:
 def save_figure(fig: Figure, stem: Path) -> list[Path]:
     """Write `stem`.png and `stem`.svg atomically (parents created), close `fig`, return paths.
 
-    The suffix is appended, never substituted: a stem such as `selector-map.prmt` keeps its dot.
+    The bytes are reproducible (no date, fixed SVG ids), and a file that already holds them
+    is left alone, so redrawing an unchanged figure never dirties a checkout. The suffix is
+    appended, never substituted: a stem such as `selector-map.prmt` keeps its dot.
     """
     paths = []
     try:
         for fmt in FORMATS:
             path = stem.with_name(f"{stem.name}.{fmt}")
+            buffer = io.BytesIO()
             # SVG keeps its text as text: a third of the size, and searchable
-            with atomic_path(path) as tmp, matplotlib.rc_context({"svg.fonttype": "none"}):
-                fig.savefig(tmp, format=fmt, dpi=DPI, bbox_inches="tight", pad_inches=0.1)
+            with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "probelab"}):
+                fig.savefig(buffer, format=fmt, dpi=DPI, bbox_inches="tight", pad_inches=0.1,
+                            metadata=REPRODUCIBLE[fmt])
+            data = buffer.getvalue()
+            if not (path.is_file() and path.read_bytes() == data):
+                atomic_write_bytes(path, data)
             paths.append(path)
     finally:
         plt.close(fig)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from probelab import targets
 from probelab.errors import IntegrityError, LabError
 from probelab.hypothesis import Hypothesis, evaluate_claim, load_hypothesis
 from probelab.paths import lab_root
@@ -130,13 +131,17 @@ def power(probe: Probe, grid: xr.Dataset | None = None, target: str | None = Non
     """Every rival pair and every (hypothesis, near miss) pair of the probe's sealed
     hypotheses that claim `target` (all targets when None), on `grid` (the probe's own
     stimulus by default). Returns the pairs and notes on what was left out."""
+    if target is not None:
+        targets.vendor(target)  # a made-up target is refused, not counted against
     grid = probe.stimulus() if grid is None else grid
     hypotheses, notes = sealed_hypotheses(probe.id), []
     readings: dict[str, Reading] = {}
     for h in hypotheses:
         if target is not None and not h.about_target(target):
             continue
-        if retired_observables(h):  # sealed for an earlier version: no longer a rival
+        if retired := retired_observables(h):  # sealed for an earlier version: not a rival
+            notes.append(f"{h.id}: left out, sealed for an earlier version of {probe.id} "
+                         f"(predicts {retired}, which it no longer observes)")
             continue
         try:
             readings[h.id] = _read(h, grid, probe)

@@ -118,12 +118,14 @@ def seal(path: Path) -> dict[str, Any]:
     rel = relative(path)
     if Path(rel).parent != Path("preregistrations") / h.probe:
         raise UsageError(f"{rel}: hypotheses of {h.probe} live in preregistrations/{h.probe}/")
+    if Path(rel).stem != h.id:  # verdicts, `prereg list` and notebooks name files by id
+        raise UsageError(f"{rel}: its id is {h.id!r}, so the file is {h.id}.toml")
     _, grid_hash, table_hash = evaluate(h)
     lp = ledger_path()
     entries = ledger_entries()
-    if any(e["path"] == rel or (e["probe"], e["hypothesis"]) == (h.probe, h.id) for e in entries):
-        raise UsageError(f"{rel} ({h.probe}/{h.id}) is already sealed; sealed files are never "
-                         "edited: write a new file with parent = its id")
+    if any(e["path"] == rel for e in entries):
+        raise UsageError(f"{rel} is already sealed; sealed files are never edited: write a new "
+                         f"file, with a new id and parent = \"{h.id}\"")
     if h.parent and not any((e["probe"], e["hypothesis"]) == (h.probe, h.parent)
                             for e in entries):
         raise UsageError(f"parent {h.parent!r} is not a sealed hypothesis of {h.probe}")
@@ -217,7 +219,8 @@ def verify_seals() -> list[dict[str, Any]]:
             problems.append(f"sealed_at {entry['sealed_at']!r} is not an unambiguous time")
         commit = seal_commit(entry)
         if commit is None:
-            problems.append("no commit carries this seal with the file as sealed")
+            problems.append("no commit carries this seal with the file as sealed"
+                            if gitinfo.has_history() else gitinfo.NO_HISTORY)
         rows.append({"seq": entry["seq"], "probe": entry["probe"], "id": entry["hypothesis"],
                      "path": entry["path"], "sealed_at": entry["sealed_at"], "commit": commit,
                      "ok": not problems, "problems": problems, "notes": notes})

@@ -5,6 +5,7 @@ attributes of `Probe` below (or `PROBES`, several that share the folder's kernel
 per element type). The core only ever talks to those objects.
 """
 
+import difflib
 import fnmatch
 import importlib.util
 import sys
@@ -202,4 +203,6 @@ def get_probe(probe_id: str) -> Probe:
     if probe_id in found.probes:
         return found.probes[probe_id]
     known = ", ".join(sorted(found.probes)) or "none"
-    raise UsageError(f"unknown probe {probe_id!r} (known: {known})")
+    near = difflib.get_close_matches(probe_id.replace("_", "-"), list(found.probes), n=1)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    raise UsageError(f"unknown probe {probe_id!r}{hint} (known: {known})")

@@ -28,16 +28,19 @@ class Rechecked:
         return (self.doc or {"path": shown(self.path)}) | {"report_warnings": self.warnings}
 
 
-def verdict_files(paths: list[Path]) -> list[Path]:
-    """Verdict files as given, and for a dataset the verdicts recorded beside it."""
-    files = []
+def verdict_files(paths: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(verdict files as given, and for each dataset the verdicts recorded beside it; the
+    datasets that have none). Only when nothing at all is found is it a usage error."""
+    files, bare = [], []
     for path in paths:
         found = sorted(path.parent.glob(f"{path.stem}.*.verdict.json")) \
             if path.suffix == ".nc" else [path]
-        if not found:
-            raise UsageError(f"no recorded verdicts for {path}; run `probelab check` first")
         files += found
-    return files
+        bare += [] if found else [path]
+    if not files:
+        raise UsageError(f"no recorded verdicts for {', '.join(map(str, paths))}; run "
+                         "`probelab check` first")
+    return files, bare
 
 
 def recheck(path: Path) -> Rechecked:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from probelab import targets
 from probelab.errors import IntegrityError, Unavailable, UsageError
 from probelab.evidence import GCN, gate
 from probelab.paths import data_dir
@@ -24,7 +25,7 @@ KERNEL = "static"  # the single `kernel` label of a static dataset
 def run_static_sweep(probe, target: str | None, *, out_root: Path | None = None,
                      step: Step = lambda _: None, command: list[str] | None = None,
                      allow_blind: bool = False) -> SweepResult:
-    if target is None or not supports(probe, target) or not target.startswith("gfx"):
+    if target is None or targets.vendor(target) != "amd" or not supports(probe, target):
         raise UsageError(f"{probe.id} is a static probe of the AMDGPU toolchain: give "
                          f"--target, one of {', '.join(probe.targets)}")
     from probelab.toolchains import amdgpu

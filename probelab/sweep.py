@@ -93,25 +93,35 @@ def check_root(root: Path, simulated: bool) -> None:
                          "itself (data/PROBE/TARGET/), or outside the archive")
 
 
-def run_sweep(probe_id: str, backend_name: str = "cuda", *, target: str | None = None,
-              repeats: int = 3, out_root: Path | None = None, step: Step = lambda _: None,
-              command: list[str] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-              allow_blind: bool = False) -> SweepResult:
-    if repeats < 2:
-        raise UsageError("--repeats must be at least 2: repeats alternate the output poison, "
-                         "which is how a cell the kernel never wrote is told from a real value")
+def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | None = None,
+              repeats: int | None = None, out_root: Path | None = None,
+              step: Step = lambda _: None, command: list[str] | None = None,
+              timeout_s: float = DEFAULT_TIMEOUT_S, allow_blind: bool = False) -> SweepResult:
+    """Sweep `probe_id` on `backend_name` (default cuda), `repeats` times (default 3). A static
+    probe is measured on the toolchain: a backend or repeats given for one are refused."""
     probe = get_probe(probe_id)
     if getattr(probe, "static", False):
         from probelab.static import run_static_sweep
 
+        for flag, value in (("--backend", backend_name), ("--repeats", repeats)):
+            if value is not None:
+                raise UsageError(f"{probe.id} is a static probe, measured on the compiler's "
+                                 f"output (each case built twice): {flag} does not apply")
         return run_static_sweep(probe, target, out_root=out_root, step=step, command=command,
                                 allow_blind=allow_blind)
-    backend = load_backend(backend_name, probe, target)
+    repeats = 3 if repeats is None else repeats
+    if repeats < 2:
+        raise UsageError("--repeats must be at least 2: repeats alternate the output poison, "
+                         "which is how a cell the kernel never wrote is told from a real value")
+    backend = load_backend(backend_name or "cuda", probe, target)
     backend.timeout_s = timeout_s
     root = out_root or (sim_data_dir() if backend.simulated else data_dir())
     check_root(root, backend.simulated)
     step("opening device")
     device = backend.device()
+    if target is not None and not backend.simulated and target != device.target:
+        raise UsageError(f"--target {target}: the device is {device.target} (--target chooses "
+                         "the ISA of a simulated device or a static probe only)")
     require_target(probe, device.target)
     kernels = probe.kernels(backend.vendor)
     if not kernels:

@@ -127,7 +127,8 @@ def test_prereg_new_seal_list_verify(toylab: ToyLab) -> None:
     assert again.exit_code == 2
 
     listed = json.loads(invoke("prereg", "list", "--json").stdout)
-    assert listed == [{"path": "preregistrations/toy/h1.toml", "sealed": False, "hash": None}]
+    assert listed == [{"path": "preregistrations/toy/h1.toml", "sealed": False, "hash": None,
+                       "retired": []}]
 
     sealed_out = invoke("prereg", "seal", path)
     assert sealed_out.exit_code == 0, sealed_out.stderr
@@ -136,7 +137,7 @@ def test_prereg_new_seal_list_verify(toylab: ToyLab) -> None:
 
     listed = json.loads(invoke("prereg", "list", "--json").stdout)
     assert listed == [{"path": "preregistrations/toy/h1.toml", "sealed": True,
-                       "hash": entry["hash"]}]
+                       "hash": entry["hash"], "retired": []}]
 
     verified = invoke("prereg", "verify", "--json")
     assert verified.exit_code == 0
@@ -345,7 +346,7 @@ def test_sweep_check_gives_every_applicable_verdict_at_once(toylab: ToyLab) -> N
     sealed(toylab, "sum", "a + b")
     sealed(toylab, "wrong", "a * b")
     result = invoke("sweep", "toy", "--backend", "sim", "--check")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # simulated data: not evidence, as `check` says
     lines = result.stdout.splitlines()
     dataset_path = Path(lines[0])
     assert "sum: NOT-EVIDENCE (add CONFIRMED)" in lines

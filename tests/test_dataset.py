@@ -181,21 +181,26 @@ def test_truncated_file_is_a_usage_error(tmp_path: Path) -> None:
     path = dataset.save(sample(), tmp_path / "x.nc", PROV)
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
-    with pytest.raises(UsageError, match=r"cannot read dataset .*x\.nc"):
+    with pytest.raises(UsageError, match=r"x\.nc is not a probelab dataset \(not netCDF4/HDF5, "
+                       r"or truncated\)"):
         dataset.load(path)
 
 
-@pytest.mark.parametrize("content", [b"", b"hello, not netCDF\n", b"CDF\x01" + b"\0" * 64])
-def test_non_netcdf_file_is_a_usage_error(tmp_path: Path, content: bytes) -> None:
+@pytest.mark.parametrize(("content", "why"), [
+    (b"", "empty"), (b"hello, not netCDF\n", "not netCDF4/HDF5"),
+    (b"CDF\x01" + b"\0" * 64, "not netCDF4/HDF5")], ids=["empty", "text", "netcdf3"])
+def test_non_netcdf_file_is_a_usage_error(tmp_path: Path, content: bytes, why: str) -> None:
     path = tmp_path / "x.nc"
     path.write_bytes(content)
-    with pytest.raises(UsageError, match="cannot read dataset"):
+    with pytest.raises(UsageError, match=f"not a probelab dataset \\({why}"):
         dataset.load(path)
 
 
 def test_missing_file_is_a_usage_error(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="cannot read dataset"):
+    with pytest.raises(UsageError, match="no such dataset"):
         dataset.load(tmp_path / "nope.nc")
+    with pytest.raises(UsageError, match="is not a file"):
+        dataset.load(tmp_path)
 
 
 def test_foreign_netcdf_is_a_usage_error(tmp_path: Path) -> None:

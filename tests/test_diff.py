@@ -7,7 +7,6 @@ The measured H200 dataset is only read.
 
 import json
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -35,32 +34,41 @@ def invoke(*args: str | Path) -> Result:
     return result
 
 
-pytestmark = pytest.mark.usefixtures("repo_lab")
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory) -> Path:
+    """A lab of its own with the byte-perm probe and nothing sealed: no test here depends on
+    the live ledger (a blind pair sealed there must not stop these sweeps)."""
+    root = tmp_path_factory.mktemp("diff-lab")
+    shutil.copytree(ROOT / "probes" / "byte_perm", root / "probes" / "byte_perm",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "preregistrations").mkdir()
+    return root
+
+
+@pytest.fixture(autouse=True)
+def in_lab(lab: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("PROBELAB_ROOT", str(lab))
+    catalog.cache_clear()
+    yield
+    catalog.cache_clear()
 
 
 @pytest.fixture(scope="module")
-def sims():
-    """{target: path} of simulated sweeps, in a temporary folder under the lab's sim-data/
-    (removed afterwards). One folder per sweep: dataset names are timestamps to the second."""
+def sims(lab: Path):
+    """{target: path} of simulated sweeps in the lab's sim-data/, one folder per sweep:
+    dataset names are timestamps to the second."""
     from probelab.sweep import run_sweep
 
-    base = ROOT / "sim-data"
-    base.mkdir(exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix="test-diff-", dir=base))
     paths = {}
-    try:
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("PROBELAB_ROOT", str(ROOT))
-            catalog.cache_clear()
-            for target in ("gfx1201", "sm_90"):
-                # repeats=2: one repeat cannot tell a cell equal to the poison from an unwritten one
-                result = run_sweep("byte-perm", "sim", target=target, repeats=2,
-                                   out_root=folder / target)
-                paths[target] = result.path
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PROBELAB_ROOT", str(lab))
         catalog.cache_clear()
-        yield paths
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        for target in ("gfx1201", "sm_90"):
+            # repeats=2: one repeat cannot tell a cell equal to the poison from an unwritten one
+            paths[target] = run_sweep("byte-perm", "sim", target=target, repeats=2,
+                                      out_root=lab / "sim-data" / target).path
+    catalog.cache_clear()
+    return paths
 
 
 def sign_nibble_cells(ds) -> np.ndarray:
@@ -101,11 +109,12 @@ def test_h200_prmt_vs_hip_byte_perm_differs_exactly_on_sign_nibbles(sims):
 @needs_h200
 def test_h200_byte_perm_vs_hip_byte_perm_is_identical(sims):
     result = invoke(H200, sims["gfx1201"])  # no kernels: byte_perm is the one both have
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 1, result.stderr  # identical, but against a model: not 0
     assert "byte_perm (A) vs byte_perm (B): 0 / 1,048,576 cells differ" in result.stdout
     assert "identical" in result.stdout
     assert "SIMULATED" in result.stdout  # B is the sim model
-    assert "prmt" not in result.stdout and "v_perm" not in result.stdout
+    assert "not compared: kernels prmt of A" in result.stdout
+    assert "not compared: kernels v_perm of B" in result.stdout
 
 
 def test_sim_prmt_vs_sim_hip_byte_perm_counts(sims):
@@ -129,10 +138,11 @@ def test_a_kernel_named_on_one_side_is_looked_up_by_name_on_the_other(sims):
 
 def test_json_is_pure_json(sims):
     result = invoke(sims["gfx1201"], sims["sm_90"], "--json")
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 1, result.stderr  # both sides are models
     doc = json.loads(result.stdout)  # nothing but JSON on stdout
     assert result.stdout.lstrip().startswith("{")
-    assert doc["probe"] == "byte-perm" and doc["identical"] is True
+    assert doc["probe"] == "byte-perm" and doc["identical"] is True and doc["any_simulated"]
+    assert doc["not_compared"]["kernels"] == {"A": ["v_perm"], "B": ["prmt"]}
     assert doc["grid_sha256"] == dataset.grid_sha256(dataset.load(sims["gfx1201"]))
 
 
@@ -214,3 +224,10 @@ def test_parse_spec(tmp_path):
     odd = tmp_path / "with:colon.nc"
     odd.write_bytes(b"")
     assert parse_spec(str(odd)) == (odd, None)  # an existing path is never split
+
+
+@needs_h200
+def test_only_identical_measurements_exit_0():
+    result = invoke(H200, H200)
+    assert result.exit_code == 0, result.stderr
+    assert "neither side is simulated" in result.stdout and "not compared" not in result.stdout

@@ -510,3 +510,14 @@ def test_doctor_says_rocm_is_missing(toylab: ToyLab) -> None:
     row = checks["backend hip"]
     assert row["ok"] is False and "ROCm" in row["detail"] and "probelab[hip]" in row["detail"]
     assert checks["ROCm HIP runtime"]["ok"] is False
+
+
+@no_rocm
+def test_the_real_bindings_without_rocm_fail_cleanly() -> None:
+    """hip-python itself (installed by [dev]) imports without ROCm and raises RuntimeError at
+    the first call: the backend turns that into Unavailable (exit 4), naming the library."""
+    pytest.importorskip("hip", reason="hip-python is not installed")
+    from hip import hip, hiprtc  # noqa: F401 - the import itself is what is tested
+
+    with pytest.raises(Unavailable, match="libamdhip64"):
+        ops.HipBackend().device()

@@ -63,6 +63,31 @@ def test_notebook_reproduces_the_recorded_verdicts(monkeypatch):
         assert shown + doc["verdict"] in text, shown
 
 
+def test_notebook_survives_drafts_and_hypotheses_that_do_not_apply(tmp_path, monkeypatch):
+    """In a lab of its own: a broken unsealed draft is reported and skipped, and a hypothesis
+    about other targets gets no mismatch map."""
+    import shutil
+
+    pytest.importorskip("ipykernel", reason="ipykernel is needed to run the notebook")
+    nbclient = pytest.importorskip("nbclient")
+    shutil.copytree(ROOT / "probes" / "byte_perm", tmp_path / "probes" / "byte_perm",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    folder = tmp_path / "preregistrations" / "byte-perm"
+    folder.mkdir(parents=True)
+    shutil.copy(ROOT / "preregistrations" / "byte-perm" / "v-perm-seeds.toml", folder)
+    (folder / "draft.toml").write_text('schema = 1\nid = "draft"\n[predict\n')
+    monkeypatch.setenv("PROBELAB_NOTEBOOK_SIM", "1")
+    monkeypatch.setenv("PROBELAB_ROOT", str(tmp_path))
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert "== draft vs" in text and "not checked:" in text
+    assert "does not apply" in text and "v-perm-seeds (literal" not in text
+
+
 LANE_MAPS = ROOT / "notebooks" / "lane_maps.ipynb"
 
 

@@ -22,14 +22,21 @@ STRUCTURED = ["msb_none", "msb_all", *(f"msb_byte{k}" for k in range(8))]
 
 @pytest.fixture(scope="session")
 def sim(tmp_path_factory):
+    """A simulated byte-perm dataset, swept in a lab of its own (nothing sealed there: the
+    live ledger is never consulted)."""
+    import shutil
+
     from probelab.sweep import run_sweep
 
+    lab = tmp_path_factory.mktemp("plots-lab")
+    shutil.copytree(ROOT / "probes" / "byte_perm", lab / "probes" / "byte_perm",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PROBELAB_ROOT", str(ROOT))
+        mp.setenv("PROBELAB_ROOT", str(lab))
+        catalog.cache_clear()
         # repeats=2: with one repeat, 16 random cells that really equal the poison word
         # (0xA5A5A5A5) cannot be told from unwritten ones, and the sweep refuses.
-        result = run_sweep("byte-perm", "sim", out_root=tmp_path_factory.mktemp("sim"),
-                           repeats=2)
+        result = run_sweep("byte-perm", "sim", out_root=lab / "sim-data", repeats=2)
     catalog.cache_clear()  # found under this lab root; let later tests find their own
     return load(result.path)  # as saved: with its provenance
 
@@ -159,3 +166,32 @@ def test_mismatch_map_uses_the_scoring_and_needs_tables(sim):
     assert set(figures) == {"byte_perm", "prmt"}
     with pytest.raises(ValueError, match="mismatch-map needs a hypothesis"):
         PLOTS_MODULE.PLOTS["mismatch-map"](sim)
+
+
+def test_figures_are_reproducible_and_an_unchanged_one_is_left_alone(sim, tmp_path):
+    """Drawn twice, a figure has the same bytes (no date, fixed SVG ids), and the second
+    save leaves the file untouched: redrawing never dirties a checkout."""
+    import os
+
+    draw = PLOTS_MODULE.PLOTS["selector-map"]
+    first = save_figure(draw(sim)["prmt"], tmp_path / "a" / "selector")
+    stamps = {p: os.stat(p).st_mtime_ns for p in first}
+    again = save_figure(draw(sim)["prmt"], tmp_path / "b" / "selector")
+    assert [p.read_bytes() for p in first] == [p.read_bytes() for p in again]
+    assert b"<dc:date>" not in first[1].read_bytes()
+    save_figure(draw(sim)["prmt"], tmp_path / "a" / "selector")
+    assert {p: os.stat(p).st_mtime_ns for p in first} == stamps
+
+
+def test_a_mismatch_map_names_its_hypothesis_verdict_and_unclaimed_kernels(sim):
+    tables = tables_for(sim, "cuda-contract")
+    about = {"id": "cuda-contract", "scoring": "literal", "verdict": "NOT-EVIDENCE",
+             "claimed": ["byte_perm"]}
+    figures = PLOTS_MODULE.PLOTS["mismatch-map"](sim, tables, "literal", about=about)
+
+    def texts(fig: Figure) -> str:
+        return " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
+
+    assert "cuda-contract (literal; verdict NOT-EVIDENCE)" in texts(figures["byte_perm"])
+    assert "NOT CLAIMED" not in texts(figures["byte_perm"])
+    assert "NOT CLAIMED by cuda-contract" in texts(figures["prmt"])

@@ -67,9 +67,10 @@ def test_sealing_the_same_file_twice_is_refused(toylab: ToyLab) -> None:
 
 
 def test_a_second_file_with_a_sealed_id_is_refused(toylab: ToyLab) -> None:
+    """A file is named after its id, so a second file with a sealed id cannot exist."""
     prereg.seal(toylab.write_hyp("sum", "a + b"))
     other = toylab.write_hyp("sum", "a ^ b", filename="sum-again.toml")
-    with pytest.raises(UsageError, match="already sealed"):
+    with pytest.raises(UsageError, match=r"its id is 'sum', so the file is sum\.toml"):
         prereg.seal(other)
     assert len(ledger.read(toylab.ledger)) == 1
 

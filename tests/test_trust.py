@@ -372,4 +372,9 @@ def test_a_hypothesis_retired_by_a_new_probe_version_is_named_not_dropped(
     assert listed.exit_code == 0 and "sealed for an earlier version" in " ".join(
         listed.stdout.split())
     assert check(path, data)["verdict"] == "CONFIRMED"  # data that observed it still count
-    assert power(toylab.probe()) == ([], [])
+    pairs, notes = power(toylab.probe())
+    assert pairs == [] and notes == ["sum: left out, sealed for an earlier version of toy "
+                                     "(predicts ['value'], which it no longer observes)"]
+    listed = json.loads(invoke("prereg", "list", "--json").stdout)
+    assert listed[0]["retired"] == ["value"]
+    assert "(retired: predicts ['value']" in invoke("prereg", "list").stdout

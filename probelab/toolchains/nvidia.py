@@ -4,6 +4,7 @@ import functools
 import glob
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -47,18 +48,45 @@ def nvrtc_version() -> str:
 
 
 @functools.cache
+def supported_archs() -> tuple[int, ...]:
+    """The sm_ numbers this NVRTC builds (nvrtcGetSupportedArchs)."""
+    nvrtc_version()
+    from cuda.bindings import nvrtc
+
+    err, archs = nvrtc.nvrtcGetSupportedArchs()
+    return tuple(int(a) for a in archs) if int(err) == 0 else ()
+
+
+def _release(tool: str) -> str:
+    """The "release X.Y" a CUDA tool reports, or ""."""
+    try:
+        out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    found = re.search(r"release (\d+\.\d+)", out.stdout)
+    return found.group(1) if found else ""
+
+
+@functools.cache
 def find_nvdisasm() -> Path | None:
-    candidates = [shutil.which("nvdisasm")]
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home:
-            candidates.append(str(Path(home) / "bin" / "nvdisasm"))
+    """The nvdisasm that disassembles what NVRTC builds. The rule: the first nvdisasm of the
+    same release as NVRTC (the nvidia-cuda-nvdisasm wheel first, then $CUDA_HOME, $PATH and
+    /usr/local/cuda); where none matches, the first found. `describe` records which."""
+    candidates = []
     for entry in sys.path:  # the nvidia-cuda-nvdisasm wheel
         candidates += sorted(glob.glob(f"{entry}/nvidia/*/bin/nvdisasm"))
         candidates += sorted(glob.glob(f"{entry}/nvidia/cuda_nvdisasm/bin/nvdisasm"))
-    for c in candidates:
-        if c and Path(c).is_file() and os.access(c, os.X_OK):
-            return Path(c)
-    return None
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")):
+        if home:
+            candidates.append(str(Path(home) / "bin" / "nvdisasm"))
+    candidates += [shutil.which("nvdisasm") or "", "/usr/local/cuda/bin/nvdisasm"]
+    found = [Path(c) for c in dict.fromkeys(candidates)
+             if c and Path(c).is_file() and os.access(c, os.X_OK)]
+    try:
+        wanted = nvrtc_version()
+    except Unavailable:
+        wanted = ""
+    return next((t for t in found if _release(str(t)) == wanted), found[0] if found else None)
 
 
 @functools.cache
@@ -67,7 +95,7 @@ def nvdisasm_version() -> str:
     if tool is None:
         raise Unavailable(f"nvdisasm not found: {INSTALL_HINT}")
     out = subprocess.run([tool, "--version"], capture_output=True, text=True, check=True)
-    return out.stdout.strip().splitlines()[-1]
+    return f"{out.stdout.strip().splitlines()[-1]} ({tool})"
 
 
 def compile_cubin(source: str, arch: str, options: dict[str, object]) -> tuple[bytes, bool]:
@@ -76,6 +104,11 @@ def compile_cubin(source: str, arch: str, options: dict[str, object]) -> tuple[b
     `options` are cuda-core ProgramOptions fields (e.g. {"std": "c++17"}).
     """
     version = nvrtc_version()
+    number = int(re.sub(r"\D", "", arch.split("_")[1]) or 0)
+    if supported_archs() and number not in supported_archs():
+        raise Unavailable(f"NVRTC {version} does not build {arch} (it builds sm_"
+                          f"{', sm_'.join(map(str, supported_archs()))}): use a CUDA toolkit "
+                          "whose NVRTC does")
     key = cache_key(source=source, arch=arch, options=options, nvrtc=version)
 
     def build() -> bytes:
@@ -102,7 +135,11 @@ def disassemble(cubin: bytes) -> str:
 
 
 def describe() -> dict[str, str]:
-    return {"compiler": f"NVRTC {nvrtc_version()}", "disassembler": nvdisasm_version()}
+    """The compiler and the disassembler, with its path and whether its release is NVRTC's."""
+    tool = find_nvdisasm()
+    matches = tool is not None and _release(str(tool)) == nvrtc_version()
+    return {"compiler": f"NVRTC {nvrtc_version()}", "disassembler": nvdisasm_version(),
+            "disassembler_matches_compiler": "yes" if matches else "no"}
 
 
 def build(kernel: Kernel, target: str) -> CodeObject:

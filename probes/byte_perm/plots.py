@@ -109,7 +109,7 @@ def selector_map(ds: xr.Dataset, tables: dict | None = None,
 
 def _mismatch_figure(ds: xr.Dataset, kernel: str, predicted: np.ndarray,
                      scoring: str, versus: str | None = None,
-                     versus_simulated: bool = False) -> Figure:
+                     versus_simulated: bool = False, about: dict | None = None) -> Figure:
     fractions = mismatch_fractions(ds, kernel, predicted)
     percent = np.round(100 * fractions).astype(int)
     text = np.where(fractions == 0, "·", np.char.add(percent.astype(str), "%"))
@@ -117,17 +117,21 @@ def _mismatch_figure(ds: xr.Dataset, kernel: str, predicted: np.ndarray,
     text = np.where((fractions < 1) & (percent == 100), ">99%", text)
     fig = new_figure(9.5, 7.2)
     ax, bar = fig.subplots(1, 2, gridspec_kw={"width_ratios": [40, 1], "wspace": 0.03})
+    claimed = about is None or kernel in about["claimed"]
     mapping = cell_table(ax, fractions, text, list(ds["pattern"].values), NIBBLE_LABELS,
-                         cmap="Reds", vmin=0, vmax=1)
+                         cmap="Reds" if claimed else "Greys", vmin=0, vmax=1)
     wrong = "is wrong" if versus is None else "differs"
     fig.colorbar(mapping, cax=bar, label=f"share of (selector, lane) pairs whose byte {wrong}")
     ax.set_xlabel("selector nibble value v  (pairs (s, L) with nibble L of s = v)")
     cells = predicted.size
     matches = cells - int(np.count_nonzero(ds["value"].sel(kernel=kernel).values != predicted))
     if versus is None:
-        dataset_header(ax, kernel, f"where the prediction ({scoring}) misses", ds,
+        who = f"{about['id']} ({scoring}; verdict {about['verdict']})" if about else scoring
+        verdict = "" if claimed else (f". NOT CLAIMED by {about['id']}: shown for "
+                                      "information, its verdict ignores this kernel")
+        dataset_header(ax, kernel, f"where {who} misses", ds,
                 f"{matches:,} / {cells:,} cells match ({100 * matches / cells:.2f}%); "
-                "cell: share of output bytes the prediction gets wrong")
+                f"cell: share of output bytes the prediction gets wrong{verdict}")
     else:
         dataset_header(ax, kernel, "diff, A (this) vs B", ds,
                 f"B = {versus}. {matches:,} / {cells:,} cells agree "
@@ -137,17 +141,19 @@ def _mismatch_figure(ds: xr.Dataset, kernel: str, predicted: np.ndarray,
 
 
 def mismatch_map(ds: xr.Dataset, tables: dict | None = None, scoring: str = "literal",
-                 versus: str | None = None, versus_simulated: bool = False
-                 ) -> dict[str, Figure]:
+                 versus: str | None = None, versus_simulated: bool = False,
+                 about: dict | None = None) -> dict[str, Figure]:
     """Per kernel: for each operand and nibble value, how often the prediction is wrong.
 
-    For `probelab diff`, `tables` holds another dataset's values and `versus` names it (with
-    `versus_simulated` when it is simulated): the figure is then titled as a diff."""
+    `about` names the hypothesis, its verdict and the kernels it claims (the title says them;
+    a kernel it does not claim is drawn in grey, marked). For `probelab diff`, `tables` holds
+    another dataset's values and `versus` names it (with `versus_simulated` when it is
+    simulated): the figure is then titled as a diff."""
     if tables is None:
         raise ValueError("mismatch-map needs a hypothesis")
     predicted = np.asarray(tables[scoring]["value"], np.uint32)
-    return {str(k): _mismatch_figure(ds, str(k), predicted, scoring, versus, versus_simulated)
-            for k in ds["kernel"].values}
+    return {str(k): _mismatch_figure(ds, str(k), predicted, scoring, versus, versus_simulated,
+                                     about) for k in ds["kernel"].values}
 
 
 PLOTS = {"selector-map": selector_map, "mismatch-map": mismatch_map}
