@@ -196,9 +196,10 @@ def sweep(
     check_after: Annotated[bool, typer.Option("--check", help="Then check every sealed "
                                               "hypothesis of the probe that applies, and save "
                                               "the verdicts beside the dataset.")] = False,
-    timeout: Annotated[float, typer.Option(help="Seconds one launch may take before the sweep "
-                                           "stops as hung (exit 3, nothing written).",
-                                           min=0.001)] = DEFAULT_TIMEOUT_S,
+    timeout: Annotated[float | None, typer.Option(
+        help=f"Seconds one launch may take before the sweep stops as hung (exit 3, nothing "
+             f"written); default {DEFAULT_TIMEOUT_S:g}. Not for static probes.",
+        min=0.001, show_default=False)] = None,
     allow_blind: Annotated[bool, typer.Option("--allow-blind", help="Measure even when the "
                                               "stimulus cannot tell two sealed rivals apart "
                                               "(see `prereg power`); the dataset records the "
@@ -219,7 +220,7 @@ def sweep(
     from probelab.sweep import run_sweep
 
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=err, transient=True) as progress:
+                  console=err, transient=True, disable=not err.is_terminal) as progress:
         task = progress.add_task("starting", total=None)
         result = run_sweep(probe, backend, target=target, repeats=repeats, out_root=out_dir,
                            timeout_s=timeout, allow_blind=allow_blind,
@@ -227,8 +228,10 @@ def sweep(
                            command=["probelab", *sys.argv[1:]])
     prov = result.provenance
     same = "identical" if prov["repeats_identical"] else "(declared outputs varied)"
-    err.print(safe(f"{prov['device']} ({prov['target']}), {prov['repeats']} repeats {same}")
-              + (", [bold red]SIMULATED[/]" if prov["simulated"] else ""))
+    done = (f"{prov['target']}: the toolchain's output, every case built twice, identical"
+            if prov.get("static") else
+            f"{prov['device']} ({prov['target']}), {prov['repeats']} repeats {same}")
+    err.print(safe(done) + (", [bold red]SIMULATED[/]" if prov["simulated"] else ""))
     say(str(result.path))
     if check_after:
         from probelab.check import check_all, kernel_statuses, verdict_words
@@ -239,10 +242,9 @@ def sweep(
             say(f"{doc['hypothesis']['id']}: {verdict_words(doc)} ({kernels})")
         for hypothesis, why in skipped.items():
             say(f"{hypothesis}: not applicable ({why})")
-        verdicts = {doc["verdict"] for doc in docs}
-        if verdicts & {"TAMPERED", "POST-HOC"}:
+        if {doc["verdict"] for doc in docs} & {"TAMPERED", "POST-HOC"}:
             raise typer.Exit(int(Exit.INTEGRITY))
-        if "NOT-EVIDENCE" in verdicts:  # as `check` says it: simulated data, exit 1
+        if prov["simulated"]:  # as `check` says it: simulated data are not evidence, exit 1
             raise typer.Exit(int(Exit.REFUTED))
 
 
@@ -421,9 +423,12 @@ def check(
     from probelab.check import check as run_check
     from probelab.report import render
 
-    if _is_dataset(prereg) and not _is_dataset(dataset_path):
-        raise UsageError(f"the arguments are swapped: {prereg} is a dataset and {dataset_path} "
-                         "is not; the order is `probelab check HYPOTHESIS.toml DATASET.nc`")
+    if _is_dataset(prereg):
+        raise UsageError(
+            f"the arguments are swapped: {prereg} is a dataset; the order is `probelab check "
+            "HYPOTHESIS.toml DATASET.nc`" if dataset_path.suffix == ".toml" else
+            f"{prereg} is a dataset, not a hypothesis: `probelab check HYPOTHESIS.toml "
+            "DATASET.nc`")
     doc = run_check(prereg, dataset_path)
     if save:
         doc_path = save_verdict(doc, dataset_path)
@@ -491,11 +496,16 @@ def plot(
     is given. Without KIND, every plot the dataset offers."""
     from probelab.figures import draw
 
+    usage = "probelab plot [KIND]... DATASET"
     if dataset_path == Path():
-        raise UsageError("give a DATASET: probelab plot [KIND]... DATASET")
+        raise UsageError(f"give a DATASET: {usage}")
     if datasets := [k for k in kinds or () if k.endswith(".nc") or Path(k).is_file()]:
-        raise UsageError(f"plot draws one dataset at a time, and {', '.join(datasets)} is not "
-                         f"a plot kind: probelab plot [KIND]... DATASET")
+        raise UsageError(f"the DATASET comes last: {usage}" if not dataset_path.is_file() else
+                         f"plot draws one dataset at a time, and {', '.join(datasets)} is not "
+                         f"a plot kind: {usage}")
+    if not dataset_path.exists() and dataset_path.suffix != ".nc":
+        raise UsageError(f"no such dataset: {dataset_path} (a plot kind? the DATASET comes "
+                         f"after it: {usage})")
     for path in draw(dataset_path, [*(kinds or ()), *(kind or [])] or None, prereg, scoring,
                      out_dir):
         say(str(path))

@@ -51,8 +51,15 @@ def _toolchains() -> list[dict[str, Any]]:
     except LabError as exc:
         rows.append(_check("NVRTC", False, str(exc)))
     tool = nvidia.find_nvdisasm()
-    rows.append(_check("nvdisasm", tool is not None,
-                       f"{tool} ({nvidia.nvdisasm_version()})" if tool else nvidia.INSTALL_HINT))
+    if tool is None:
+        rows.append(_check("nvdisasm", False, nvidia.INSTALL_HINT))
+    else:
+        try:
+            same = nvidia.describe()["disassembler_matches_compiler"] == "yes"
+        except LabError:  # no NVRTC to compare with: said in its own row
+            same = False
+        rows.append(_check("nvdisasm", True, f"{tool} ({nvidia.nvdisasm_version()}; "
+                           f"{'NVRTC' if same else 'NOT NVRTC'}'s release)"))
     from probelab.backends.ops_hip import rocm_rows
 
     rows += [_check(name, ok, detail) for name, ok, detail in rocm_rows()]

@@ -3,8 +3,8 @@
 from pathlib import Path
 
 from probelab import dataset
-from probelab.check import check, not_applicable, verdict_words
-from probelab.errors import UsageError
+from probelab.check import TAMPERED, check, not_applicable, verdict_words
+from probelab.errors import IntegrityError, UsageError
 from probelab.hypothesis import load_hypothesis, predict
 from probelab.lanemap import has_lane_maps, lane_map_figures
 from probelab.probe import get_probe
@@ -34,6 +34,9 @@ def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scori
             raise UsageError(f"{h.id} has no scoring {scoring!r} (it has {sorted(tables)})")
         tag = f".{h.id}.{scoring}"
         doc = check(prereg, dataset_path)  # the figure says what the check says
+        if doc["verdict"] == TAMPERED:  # nothing of an edited seal is drawn as if it held
+            raise IntegrityError(f"{prereg} is TAMPERED ({'; '.join(doc['reasons'])}): no "
+                                 "figure is drawn of it")
         about = {"id": h.id, "scoring": scoring, "verdict": verdict_words(doc),
                  "claimed": doc["hypothesis"]["kernels"]}
     chosen = kinds or [k for k in plots if tables is not None or not k.startswith("mismatch")]

@@ -8,6 +8,7 @@ a mirror clone or a fetch of refs/replace/*) are switched off, and a graft file,
 rewrites ancestry in place, makes `history_problem` refuse to judge order at all.
 """
 
+import functools
 import os
 import re
 import subprocess
@@ -65,8 +66,8 @@ def history_problem() -> str | None:
     (a shallow clone, a graft file), or None. No git at all is not a problem here: every
     order check then finds no commit and says so."""
     try:
-        if git("rev-parse", "--is-inside-work-tree", check=False) != "true":
-            return None
+        if not has_history():
+            return None  # every order check says so (NO_HISTORY)
         shallow = git("rev-parse", "--is-shallow-repository") == "true"
         grafts = lab_root() / git("rev-parse", "--git-path", "info/grafts")
     except (RuntimeError, OSError):
@@ -80,18 +81,28 @@ def history_problem() -> str | None:
     return None
 
 
-NO_HISTORY = ("this copy has no git history (no .git, or an empty one, as a tarball or the "
-              "GPU machine's copy has): the order of seals and measurements cannot be shown "
-              "here; check on a full clone")
+NO_HISTORY = ("this copy has no git history of its own (no .git, or an empty one, as a tarball "
+              "or the GPU machine's copy has, or it sits inside another repository): the "
+              "order of seals and measurements cannot be shown here; check on a full clone")
 
 
 def has_history() -> bool:
-    """Whether the lab's checkout has commits to read (not the case for a tarball copy)."""
+    """Whether the lab is the top of a git checkout with commits to read: not a tarball copy,
+    and not a copy inside another repository, whose history is not the lab's."""
+    root = lab_root()
+    return _has_history(root, (root / ".git").exists())
+
+
+@functools.cache
+def _has_history(root: Path, has_git_dir: bool) -> bool:
+    if not has_git_dir:
+        return False
     try:
-        git("rev-parse", "--verify", "-q", "HEAD")
+        git("rev-parse", "--verify", "-q", "HEAD", cwd=root)
+        top = Path(git("rev-parse", "--show-toplevel", cwd=root)).resolve()
     except (RuntimeError, OSError):
         return False
-    return True
+    return top == root
 
 
 def is_ancestor(older: str, newer: str) -> bool:

@@ -26,7 +26,7 @@ from probelab.errors import IntegrityError, LabError
 from probelab.hypothesis import Hypothesis, evaluate_claim, load_hypothesis
 from probelab.paths import lab_root
 from probelab.prereg import ledger_entries, retired_observables
-from probelab.probe import Probe
+from probelab.probe import Probe, require_target
 
 EXAMPLES = 3
 
@@ -133,11 +133,14 @@ def power(probe: Probe, grid: xr.Dataset | None = None, target: str | None = Non
     stimulus by default). Returns the pairs and notes on what was left out."""
     if target is not None:
         targets.vendor(target)  # a made-up target is refused, not counted against
+        require_target(probe, target)
     grid = probe.stimulus() if grid is None else grid
     hypotheses, notes = sealed_hypotheses(probe.id), []
     readings: dict[str, Reading] = {}
     for h in hypotheses:
         if target is not None and not h.about_target(target):
+            notes.append(f"{h.id}: left out, about targets {list(h.targets or ())}, not "
+                         f"{target}")
             continue
         if retired := retired_observables(h):  # sealed for an earlier version: not a rival
             notes.append(f"{h.id}: left out, sealed for an earlier version of {probe.id} "

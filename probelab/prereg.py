@@ -173,7 +173,10 @@ def ledger_entries() -> list[dict[str, Any]]:
 
 
 def seal_commit(entry: dict[str, Any]) -> str | None:
-    """The oldest commit carrying the seal whose tree holds the file exactly as sealed."""
+    """The oldest commit carrying the seal whose tree holds the file exactly as sealed (none
+    where the lab has no history of its own: another repository's is not its)."""
+    if not gitinfo.has_history():
+        return None
     for commit in reversed(gitinfo.commits_mentioning(f"{SEAL_TAG} {entry['hash']}")):
         try:
             blob = gitinfo.git_bytes("show", f"{commit}:{entry['path']}")

@@ -33,6 +33,10 @@ def verdict_files(paths: list[Path]) -> tuple[list[Path], list[Path]]:
     datasets that have none). Only when nothing at all is found is it a usage error."""
     files, bare = [], []
     for path in paths:
+        if not path.is_file():
+            raise UsageError(f"no such file: {path}")
+        if path.suffix not in (".nc", ".json"):
+            raise UsageError(f"{path} is neither a dataset (.nc) nor a verdict (.verdict.json)")
         found = sorted(path.parent.glob(f"{path.stem}.*.verdict.json")) \
             if path.suffix == ".nc" else [path]
         files += found

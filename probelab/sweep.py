@@ -16,7 +16,7 @@ import numpy as np
 import xarray as xr
 
 import probelab
-from probelab import codetree, dataset, gitinfo, manifest, storage
+from probelab import codetree, dataset, gitinfo, manifest, storage, targets
 from probelab.backends import load_backend
 from probelab.backends.guards import POISONS
 from probelab.disasm import histogram
@@ -96,14 +96,16 @@ def check_root(root: Path, simulated: bool) -> None:
 def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | None = None,
               repeats: int | None = None, out_root: Path | None = None,
               step: Step = lambda _: None, command: list[str] | None = None,
-              timeout_s: float = DEFAULT_TIMEOUT_S, allow_blind: bool = False) -> SweepResult:
-    """Sweep `probe_id` on `backend_name` (default cuda), `repeats` times (default 3). A static
-    probe is measured on the toolchain: a backend or repeats given for one are refused."""
+              timeout_s: float | None = None, allow_blind: bool = False) -> SweepResult:
+    """Sweep `probe_id` on `backend_name` (default cuda), `repeats` times (default 3), each
+    launch within `timeout_s` (default DEFAULT_TIMEOUT_S). A static probe is measured on the
+    toolchain: a backend, repeats or a timeout given for one are refused."""
     probe = get_probe(probe_id)
     if getattr(probe, "static", False):
         from probelab.static import run_static_sweep
 
-        for flag, value in (("--backend", backend_name), ("--repeats", repeats)):
+        for flag, value in (("--backend", backend_name), ("--repeats", repeats),
+                            ("--timeout", timeout_s)):
             if value is not None:
                 raise UsageError(f"{probe.id} is a static probe, measured on the compiler's "
                                  f"output (each case built twice): {flag} does not apply")
@@ -114,7 +116,10 @@ def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | N
         raise UsageError("--repeats must be at least 2: repeats alternate the output poison, "
                          "which is how a cell the kernel never wrote is told from a real value")
     backend = load_backend(backend_name or "cuda", probe, target)
-    backend.timeout_s = timeout_s
+    if target is not None and targets.vendor(target) != backend.vendor:  # before any device
+        raise UsageError(f"--target {target} is an {targets.vendor(target)} target; the "
+                         f"{backend.name} backend runs {backend.vendor} devices")
+    backend.timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
     root = out_root or (sim_data_dir() if backend.simulated else data_dir())
     check_root(root, backend.simulated)
     step("opening device")

@@ -23,15 +23,20 @@ AMD = tuple(f"gfx{n}" for n in (
     "1100", "1101", "1102", "1103", "1150", "1151", "1152", "1153", "1200", "1201", "1250",
     "1251", "9-generic", "10-1-generic", "10-3-generic", "11-generic", "12-generic"))
 VENDORS = {"nvidia": NVIDIA, "amd": AMD}
+FEATURES = ("sramecc+", "sramecc-", "xnack+", "xnack-")  # of an AMD target id
 
 
 def vendor(target: str) -> str:
     """"nvidia" or "amd" for a known target; UsageError, naming the known ones, otherwise."""
-    base = target.split(":")[0]
+    base, *features = target.split(":")
+    if bad := [f for f in features if f not in FEATURES]:
+        raise UsageError(f"target {target!r}: unknown features {bad} (a target id takes "
+                         f"{', '.join(FEATURES)})")
     for name, known in VENDORS.items():
         if base in known:
             return name
-    near = difflib.get_close_matches(base, [*NVIDIA, *AMD], n=1)
+    alike = [t for t in (*NVIDIA, *AMD) if len(t) == len(base)]  # gfx1299 -> gfx12xx
+    near = difflib.get_close_matches(base.lower(), alike or [*NVIDIA, *AMD], n=1)
     hint = f"; did you mean {near[0]}?" if near else ""
     raise UsageError(f"unknown target {target!r}{hint} (known: NVIDIA sm_NN[a|f] from "
                      f"{NVIDIA[0]} to {NVIDIA[-1]}, e.g. sm_90; AMD LLVM's gfx processors, e.g. "

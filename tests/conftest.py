@@ -1,3 +1,4 @@
+import shutil
 import sys
 from pathlib import Path
 
@@ -8,6 +9,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from toylab import TOY_MODULE, ToyLab, make_toylab
 
 from probelab.probe import catalog
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -25,6 +28,32 @@ def toylab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ToyLab:
     yield lab
     sys.modules.pop(TOY_MODULE, None)
     catalog.cache_clear()
+
+
+@pytest.fixture
+def own_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """make(*folders): a lab of its own holding copies of the repository's probes `folders`
+    and nothing sealed, so that a test sweeping them never consults the live ledger."""
+    root = tmp_path / "own-lab"
+    copied: list[str] = []
+
+    def forget() -> None:  # probe modules are cached by folder name: load the right copy
+        for folder in copied:
+            sys.modules.pop(f"probelab_probe_{folder}_probe", None)
+        catalog.cache_clear()
+
+    def make(*folders: str) -> Path:
+        for folder in folders:
+            shutil.copytree(REPO / "probes" / folder, root / "probes" / folder,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        copied.extend(folders)
+        (root / "preregistrations").mkdir(parents=True, exist_ok=True)
+        monkeypatch.setenv("PROBELAB_ROOT", str(root))
+        forget()
+        return root
+
+    yield make
+    forget()
 
 
 @pytest.fixture

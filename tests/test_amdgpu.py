@@ -115,10 +115,11 @@ def test_asm_cli_json_and_exit_codes():
     assert runner.invoke(app, ["asm", "builtin-modifiers", "--arch", "sm_90"]).exit_code == 2
 
 
-def test_static_sweep_records_builds_and_modifiers(tmp_path):
+def test_static_sweep_records_builds_and_modifiers(tmp_path, own_lab):
     from probelab import dataset
     from probelab.sweep import run_sweep
 
+    own_lab("builtin_modifiers")
     result = run_sweep("builtin-modifiers", target="gfx942", out_root=tmp_path)
     ds = dataset.load(result.path)
     prov = dataset.provenance(ds)
@@ -137,9 +138,10 @@ def test_static_sweep_records_builds_and_modifiers(tmp_path):
         assert int(ds["mod_cbsz"].values[0, i]) == (int(cbsz.group(1)) if cbsz else 0)
 
 
-def test_static_sweep_refuses_a_nondeterministic_toolchain(tmp_path, monkeypatch):
+def test_static_sweep_refuses_a_nondeterministic_toolchain(tmp_path, monkeypatch, own_lab):
     from probelab.sweep import run_sweep
 
+    own_lab("builtin_modifiers")
     real = amdgpu.build
 
     def flaky(kernel, target, fresh=False):

@@ -77,9 +77,10 @@ def test_a_kernel_that_writes_its_input_is_caught(source):
         run(source, "clobber")
 
 
-def test_byte_perm_sweep_end_to_end(tmp_path):
+def test_byte_perm_sweep_end_to_end(tmp_path, own_lab):
     from probelab.sweep import run_sweep
 
+    own_lab("byte_perm")
     result = run_sweep("byte-perm", "cuda", repeats=2, out_root=tmp_path)
     ds = dataset.load(result.path)
     prov = dataset.provenance(ds)
@@ -89,14 +90,15 @@ def test_byte_perm_sweep_end_to_end(tmp_path):
     assert ds["value"].dtype == np.uint32 and ds["value"].shape == (2, 16, 65536)
 
 
-def test_dmma_f64_sweep_end_to_end(tmp_path):
+def test_dmma_f64_sweep_end_to_end(tmp_path, own_lab):
     """The lane-id sweep on the GPU: gated, guarded, repeated, saved; what the device did is
     for the verdicts to judge, but a recovered lane map must pass its own GEMM check."""
     from probelab.sweep import run_sweep
 
     if DEVICE.target != "sm_90":
         pytest.skip(f"dmma-f64 targets sm_90, this is {DEVICE.target}")
-    result = run_sweep("dmma-f64", "cuda", repeats=2, out_root=tmp_path, allow_blind=True)
+    own_lab("dmma_f64")
+    result = run_sweep("dmma-f64", "cuda", repeats=2, out_root=tmp_path)
     ds = dataset.load(result.path)
     prov = dataset.provenance(ds)
     assert prov["simulated"] is False and prov["repeats_identical"] is True
@@ -106,7 +108,7 @@ def test_dmma_f64_sweep_end_to_end(tmp_path):
         assert bool(cell["gemm_exact"].all()) == bool(cell["recovered"]), kernel
 
 
-def test_mma_sp_sweep_end_to_end(tmp_path):
+def test_mma_sp_sweep_end_to_end(tmp_path, own_lab):
     """The sparse sweep on the GPU: every kernel gated (s4 lowered to two s8 sparse IMMAs),
     guarded, repeated and decoded, every wave read (no decode problem recorded). What the
     metadata layout is, is for the verdicts to judge."""
@@ -114,6 +116,7 @@ def test_mma_sp_sweep_end_to_end(tmp_path):
 
     if DEVICE.target != "sm_90":
         pytest.skip(f"mma-sp targets sm_90, this is {DEVICE.target}")
+    own_lab("mma_sp")
     result = run_sweep("mma-sp-s8", "cuda", repeats=2, out_root=tmp_path)
     ds = dataset.load(result.path)
     prov = dataset.provenance(ds)

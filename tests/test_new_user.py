@@ -157,3 +157,108 @@ def test_report_reports_the_rest_when_one_dataset_has_no_verdicts(toylab: ToyLab
     assert result.exit_code == 0, result.stderr
     assert "`sum` — **CONFIRMED**" in result.stdout
     assert f"{bare} has no recorded verdicts" in result.stderr
+
+
+# ---- second pass: a new-user review of the fixes ------------------------------------------
+
+
+def test_an_error_is_the_first_line_even_after_the_progress_display(toylab: ToyLab) -> None:
+    result = invoke("sweep", "nosuch")
+    assert result.stderr.startswith("error: unknown probe")
+
+
+@pytest.mark.parametrize("flags", [["--target", "gfx942"], ["--backend", "hip", "--target",
+                                                              "sm_90"]], ids=["cuda", "hip"])
+def test_a_target_of_the_other_vendor_is_refused_before_any_device(toylab: ToyLab,
+                                                                  flags) -> None:
+    result = invoke("sweep", "toy", *flags)
+    assert result.exit_code == 2 and "target; the" in result.stderr and "backend runs" in \
+        result.stderr
+
+
+def test_target_id_features_are_checked(toylab: ToyLab) -> None:
+    with_probe(toylab, "byte_perm")
+    result = invoke("asm", "byte-perm", "--arch", "gfx942:bogus")
+    assert result.exit_code == 2 and "unknown features ['bogus']" in result.stderr
+    assert "did you mean gfx942" in invoke("asm", "byte-perm", "--arch", "GFX942").stderr
+
+
+def test_a_static_probe_refuses_a_timeout_too(toylab: ToyLab) -> None:
+    with_probe(toylab, "builtin_modifiers")
+    result = invoke("sweep", "builtin-modifiers", "--target", "gfx942", "--timeout", "5")
+    assert result.exit_code == 2 and "--timeout does not apply" in result.stderr
+
+
+def test_power_says_what_a_target_leaves_out(toylab: ToyLab) -> None:
+    prereg.seal(toylab.write_hyp("sum", "a + b"))
+    path = toylab.write_hyp("other", "a")
+    path.write_text(path.read_text().replace('coordinates = "raw"',
+                                             'coordinates = "raw"\ntargets = ["sm_80"]'))
+    prereg.seal(path)
+    notes = json.loads(invoke("prereg", "power", "toy", "--target", "sm_90", "--json").stdout)
+    assert notes["notes"] == ["other: left out, about targets ['sm_80'], not sm_90"]
+    result = invoke("prereg", "power", "toy", "--target", "gfx942")
+    assert result.exit_code == 2 and "toy does not target gfx942" in result.stderr
+
+
+def test_a_mismatch_map_of_an_edited_seal_is_refused(toylab: ToyLab) -> None:
+    with_probe(toylab, "byte_perm")
+    hyp = toylab.root / "preregistrations" / "byte-perm" / "cuda-contract.toml"
+    hyp.parent.mkdir(parents=True)
+    shutil.copy(REPO / "preregistrations" / "byte-perm" / "cuda-contract.toml", hyp)
+    prereg.seal(hyp)
+    from probelab.sweep import run_sweep
+
+    data = run_sweep("byte-perm", "sim", repeats=2).path
+    with open(hyp, "a") as handle:
+        handle.write("# x\n")
+    result = invoke("plot", "mismatch-map", data, "--prereg", hyp, "--out", toylab.root / "f")
+    assert result.exit_code == 3 and "TAMPERED" in result.stderr
+    assert not (toylab.root / "f").exists()
+
+
+def test_report_and_check_name_wrong_files(toylab: ToyLab) -> None:
+    hyp = toylab.write_hyp("sum", "a + b")
+    prereg.seal(hyp)
+    data = toylab.sim_dataset()
+    missing = invoke("report", data, toylab.root / "nope.nc")
+    assert missing.exit_code == 2 and "no such file" in missing.stderr
+    other = invoke("report", hyp)
+    assert other.exit_code == 2 and "neither a dataset" in other.stderr
+    twice = invoke("check", data, data)
+    assert twice.exit_code == 2 and "is a dataset, not a hypothesis" in twice.stderr
+
+
+def test_plot_arguments_in_the_wrong_place_are_named(toylab: ToyLab) -> None:
+    data = toylab.sim_dataset()
+    forgot = invoke("plot", "lanemap")
+    assert forgot.exit_code == 2 and "the DATASET comes after it" in forgot.stderr
+    swapped = invoke("plot", data, "lanemap")
+    assert swapped.exit_code == 2 and "the DATASET comes last" in swapped.stderr
+
+
+def test_a_simulated_sweep_check_is_exit_1_even_with_nothing_to_check(toylab: ToyLab) -> None:
+    result = invoke("sweep", "toy", "--backend", "sim", "--check")
+    assert result.exit_code == 1
+
+
+def test_a_lab_inside_another_repository_has_no_history_of_its_own(
+        toylab: ToyLab, tmp_path: Path, monkeypatch) -> None:
+    hyp = toylab.write_hyp("sum", "a + b")
+    prereg.seal(hyp)
+    data = toylab.as_measured(toylab.sim_dataset())
+    toylab.git("add", "-A")
+    toylab.git("commit", "-q", "-m", "measurement")
+    vendored = toylab.root / "vendored"
+    shutil.copytree(toylab.root, vendored, ignore=shutil.ignore_patterns(".git", "vendored"))
+    monkeypatch.setenv("PROBELAB_ROOT", str(vendored))
+    monkeypatch.chdir(vendored)
+    import sys
+
+    from toylab import TOY_MODULE
+
+    sys.modules.pop(TOY_MODULE, None)  # the vendored copy's toy probe, not the outer one's
+    catalog.cache_clear()
+    doc = json.loads(invoke("check", vendored / hyp.relative_to(toylab.root),
+                            vendored / data.relative_to(toylab.root), "--json").stdout)
+    assert doc["verdict"] == "POST-HOC" and "of its own" in " ".join(doc["reasons"])

@@ -31,17 +31,24 @@ def _hip_python_version() -> str:
 
 
 def _no_rocm(why: object) -> Unavailable:
-    """One line: what is missing and how to get it. hip-python's version starts with the
-    ROCm release it was built for (6.2.0.x -> ROCm 6.2.0)."""
+    """One line: what is missing and how to get it. Up to 7.x, hip-python's version starts
+    with the ROCm release it was built for (6.2.0.x -> ROCm 6.2.0); 10.x is a metapackage
+    over rocm-bindings that loads whatever ROCm it finds."""
     version = _hip_python_version()
-    rocm = ".".join(version.split(".")[:3])
     reason = " ".join(str(why).split())
     if lib := re.search(r"dlopen '?b?'(lib[\w.]+)", reason):  # hip-python's wording is noisy
         reason = f"cannot load {lib.group(1)}"
-    match = (f"ROCm {rocm} to match hip-python {version}" if version[:1].isdigit()
-             else "ROCm and the hip-python release that matches it")
+    major = int(version.split(".")[0]) if version[:1].isdigit() else None
+    if major is None:
+        fix = "install ROCm, then pip install 'probelab[hip]' (hip-python, pinned to it)"
+    elif major >= 10:
+        fix = f"install ROCm (hip-python {version} loads the ROCm it finds)"
+    else:
+        rocm = ".".join(version.split(".")[:3])
+        fix = (f"install ROCm {rocm} to match hip-python {version}, or pin hip-python to "
+               "your ROCm (pip install 'hip-python==X.Y.Z.*' for ROCm X.Y.Z)")
     return Unavailable(f"ROCm or an AMD GPU not found ({reason}): on a machine with an AMD "
-                       f"GPU install {match}, then pip install 'probelab[hip]'")
+                       f"GPU {fix}")
 
 
 def _hip():

@@ -95,7 +95,7 @@ def nvdisasm_version() -> str:
     if tool is None:
         raise Unavailable(f"nvdisasm not found: {INSTALL_HINT}")
     out = subprocess.run([tool, "--version"], capture_output=True, text=True, check=True)
-    return f"{out.stdout.strip().splitlines()[-1]} ({tool})"
+    return out.stdout.strip().splitlines()[-1]
 
 
 def compile_cubin(source: str, arch: str, options: dict[str, object]) -> tuple[bytes, bool]:
@@ -138,7 +138,8 @@ def describe() -> dict[str, str]:
     """The compiler and the disassembler, with its path and whether its release is NVRTC's."""
     tool = find_nvdisasm()
     matches = tool is not None and _release(str(tool)) == nvrtc_version()
-    return {"compiler": f"NVRTC {nvrtc_version()}", "disassembler": nvdisasm_version(),
+    return {"compiler": f"NVRTC {nvrtc_version()}",
+            "disassembler": f"{nvdisasm_version()} ({tool})",
             "disassembler_matches_compiler": "yes" if matches else "no"}
 
 

@@ -127,7 +127,7 @@ def _mismatch_figure(ds: xr.Dataset, kernel: str, predicted: np.ndarray,
     matches = cells - int(np.count_nonzero(ds["value"].sel(kernel=kernel).values != predicted))
     if versus is None:
         who = f"{about['id']} ({scoring}; verdict {about['verdict']})" if about else scoring
-        verdict = "" if claimed else (f". NOT CLAIMED by {about['id']}: shown for "
+        verdict = "" if claimed else (f"\nNOT CLAIMED by {about['id']}: shown for "
                                       "information, its verdict ignores this kernel")
         dataset_header(ax, kernel, f"where {who} misses", ds,
                 f"{matches:,} / {cells:,} cells match ({100 * matches / cells:.2f}%); "
