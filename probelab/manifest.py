@@ -2,9 +2,9 @@
 
 A line pins a dataset where the sweep saved it: its lab-relative path, probe and target,
 its content hash (dataset.content_sha256) and the sha256 of the file's bytes. A sweep
-appends the line as it saves; nothing else ever changes the file, and git must show no
-line of it changed or removed. So a measured dataset counts only where its pin says, as
-the file it was:
+appends the line as it saves; nothing else ever changes the file, and in git no commit
+loses a pin its parent had (probelab.written). So a measured dataset counts only where its
+pin says, as the file it was:
 - deleted ("file drawer"): its pin has no file;
 - copied, as a fake replication or into another probe's or target's folder: the copy has
   no pin of its own, and pinning it too pins one content twice;

@@ -26,6 +26,14 @@ def with_probe(lab: ToyLab, folder: str) -> None:
     catalog.cache_clear()
 
 
+def seal_sum_and_one_about_sm_80(lab: ToyLab, other: str) -> None:
+    prereg.seal(lab.write_hyp("sum", "a + b"))
+    path = lab.write_hyp(other, "a")
+    path.write_text(path.read_text().replace('coordinates = "raw"',
+                                             'coordinates = "raw"\ntargets = ["sm_80"]'))
+    prereg.seal(path)
+
+
 def test_version() -> None:
     import probelab
 
@@ -96,11 +104,7 @@ def test_the_disassembler_is_chosen_by_rule_and_recorded() -> None:
 
 
 def test_sweep_check_names_what_it_leaves_out(toylab: ToyLab) -> None:
-    prereg.seal(toylab.write_hyp("sum", "a + b"))
-    path = toylab.write_hyp("elsewhere", "a")
-    path.write_text(path.read_text().replace('coordinates = "raw"',
-                                             'coordinates = "raw"\ntargets = ["sm_80"]'))
-    prereg.seal(path)
+    seal_sum_and_one_about_sm_80(toylab, "elsewhere")
     result = invoke("sweep", "toy", "--backend", "sim", "--check")
     assert result.exit_code == 1  # simulated: NOT-EVIDENCE, as `check` would say
     assert "elsewhere: not applicable (it is about targets ['sm_80']" in result.stdout
@@ -190,11 +194,7 @@ def test_a_static_probe_refuses_a_timeout_too(toylab: ToyLab) -> None:
 
 
 def test_power_says_what_a_target_leaves_out(toylab: ToyLab) -> None:
-    prereg.seal(toylab.write_hyp("sum", "a + b"))
-    path = toylab.write_hyp("other", "a")
-    path.write_text(path.read_text().replace('coordinates = "raw"',
-                                             'coordinates = "raw"\ntargets = ["sm_80"]'))
-    prereg.seal(path)
+    seal_sum_and_one_about_sm_80(toylab, "other")
     notes = json.loads(invoke("prereg", "power", "toy", "--target", "sm_90", "--json").stdout)
     assert notes["notes"] == ["other: left out, about targets ['sm_80'], not sm_90"]
     result = invoke("prereg", "power", "toy", "--target", "gfx942")
