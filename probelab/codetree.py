@@ -114,6 +114,16 @@ def measuring_code(probe_folder: str) -> list[str]:
 def _imported(path: Path, package: Path) -> list[Path]:
     """The probelab module files `path` imports (absolute imports: the lab uses no others)."""
     try:
+        stat = path.stat()
+    except OSError:
+        return []
+    return _imports_of(path, stat.st_mtime_ns, stat.st_size, package)
+
+
+@functools.cache
+def _imports_of(path: Path, mtime_ns: int, size: int, package: Path) -> list[Path]:
+    """`_imported`, parsed once per version of the file (a check per hypothesis asks again)."""
+    try:
         tree = ast.parse(path.read_bytes())
     except (SyntaxError, ValueError, OSError):
         return []

@@ -217,10 +217,17 @@ def _grid_names(grid: xr.Dataset, dims: tuple[str, ...]) -> list[str]:
 
 
 def _grid_env(grid: xr.Dataset, dims: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """Every integer coordinate that lives on `dims`, broadcast to the full grid."""
-    like = xr.DataArray(np.empty([grid.sizes[d] for d in dims], np.int8), dims=dims)
-    return {name: grid.coords[name].broadcast_like(like).transpose(*dims).values
-            for name in _grid_names(grid, dims)}
+    """Every integer coordinate that lives on `dims`, broadcast to the full grid (a
+    read-only numpy view: xarray's broadcast_like costs more than the evaluation)."""
+    shape = tuple(grid.sizes[d] for d in dims)
+    env = {}
+    for name in _grid_names(grid, dims):
+        coord = grid.coords[name]
+        own = [d for d in dims if d in coord.dims]  # its dims, in the grid's order
+        values = coord.transpose(*own).values.reshape(
+            [grid.sizes[d] if d in own else 1 for d in dims])
+        env[name] = np.broadcast_to(values, shape)
+    return env
 
 
 def predict(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]]
