@@ -1,4 +1,3 @@
-import shutil
 import sys
 from pathlib import Path
 
@@ -6,11 +5,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from toylab import TOY_MODULE, ToyLab, make_toylab
+from toylab import TOY_MODULE, ToyLab, copy_probe, make_toylab
 
 from probelab.probe import catalog
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -44,8 +41,7 @@ def own_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
     def make(*folders: str) -> Path:
         for folder in folders:
-            shutil.copytree(REPO / "probes" / folder, root / "probes" / folder,
-                            ignore=shutil.ignore_patterns("__pycache__"))
+            copy_probe(root, folder)
         copied.extend(folders)
         (root / "preregistrations").mkdir(parents=True, exist_ok=True)
         monkeypatch.setenv("PROBELAB_ROOT", str(root))

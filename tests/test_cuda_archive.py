@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from toolchains import cuda_device
+from toylab import copy_probe
 
 cuda_device()
 
@@ -34,8 +35,7 @@ def _probelab(lab: Path, *args: str) -> subprocess.CompletedProcess:
 def lab(tmp_path: Path) -> Path:
     """A lab of its own holding the byte-perm probe and its two CUDA hypotheses, sealed."""
     root = tmp_path / "lab"
-    shutil.copytree(REPO / "probes" / "byte_perm", root / "probes" / "byte_perm",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    copy_probe(root, "byte_perm")
     (root / "data").mkdir()
     (root / ".gitignore").write_text("__pycache__/\n/.probelab-staging/\n")
     _git(root, "init", "-q", "-b", "main")

@@ -6,11 +6,11 @@ The measured H200 dataset is only read.
 """
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from toylab import copy_probe
 from typer.testing import CliRunner, Result
 
 from probelab import dataset
@@ -39,8 +39,7 @@ def lab(tmp_path_factory) -> Path:
     """A lab of its own with the byte-perm probe and nothing sealed: no test here depends on
     the live ledger (a blind pair sealed there must not stop these sweeps)."""
     root = tmp_path_factory.mktemp("diff-lab")
-    shutil.copytree(ROOT / "probes" / "byte_perm", root / "probes" / "byte_perm",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    copy_probe(root, "byte_perm")
     (root / "preregistrations").mkdir()
     return root
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from toolchains import nvidia_tools
-from toylab import ToyLab, invoke
+from toylab import ToyLab, copy_probe, invoke
 
 from probelab import prereg
 from probelab.probe import catalog
@@ -18,8 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def with_probe(lab: ToyLab, folder: str) -> None:
     """Copy one of the repository's probes into the lab (loaded afresh, not the repo's)."""
-    shutil.copytree(REPO / "probes" / folder, lab.root / "probes" / folder,
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    copy_probe(lab.root, folder)
     import sys
 
     sys.modules.pop(f"probelab_probe_{folder}_probe", None)

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+from toylab import copy_probe
 
 nbformat = pytest.importorskip("nbformat")
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,8 +71,7 @@ def test_notebook_survives_drafts_and_hypotheses_that_do_not_apply(tmp_path, mon
 
     pytest.importorskip("ipykernel", reason="ipykernel is needed to run the notebook")
     nbclient = pytest.importorskip("nbclient")
-    shutil.copytree(ROOT / "probes" / "byte_perm", tmp_path / "probes" / "byte_perm",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    copy_probe(tmp_path, "byte_perm")
     folder = tmp_path / "preregistrations" / "byte-perm"
     folder.mkdir(parents=True)
     shutil.copy(ROOT / "preregistrations" / "byte-perm" / "v-perm-seeds.toml", folder)

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
+from toylab import copy_probe
 
 from probelab.dataset import load
 from probelab.hypothesis import load_hypothesis, predict
@@ -24,13 +25,11 @@ STRUCTURED = ["msb_none", "msb_all", *(f"msb_byte{k}" for k in range(8))]
 def sim(tmp_path_factory):
     """A simulated byte-perm dataset, swept in a lab of its own (nothing sealed there: the
     live ledger is never consulted)."""
-    import shutil
 
     from probelab.sweep import run_sweep
 
     lab = tmp_path_factory.mktemp("plots-lab")
-    shutil.copytree(ROOT / "probes" / "byte_perm", lab / "probes" / "byte_perm",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    copy_probe(lab, "byte_perm")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PROBELAB_ROOT", str(lab))
         catalog.cache_clear()

@@ -85,6 +85,17 @@ extern "C" __global__ void probe_add(const unsigned* a, const unsigned* b, unsig
 TOY_MODULE = "probelab_probe_toy_probe"
 
 
+REPO = Path(__file__).resolve().parents[1]
+
+
+def copy_probe(lab_root: Path, folder: str) -> Path:
+    """Copy the repository's probe `folder` into another lab (its caches left behind)."""
+    import shutil
+
+    return shutil.copytree(REPO / "probes" / folder, lab_root / "probes" / folder,
+                           ignore=shutil.ignore_patterns("__pycache__"))
+
+
 def invoke(*args: str | Path):
     """Run the CLI in-process; an unexpected exception is raised (it would also exit 1), so
     only deliberate exits reach the caller."""
