@@ -135,17 +135,15 @@ def emit_json(data: Any) -> None:
 @app.command("list", epilog=EPILOG)
 @guarded
 def list_cmd(as_json: JsonOpt = False) -> None:
-    """List probes, their targets and kernels, and which backends work on this machine."""
-    from probelab.doctor import backend_status
+    """List probes, their targets and kernels, and which backends are installed here (no
+    device is opened: `probelab doctor` opens each and says what it is)."""
+    from probelab.doctor import backend_presence
     from probelab.probe import catalog
 
     found = catalog()
-    backends = backend_status()
-    probes = [{"id": p.id, "version": p.version, "summary": p.summary,
-               "targets": list(p.targets),
-               "kernels": {v: [k.name for k in p.kernels(v)] for v in ("nvidia", "amd")
-                           if p.kernels(v)}}
-              for p in found.probes.values()]
+    backends = backend_presence()
+    probes = [{"id": e.id, "version": e.version, "summary": e.summary,
+               "targets": list(e.targets), "kernels": e.kernels} for e in found.entries()]
     if as_json:
         emit_json({"probes": probes, "backends": backends, "broken": found.broken})
         return
@@ -156,7 +154,7 @@ def list_cmd(as_json: JsonOpt = False) -> None:
                       safe(p["summary"]))
     out.print(table)
     for name, status in backends.items():
-        mark = "[green]usable[/]" if status["usable"] else "[yellow]not usable[/]"
+        mark = "[green]found[/]" if status["found"] else "[yellow]not found[/]"
         out.print(f"backend {name}: {mark} — {safe(status['detail'])}")
     for folder, why in found.broken.items():
         err.print(f"[red]probe folder {safe(folder)} failed to load:[/] {safe(why)}")

@@ -1,13 +1,16 @@
 """What this machine can do: packages, toolchains, devices, and how to get what is missing."""
 
 import importlib.metadata
+import importlib.util
 import platform
 import shutil
+from pathlib import Path
 from typing import Any
 
 from probelab.errors import LabError, UsageError
 from probelab.paths import lab_root, ledger_path
 
+SIM = "simulated devices; data are never evidence"
 PACKAGES = {
     "numpy": "core", "xarray": "core", "h5netcdf": "core", "h5py": "core", "typer": "core",
     "rich": "core", "matplotlib": "core",
@@ -16,6 +19,26 @@ PACKAGES = {
     "nvidia-cuda-nvdisasm": "pip install 'probelab[cuda]' (or a CUDA toolkit's nvdisasm)",
     "hip-python": "pip install 'probelab[hip]' (needs ROCm on an AMD GPU machine)",
 }
+
+
+def backend_presence() -> dict[str, dict[str, Any]]:
+    """Whether each backend's driver and bindings are installed, opening no device (`list`
+    stays instant; `doctor` and `sweep` open the device and say what it is)."""
+    driver = Path("/proc/driver/nvidia/version")
+    found = {
+        "cuda": (driver.exists(), importlib.util.find_spec("cuda.bindings") is not None,
+                 "the NVIDIA driver", "cuda-bindings"),
+        "hip": (Path("/dev/kfd").exists(), importlib.util.find_spec("hip") is not None,
+                "ROCm's /dev/kfd", "hip-python"),
+    }
+    status = {}
+    for name, (has_driver, has_bindings, what, package) in found.items():
+        parts = [f"{what} {'found' if has_driver else 'not found'}",
+                 f"{package} {'installed' if has_bindings else 'not installed'}"]
+        status[name] = {"found": has_driver and has_bindings,
+                        "detail": ", ".join(parts) + " (`probelab doctor` opens the device)"}
+    status["sim"] = {"found": True, "detail": SIM}
+    return status
 
 
 def _check(name: str, ok: bool, detail: str) -> dict[str, Any]:
@@ -38,7 +61,7 @@ def backend_status() -> dict[str, dict[str, Any]]:
                             "detail": f"{dev.name} ({dev.target}), {describe(dev)}"}
         except LabError as exc:
             status[name] = {"usable": False, "detail": str(exc)}
-    status["sim"] = {"usable": True, "detail": "simulated devices; data are never evidence"}
+    status["sim"] = {"usable": True, "detail": SIM}
     return status
 
 

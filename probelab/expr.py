@@ -6,7 +6,14 @@ then interpreted here, vectorized over numpy int64 arrays with two's-complement 
 
 Each cell gets exactly the value Python would compute for that cell's coordinates (reduced to
 int64), including short-circuiting: ``a if c else b``, ``and``/``or`` and chained comparisons
-evaluate an operand only on the cells where Python would, so ``x // y if y else 0`` is fine.
+count an operand's errors only on the cells where Python would evaluate it, so
+``x // y if y else 0`` is fine.
+
+Evaluation is whole-array numpy, one pass per syntax node, with no per-cell work in Python:
+every value keeps its own broadcast shape (an expression of the selector alone is computed
+once per selector, not once per cell of a selector x operand grid), both branches of a
+conditional are computed and merged with ``where``, and errors travel as a per-cell fault
+code beside the values, so a cell that faults where Python would not evaluate fails nothing.
 """
 
 from __future__ import annotations
@@ -103,30 +110,27 @@ class Program:
         `env` must give every coordinate as integers (any integer or bool dtype; uint64 values
         are reinterpreted as two's complement); other keys are ignored."""
         wanted = None if keep is None else set(keep)
-        arrays = {}
+        values = {}
         for name in self.coordinates:
             if name not in env:
                 raise ExprError(f"coordinate {name!r} is missing")
             value = np.asarray(env[name])
             if value.dtype.kind not in "iub":
                 raise ExprError(f"coordinate {name!r} must be integers, got dtype {value.dtype}")
-            arrays[name] = value.astype(np.int64)
+            values[name] = _compact(value).astype(np.int64)
         try:
-            shape = np.broadcast_shapes(*(a.shape for a in arrays.values()))
+            shape = np.broadcast_shapes(*(np.shape(env[name]) for name in self.coordinates))
         except ValueError as e:
             raise ExprError(f"coordinates do not broadcast together: {e}") from None
-        size = int(np.prod(shape))
-        cells = _Cells({k: np.broadcast_to(a, shape).ravel() for k, a in arrays.items()}, size)
         results = {}
         with np.errstate(all="ignore"):  # int64 overflow wraps by design
             for (name, _), tree in zip(self.definitions, self._trees, strict=True):
-                try:
-                    value = cells.compute(tree, None)
-                except ExprError as e:
-                    raise ExprError(f"definition {name!r}: {e}") from None
-                cells.values[name] = np.broadcast_to(value, (size,))
+                value, fault = _compute(tree, values)
+                if fault is not None and (first := fault[fault != 0]).size:
+                    raise ExprError(f"definition {name!r}: {_FAULTS[int(first[0])]}")
+                values[name] = value
                 if wanted is None or name in wanted:
-                    results[name] = cells.values[name].reshape(shape).copy()
+                    results[name] = np.broadcast_to(value, shape).copy()
         return results
 
 
@@ -253,69 +257,80 @@ def _check_node(node: ast.AST, known: set[str], name: str, later: list[str]) -> 
             raise ExprError("huge/non-literal exponent: ** needs a literal exponent in 0..63")
 
 
-@dataclass
-class _Cells:
-    """Full-length flat int64 arrays for every coordinate and evaluated definition.
+# Fault codes: what Python would raise at a cell (0: nothing).
+_FAULTS = {1: "integer division or modulo by zero", 2: "shift amount outside [0, 63]"}
+Value = tuple[np.ndarray, np.ndarray | None]  # (int64 values, int8 fault codes or None)
 
-    `compute` works on a subset of cells, `idx` (flat positions; None means all cells), and returns
-    an int64 array with one value per selected cell, or an int64 scalar."""
 
-    values: dict[str, np.ndarray]
-    size: int
+def _compact(a: np.ndarray) -> np.ndarray:
+    """A broadcast view's own values: length 1 along every axis it was broadcast over."""
+    return a[tuple(slice(None, 1) if stride == 0 and n > 1 else slice(None)
+                   for stride, n in zip(a.strides, a.shape, strict=True))]
 
-    def compute(self, node: ast.expr, idx: np.ndarray | None) -> np.ndarray:
-        n = self.size if idx is None else len(idx)
-        if isinstance(node, ast.Constant):
-            return np.int64(node.value)
-        if isinstance(node, ast.Name):
-            return self.values[node.id] if idx is None else self.values[node.id][idx]
-        if isinstance(node, ast.UnaryOp):
-            return _UNARY[type(node.op)](self.compute(node.operand, idx))
-        if isinstance(node, ast.BinOp):
-            return self._binop(node, idx)
-        if isinstance(node, ast.IfExp):
-            test = np.broadcast_to(self.compute(node.test, idx) != 0, (n,))
-            out = np.empty(n, np.int64)
-            for mask, branch in ((test, node.body), (~test, node.orelse)):
-                if mask.any():
-                    out[mask] = self._eval_where(branch, idx, mask)
-            return out
-        if isinstance(node, ast.BoolOp):
-            # `or` is settled by the first true operand, `and` by the first false one.
-            settling = isinstance(node.op, ast.Or)
-            settled = np.zeros(n, bool)
-            for operand in node.values:
-                pending = ~settled
-                if not pending.any():
-                    break
-                truth = np.zeros(n, bool)
-                truth[pending] = self._eval_where(operand, idx, pending) != 0
-                settled |= pending & (truth == settling)
-            return (settled == settling).astype(np.int64)
-        if isinstance(node, ast.Compare):
-            # a < b < c is (a < b) and (b < c), with c only evaluated where a < b holds.
-            holds = np.ones(n, bool)
-            left = np.broadcast_to(self.compute(node.left, idx), (n,))
-            for op, comparator in zip(node.ops, node.comparators, strict=True):
-                right = np.zeros(n, np.int64)
-                if holds.any():
-                    right[holds] = self._eval_where(comparator, idx, holds)
-                holds &= _COMPARE[type(op)](left, right)
-                left = right
-            return holds.astype(np.int64)
-        raise AssertionError(f"unvalidated node {type(node).__name__}")  # compile_program bug
 
-    def _eval_where(self, node: ast.expr, idx: np.ndarray | None, mask: np.ndarray) -> np.ndarray:
-        """Evaluate `node` only on the cells of `idx` selected by the boolean `mask`."""
-        if mask.all():
-            return self.compute(node, idx)
-        return self.compute(node, np.flatnonzero(mask) if idx is None else idx[mask])
+def _first(*faults: np.ndarray | None) -> np.ndarray | None:
+    """Per cell, the fault Python meets first: operands are listed in evaluation order."""
+    out = None
+    for fault in faults:
+        if fault is not None:
+            out = fault if out is None else np.where(out != 0, out, fault)
+    return out
 
-    def _binop(self, node: ast.BinOp, idx: np.ndarray | None) -> np.ndarray:
-        left, right = self.compute(node.left, idx), self.compute(node.right, idx)
-        op = type(node.op)
-        if op in (ast.FloorDiv, ast.Mod) and np.any(right == 0):
-            raise ExprError("integer division or modulo by zero")
-        if op in (ast.LShift, ast.RShift) and np.any((right < 0) | (right > 63)):
-            raise ExprError("shift amount outside [0, 63]")
-        return _BINOPS[op](left, right)
+
+def _only(fault: np.ndarray | None, evaluated: np.ndarray) -> np.ndarray | None:
+    """The faults of an operand Python evaluates only where `evaluated` holds."""
+    if fault is None:
+        return None
+    fault = np.where(evaluated, fault, 0).astype(np.int8)
+    return fault if fault.any() else None
+
+
+def _compute(node: ast.expr, values: dict[str, np.ndarray]) -> Value:
+    if isinstance(node, ast.Constant):
+        return np.int64(node.value), None
+    if isinstance(node, ast.Name):
+        return values[node.id], None
+    if isinstance(node, ast.UnaryOp):
+        operand, fault = _compute(node.operand, values)
+        return _UNARY[type(node.op)](operand), fault
+    if isinstance(node, ast.BinOp):
+        return _binop(node, values)
+    if isinstance(node, ast.IfExp):
+        (test, tf), (body, bf), (orelse, of) = (_compute(n, values) for n in
+                                                 (node.test, node.body, node.orelse))
+        taken = test != 0
+        return (np.where(taken, body, orelse),
+                _first(tf, _only(bf, taken), _only(of, ~taken)))
+    if isinstance(node, ast.BoolOp):
+        # `or` is settled by the first true operand, `and` by the first false one; a later
+        # operand is evaluated only where no earlier one settled it.
+        settling = isinstance(node.op, ast.Or)
+        settled, faults = np.bool_(False), []
+        for operand in node.values:
+            value, fault = _compute(operand, values)
+            faults.append(_only(fault, ~settled))
+            settled = settled | ((value != 0) == settling)
+        return (settled == settling).astype(np.int64), _first(*faults)
+    if isinstance(node, ast.Compare):
+        # a < b < c is (a < b) and (b < c), with c only evaluated where a < b holds.
+        left, fault = _compute(node.left, values)
+        holds, faults = np.bool_(True), [fault]
+        for op, comparator in zip(node.ops, node.comparators, strict=True):
+            right, fault = _compute(comparator, values)
+            faults.append(_only(fault, holds))
+            holds = holds & _COMPARE[type(op)](left, right)
+            left = right
+        return np.asarray(holds).astype(np.int64), _first(*faults)
+    raise AssertionError(f"unvalidated node {type(node).__name__}")  # compile_program bug
+
+
+def _binop(node: ast.BinOp, values: dict[str, np.ndarray]) -> Value:
+    (left, lf), (right, rf) = _compute(node.left, values), _compute(node.right, values)
+    op, here = type(node.op), None
+    if op in (ast.FloorDiv, ast.Mod, ast.LShift, ast.RShift):
+        division = op in (ast.FloorDiv, ast.Mod)
+        bad = right == 0 if division else (right < 0) | (right > 63)
+        if np.any(bad):  # computed with a harmless operand there, and marked as a fault
+            here = np.where(bad, 1 if division else 2, 0).astype(np.int8)
+            right = np.where(bad, 1 if division else 0, right)
+    return _BINOPS[op](left, right), _first(lf, rf, here)

@@ -14,6 +14,7 @@ says so (the data then decide between them like any rivals).
 """
 
 import fnmatch
+import json
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
@@ -168,3 +169,22 @@ def power(probe: Probe, grid: xr.Dataset | None = None, target: str | None = Non
 
 def blind_pairs(probe: Probe, grid: xr.Dataset, target: str) -> list[Pair]:
     return [p for p in power(probe, grid, target)[0] if p.blind]
+
+
+def blind_names(probe: Probe, grid: xr.Dataset, target: str) -> tuple[list[list[str]], bool]:
+    """The blind pairs' names, and whether they came from the cache. The answer depends only
+    on the sealed files (as they are: an edited one still raises), the grid, what the probe
+    declares and probelab's code, so it is cached under a key of all of them: a repeated
+    sweep pays nothing, and any change to one recomputes. A corrupt entry is recomputed."""
+    from probelab import probe_index
+    from probelab.cache import cache_key, cached_bytes
+    from probelab.dataset import grid_sha256
+
+    key = cache_key(
+        probe=probe.id, version=probe.version, target=target, grid=grid_sha256(grid),
+        seals=[h.sha256 for h in sealed_hypotheses(probe.id)], code=probe_index.core_digest(),
+        declared=[dict(probe.observables), list(probe.targets),
+                  dict(getattr(probe, "excluded", {})), dict(getattr(probe, "retired", {}))])
+    payload, hit = cached_bytes("blindness", key, lambda: json.dumps(
+        [[p.a, p.b] for p in blind_pairs(probe, grid, target)]).encode())
+    return json.loads(payload), hit

@@ -5,6 +5,8 @@ attributes of `Probe` below (or `PROBES`, several that share the folder's kernel
 per element type). The core only ever talks to those objects.
 """
 
+from __future__ import annotations
+
 import difflib
 import fnmatch
 import importlib.util
@@ -16,13 +18,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
-import xarray as xr
-
 from probelab.errors import UsageError
 from probelab.paths import probes_dir
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy and xarray are imported where used: discovery needs neither
+    import numpy as np
+    import xarray as xr
+
     from probelab.disasm import Instruction
 
 
@@ -130,12 +132,14 @@ class StaticProbe(Protocol):
     def kernels(self, vendor: str) -> list[Kernel]: ...
     def stimulus(self) -> xr.Dataset: ...
     def variant(self, case: Mapping[str, int]) -> Kernel: ...
-    def decode(self, instruction: "Instruction") -> dict[str, int]: ...
+    def decode(self, instruction: Instruction) -> dict[str, int]: ...
 
 
 def stack_kernels(stimulus: xr.Dataset, outputs: Mapping[str, Mapping[str, np.ndarray]],
                   output: str, dims: tuple[str, ...]) -> tuple[xr.Dataset, np.ndarray]:
     """The grid with a `kernel` axis, and one output of every kernel shaped (kernel, *dims)."""
+    import numpy as np
+
     names = list(outputs)
     shape = tuple(stimulus.sizes[d] for d in dims)
     values = np.stack([np.asarray(outputs[k][output], np.uint32).reshape(shape) for k in names])
@@ -155,12 +159,6 @@ def require_target(probe: Probe, target: str) -> None:
                 if fnmatch.fnmatchcase(target, pattern)), None)
     raise UsageError(f"{probe.id} does not target {target}"
                      + (f": {why}" if why else f" (targets: {', '.join(probe.targets)})"))
-
-
-@dataclass
-class Catalog:
-    probes: dict[str, Probe] = field(default_factory=dict)
-    broken: dict[str, str] = field(default_factory=dict)  # folder -> why it failed to load
 
 
 def load_sibling(path: Path) -> ModuleType:
@@ -184,25 +182,88 @@ def _load(folder: Path) -> tuple[Probe, ...]:
     return tuple(module.PROBES) if hasattr(module, "PROBES") else (module.PROBE,)
 
 
+@dataclass(frozen=True)
+class Entry:
+    """What `probelab list` shows of a probe, kept in the index so listing imports nothing."""
+
+    id: str
+    version: str
+    summary: str
+    targets: tuple[str, ...]
+    kernels: dict[str, list[str]]  # vendor -> kernel names
+    folder: str
+
+
+def _entries(folder: Path, probes: tuple[Probe, ...]) -> list[Entry]:
+    return [Entry(p.id, p.version, p.summary, tuple(p.targets),
+                  {v: [k.name for k in ks] for v in ("nvidia", "amd") if (ks := p.kernels(v))},
+                  folder.name) for p in probes]
+
+
+@dataclass
+class Catalog:
+    """The probes under one folder. `entries` come from the on-disk index where a folder's
+    code is unchanged (probelab.probe_index), so `list` imports no probe; `get` imports only
+    the folder that defines the id; `probes` imports them all."""
+
+    base: Path
+    broken: dict[str, str] = field(default_factory=dict)  # folder -> why it failed to load
+    _loaded: dict[str, tuple[Probe, ...]] = field(default_factory=dict)
+    _entries: list[Entry] | None = None
+
+    def folders(self) -> list[Path]:
+        return sorted(p for p in self.base.glob("*") if (p / "probe.py").is_file())
+
+    def _load(self, folder: Path) -> tuple[Probe, ...]:
+        if folder.name not in self._loaded:
+            try:
+                self._loaded[folder.name] = _load(folder)
+            except Exception as exc:  # a broken probe must not take the others down
+                self.broken[folder.name] = f"{type(exc).__name__}: {exc}"
+                self._loaded[folder.name] = ()
+        return self._loaded[folder.name]
+
+    def entries(self) -> list[Entry]:
+        from probelab import probe_index
+
+        if self._entries is None:
+            self._entries = []
+            for folder in self.folders():
+                key = probe_index.key(folder)
+                found = probe_index.read(key)
+                if found is None:
+                    probes = self._load(folder)
+                    found = _entries(folder, probes)
+                    if folder.name not in self.broken:
+                        probe_index.write(key, found)
+                self._entries += found
+        return self._entries
+
+    @property
+    def probes(self) -> dict[str, Probe]:
+        return {p.id: p for folder in self.folders() for p in self._load(folder)}
+
+    def get(self, probe_id: str) -> Probe | None:
+        """The probe `probe_id`, importing only its folder where the index names it (the
+        import itself decides: a stale or edited index only costs a full scan)."""
+        named = [e.folder for e in self.entries() if e.id == probe_id]
+        for folder in [*named, *(f.name for f in self.folders())]:
+            for probe in self._load(self.base / folder):
+                if probe.id == probe_id:
+                    return probe
+        return None
+
+
 @cache
 def catalog(root: Path | None = None) -> Catalog:
-    found = Catalog()
-    base = root or probes_dir()
-    for folder in sorted(p for p in base.glob("*") if (p / "probe.py").is_file()):
-        try:
-            probes = _load(folder)
-        except Exception as exc:  # a broken probe must not take the others down
-            found.broken[folder.name] = f"{type(exc).__name__}: {exc}"
-            continue
-        found.probes |= {probe.id: probe for probe in probes}
-    return found
+    return Catalog(root or probes_dir())
 
 
 def get_probe(probe_id: str) -> Probe:
     found = catalog()
-    if probe_id in found.probes:
-        return found.probes[probe_id]
-    known = ", ".join(sorted(found.probes)) or "none"
-    near = difflib.get_close_matches(probe_id.replace("_", "-"), list(found.probes), n=1)
+    if (probe := found.get(probe_id)) is not None:
+        return probe
+    known = sorted(found.probes)
+    near = difflib.get_close_matches(probe_id.replace("_", "-"), known, n=1)
     hint = f"; did you mean {near[0]!r}?" if near else ""
-    raise UsageError(f"unknown probe {probe_id!r}{hint} (known: {known})")
+    raise UsageError(f"unknown probe {probe_id!r}{hint} (known: {', '.join(known) or 'none'})")

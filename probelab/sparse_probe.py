@@ -13,9 +13,16 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from probelab import pairing_map, sparse
+from probelab import sparse
 from probelab.probe import Evidence, Kernel, Launch
 from probelab.sparse import LANES, Design, Unit
+
+
+def _pairing_map(ds: xr.Dataset, **options: object) -> dict[str, object]:
+    """The pairing map, importing matplotlib only when a figure is drawn."""
+    from probelab import pairing_map
+
+    return pairing_map.figures(ds, **options)
 
 
 @dataclass
@@ -37,7 +44,7 @@ class SparseProbe:
     observables: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(sparse.OBSERVABLES))
     plots: Mapping[str, Callable[..., object]] = field(
-        default_factory=lambda: {"pairing-map": pairing_map.figures})
+        default_factory=lambda: {"pairing-map": _pairing_map})
     # observables an earlier version of the probe had: {name: why they are gone}. Sealed
     # hypotheses that predict them are kept, marked as for that version, never scored.
     retired: Mapping[str, str] = field(default_factory=dict)

@@ -68,9 +68,9 @@ def _compare_repeats(kernel: str, runs: list[dict[str, np.ndarray]], poisons: li
 def blindness_gate(probe: Probe, grid: xr.Dataset, target: str, allow_blind: bool) -> list:
     """Refuse a stimulus that cannot tell two sealed rivals (or a hypothesis and one of its
     near misses) apart; with `allow_blind`, return those pairs for the record instead."""
-    from probelab.power import blind_pairs
+    from probelab.power import blind_names
 
-    blind = [[p.a, p.b] for p in blind_pairs(probe, grid, target)]
+    blind, _ = blind_names(probe, grid, target)
     if blind and not allow_blind:
         named = "; ".join(f"{a} and {b}" for a, b in blind)
         raise IntegrityError(

@@ -41,7 +41,7 @@ def test_list_json(toylab: ToyLab) -> None:
     (toy,) = [p for p in doc["probes"] if p["id"] == "toy"]
     assert toy["targets"] == ["sm_*"]
     assert toy["kernels"] == {"nvidia": ["add"]}
-    assert doc["backends"]["sim"]["usable"] is True
+    assert doc["backends"]["sim"]["found"] is True
     assert "cuda" in doc["backends"]
     assert doc["broken"] == {}
 
@@ -379,3 +379,11 @@ def test_a_reader_that_leaves_early_is_not_an_error() -> None:
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0
     assert first.startswith(b"ck-rule-lanes / ") and "error" not in stderr
+
+
+def test_sweep_help_says_how_few_repeats_are_refused(toylab: ToyLab) -> None:
+    result = invoke("sweep", "--help")
+    assert result.exit_code == 0
+    assert "(default 3, at least 2)" in " ".join(result.stdout.split())
+    refused = invoke("sweep", "toy", "--repeats", "1", "--backend", "sim")
+    assert refused.exit_code == 2 and "--repeats must be at least 2" in refused.stderr

@@ -2,7 +2,7 @@
 
 The fake follows hip-python's conventions (rocm-bindings 10, as installed here): every call
 returns a tuple (hipError_t, *values), hipMalloc gives an object whose int() is the device
-address, pointers may be passed as ints, hipMemsetD32 takes a C int, and a tuple passed as
+address, pointers may be passed as ints, hipMemsetD32Async takes a C int, and a tuple passed as
 `extra` to hipModuleLaunchKernel is packed into the kernel's argument buffer.
 """
 
@@ -78,6 +78,7 @@ class FakeHip:
         self.heap = bytearray(self.SIZE)  # fixed size: numpy views into it stay valid
         self.top = 0
         self.calls: list[str] = []
+        self.streams: list[tuple[str, object]] = []  # (call, the stream it was issued on)
         self.allocated: list[int] = []
         self.freed: list[int] = []
         self.launches: list[dict] = []
@@ -129,8 +130,9 @@ class FakeHip:
         self.allocated.append(address)
         return (hipError_t.hipSuccess, DeviceArray(address))
 
-    def hipMemcpyHtoD(self, dst, src: int, size: int):
-        if err := self._enter("hipMemcpyHtoD"):
+    def hipMemcpyHtoDAsync(self, dst, src: int, size: int, stream):
+        self.streams.append(("hipMemcpyHtoDAsync", stream))
+        if err := self._enter("hipMemcpyHtoDAsync"):
             return (err,)
         self.words(int(dst), size // 4)[:] = np.frombuffer(ctypes.string_at(src, size), np.uint32)
         return (hipError_t.hipSuccess,)
@@ -141,10 +143,11 @@ class FakeHip:
         ctypes.memmove(dst, self.words(int(src), size // 4).tobytes(), size)
         return (hipError_t.hipSuccess,)
 
-    def hipMemsetD32(self, dest, value: int, count: int):
+    def hipMemsetD32Async(self, dest, value: int, count: int, stream):
         if not -(1 << 31) <= value < 1 << 31:  # what Cython does with a C int argument
             raise OverflowError("value too large to convert to int")
-        if err := self._enter("hipMemsetD32"):
+        self.streams.append(("hipMemsetD32Async", stream))
+        if err := self._enter("hipMemsetD32Async"):
             return (err,)
         self.words(int(dest), count)[:] = np.array(value, np.int32).view(np.uint32)
         return (hipError_t.hipSuccess,)
@@ -170,6 +173,7 @@ class FakeHip:
                               kernelParams, extra):
         if err := self._enter("hipModuleLaunchKernel"):
             return (err,)
+        self.streams.append(("hipModuleLaunchKernel", stream))
         self.launches.append(dict(grid=(gx, gy, gz), block=(bx, by, bz), shared=sharedMemBytes,
                                   stream=stream, kernelParams=kernelParams, extra=extra))
         try:
@@ -258,10 +262,18 @@ def test_round_trip_and_call_sequence(fake: FakeHip) -> None:
     assert fake.calls[:start] == ["hipGetDeviceCount", "hipSetDevice", "hipGetDeviceProperties",
                                   "hipRuntimeGetVersion", "hipDriverGetVersion"]
     assert fake.calls[start:] == [
-        *["hipMalloc"] * 3, *["hipMemcpyHtoD"] * 2, *["hipMemsetD32"] * 2,
+        *["hipMalloc"] * 3, *["hipMemcpyHtoDAsync"] * 2, *["hipMemsetD32Async"] * 2,
         "hipModuleLoadData", "hipModuleGetFunction", "hipModuleLaunchKernel",
         "hipStreamQuery", "hipDeviceSynchronize", *["hipMemcpyDtoH"] * 3, *["hipFree"] * 3]
     assert fake.freed == fake.allocated
+
+
+def test_copies_and_memsets_are_ordered_before_the_launch_on_its_stream(fake: FakeHip) -> None:
+    run("xor")
+    calls = [call for call, _ in fake.streams]
+    assert calls[-1] == "hipModuleLaunchKernel"
+    assert calls.count("hipMemcpyHtoDAsync") == 2 and calls.count("hipMemsetD32Async") == 2
+    assert {stream for _, stream in fake.streams} == {fake.launches[0]["stream"]}
 
 
 def test_extra_holds_only_the_pointers_in_kernel_order_past_the_guard(fake: FakeHip) -> None:
@@ -276,7 +288,7 @@ def test_extra_holds_only_the_pointers_in_kernel_order_past_the_guard(fake: Fake
 
 
 def test_unwritten_cells_keep_the_poison_and_guards_are_set_on_the_device(fake) -> None:
-    out = run("evens", poison=POISONS[0])  # 0xA5A5A5A5: only passes hipMemsetD32 signed
+    out = run("evens", poison=POISONS[0])  # 0xA5A5A5A5: only passes hipMemsetD32Async signed
     assert np.array_equal(out[0::2], A[0::2]) and np.all(out[1::2] == POISONS[0])
     trailing = fake.words(fake.allocated[2] + 4 * (GUARD_WORDS + N), GUARD_WORDS)
     assert np.all(trailing == GUARD)
@@ -311,7 +323,7 @@ def test_a_kernel_that_never_returns_times_out_and_frees_nothing(fake: FakeHip) 
     assert fake.freed == [] and "hipDeviceSynchronize" not in fake.calls
 
 
-CALLS = ["hipMalloc", "hipMemcpyHtoD", "hipMemsetD32", "hipModuleLoadData",
+CALLS = ["hipMalloc", "hipMemcpyHtoDAsync", "hipMemsetD32Async", "hipModuleLoadData",
          "hipModuleGetFunction", "hipModuleLaunchKernel", "hipDeviceSynchronize",
          "hipMemcpyDtoH", "hipFree"]
 

@@ -174,3 +174,44 @@ def test_rivals_are_judged_only_from_intact_seals(rivals: ToyLab, monkeypatch) -
     result = invoke("sweep", "toy", "--backend", "sim")
     assert result.exit_code == 3
     assert "bitor.toml was edited after sealing" in " ".join(result.stderr.split())
+
+
+def _gate(toylab: ToyLab) -> tuple[list, bool]:
+    from probelab.power import blind_names
+
+    probe = toylab.probe()
+    return blind_names(probe, probe.stimulus(), "sm_90")
+
+
+def test_the_gate_is_cached_and_any_input_that_shapes_it_recomputes(rivals: ToyLab,
+                                                                     monkeypatch) -> None:
+    monkeypatch.setattr(rivals.probe(), "stimulus", regular(16))
+    assert _gate(rivals) == ([["bitor", "sum"]], False)
+    assert _gate(rivals) == ([["bitor", "sum"]], True)  # a repeated sweep pays nothing
+    monkeypatch.setattr(rivals.probe(), "stimulus", randomised)  # another grid
+    assert _gate(rivals) == ([], False)
+    prereg.seal(rivals.write_hyp("sum2", "b + a"))  # a new seal: blind to sum on any grid
+    blind, hit = _gate(rivals)
+    assert not hit and ["sum", "sum2"] in blind
+
+
+def test_a_corrupt_cache_entry_is_recomputed_never_read_as_the_gate(rivals: ToyLab,
+                                                                   monkeypatch) -> None:
+    monkeypatch.setattr(rivals.probe(), "stimulus", regular(16))
+    _gate(rivals)
+    (entry,) = (rivals.root.parent / ".cache" / "blindness").glob("*.bin")
+    raw = entry.read_bytes()
+    entry.write_bytes(raw[:64] + b"[]")  # "not blind", under the old digest
+    assert _gate(rivals) == ([["bitor", "sum"]], False)
+    result = invoke("sweep", "toy", "--backend", "sim")
+    assert result.exit_code == 3 and "cannot tell apart bitor and sum" in result.stderr
+
+
+def test_an_edited_seal_still_stops_a_cached_gate(rivals: ToyLab, monkeypatch) -> None:
+    monkeypatch.setattr(rivals.probe(), "stimulus", randomised)
+    assert _gate(rivals) == ([], False)
+    path = rivals.root / "preregistrations" / "toy" / "bitor.toml"
+    path.write_text(path.read_text().replace("a | b", "a * b"))
+    result = invoke("sweep", "toy", "--backend", "sim")
+    assert result.exit_code == 3
+    assert "bitor.toml was edited after sealing" in " ".join(result.stderr.split())

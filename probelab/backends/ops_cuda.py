@@ -99,14 +99,19 @@ class CudaBackend:
         buffers = {n: dev.allocate(4 * size, stream=self._stream) for n, size in sizes.items()}
         ptr = {n: int(b.handle) for n, b in buffers.items()}
         failed = False
+        stream = self._stream_handle(drv)
         try:
-            self._stream.sync()
+            # Every copy and memset goes on the launch's own stream (created non-blocking,
+            # so the legacy stream would not order them): the kernel can only start once its
+            # buffers are allocated, filled, guarded and poisoned.
             for n, h in host.items():
-                _check(drv.cuMemcpyHtoD(ptr[n], h.ctypes.data, h.nbytes), f"cuMemcpyHtoD({n})")
+                _check(drv.cuMemcpyHtoDAsync(ptr[n], h.ctypes.data, h.nbytes, stream),
+                       f"cuMemcpyHtoDAsync({n})")
             for n, words in launch.outputs.items():  # guards, then poison, set on the device
-                _check(drv.cuMemsetD32(ptr[n], int(GUARD), sizes[n]), f"cuMemsetD32({n})")
-                _check(drv.cuMemsetD32(ptr[n] + 4 * GUARD_WORDS, poison, words),
-                       f"cuMemsetD32({n})")
+                _check(drv.cuMemsetD32Async(ptr[n], int(GUARD), sizes[n], stream),
+                       f"cuMemsetD32Async({n})")
+                _check(drv.cuMemsetD32Async(ptr[n] + 4 * GUARD_WORDS, poison, words, stream),
+                       f"cuMemsetD32Async({n})")
             # Pointer-only arguments, each pointing past the leading guard.
             args = [np.uint64(ptr[n] + 4 * GUARD_WORDS) for n in sizes]
             blocks = (launch.threads + launch.block - 1) // launch.block
@@ -139,9 +144,12 @@ class CudaBackend:
             unframe(n, back[n])
         return {n: unframe(n, back[n]) for n in launch.outputs}
 
+    def _stream_handle(self, drv):
+        return drv.CUstream(int(self._stream.handle))
+
     def _finished(self, drv, symbol: str) -> bool:
         """True once the stream is idle; a fault in the kernel raises here."""
-        (err,) = drv.cuStreamQuery(drv.CUstream(int(self._stream.handle)))
+        (err,) = drv.cuStreamQuery(self._stream_handle(drv))
         if err == drv.CUresult.CUDA_ERROR_NOT_READY:
             return False
         if int(err) != 0:

@@ -67,6 +67,10 @@ def _hiprtc():
     return hiprtc
 
 
+# The null stream: every copy, memset and launch of a run goes on it, in order.
+STREAM = None
+
+
 def _check(result: tuple, what: str) -> tuple:
     err, *rest = result
     if int(err) != 0:
@@ -104,8 +108,8 @@ def _hiprtc_version() -> str:
 
 
 def _finished(hip) -> bool:
-    """True once the null stream is idle (a fault is reported by the synchronize after)."""
-    (err,) = hip.hipStreamQuery(None)
+    """True once the stream is idle (a fault is reported by the synchronize after)."""
+    (err,) = hip.hipStreamQuery(STREAM)
     return int(err) != int(hip.hipError_t.hipErrorNotReady)
 
 
@@ -214,19 +218,23 @@ class HipBackend:
             for n, size in sizes.items():
                 (buffers[n],) = _check(hip.hipMalloc(4 * size), f"hipMalloc({n})")
             ptr = {n: int(b) for n, b in buffers.items()}
+            # Every copy, memset and the launch name one stream, so the kernel can only
+            # start once its buffers are filled, guarded and poisoned.
             for n, h in host.items():
-                _check(hip.hipMemcpyHtoD(ptr[n], h.ctypes.data, h.nbytes), f"hipMemcpyHtoD({n})")
+                _check(hip.hipMemcpyHtoDAsync(ptr[n], h.ctypes.data, h.nbytes, STREAM),
+                       f"hipMemcpyHtoDAsync({n})")
             for n, words in launch.outputs.items():  # guards, then poison, set on the device
-                _check(hip.hipMemsetD32(ptr[n], _signed(GUARD), sizes[n]), f"hipMemsetD32({n})")
-                _check(hip.hipMemsetD32(ptr[n] + 4 * GUARD_WORDS, _signed(poison), words),
-                       f"hipMemsetD32({n})")
+                _check(hip.hipMemsetD32Async(ptr[n], _signed(GUARD), sizes[n], STREAM),
+                       f"hipMemsetD32Async({n})")
+                _check(hip.hipMemsetD32Async(ptr[n] + 4 * GUARD_WORDS, _signed(poison), words,
+                                             STREAM), f"hipMemsetD32Async({n})")
             # Pointer-only arguments, each past the leading guard. hip-python copies a tuple
             # given as `extra` into HIP_LAUNCH_PARAM_BUFFER_POINTER; c_void_p go by value.
             args = tuple(ctypes.c_void_p(ptr[n] + 4 * GUARD_WORDS) for n in sizes)
             blocks = (launch.threads + launch.block - 1) // launch.block
             function = self._function(hip, code, kernel.symbol)
             _check(hip.hipModuleLaunchKernel(function, blocks, 1, 1, launch.block, 1, 1, 0,
-                                             None, None, extra=args),
+                                             STREAM, None, extra=args),
                    f"hipModuleLaunchKernel({kernel.symbol})")
             wait_for(lambda: _finished(hip), self.timeout_s, f"kernel {kernel.symbol}")
             _check(hip.hipDeviceSynchronize(), "hipDeviceSynchronize")  # kernel faults land here

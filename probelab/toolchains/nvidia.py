@@ -57,6 +57,7 @@ def supported_archs() -> tuple[int, ...]:
     return tuple(int(a) for a in archs) if int(err) == 0 else ()
 
 
+@functools.cache
 def _release(tool: str) -> str:
     """The "release X.Y" a CUDA tool reports, or ""."""
     try:
