@@ -131,7 +131,8 @@ def main() -> None:
                      "command": " ".join(sys.argv),
                      "commit": os.environ.get("PROBELAB_GIT_HEAD", "unknown"),
                      "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                                 "python": platform.python_version()}}
+                                 "python": platform.python_version(),
+                                 "bytecode_written": not sys.flags.dont_write_bytecode}}
     with tempfile.TemporaryDirectory() as tmp:
         cache, out = Path(tmp) / "cache", Path(tmp) / "data"
         results["cold_s"] = whole_sweep(cache, out)

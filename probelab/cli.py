@@ -213,6 +213,9 @@ def sweep(
     hypothesis left out says why (exit 3 if any is tampered or post hoc, 1 if the data are
     simulated, as `check` says; refuted rivals are results, not failures: 0).
     """
+    from probelab.backends import prewarm
+
+    prewarm(backend or "cuda")  # the device's setup overlaps the imports below
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from probelab.sweep import run_sweep

@@ -8,6 +8,7 @@ call log naming the other stream.
 """
 
 import ctypes
+import threading
 from enum import IntEnum
 from pathlib import Path
 from types import SimpleNamespace
@@ -136,3 +137,24 @@ def test_every_copy_and_memset_is_ordered_before_the_launch_on_its_stream(gpu) -
     before = gpu.log[:[call for call, _ in gpu.log].index("launch") + 1]
     assert [call for call, _ in before] == ["HtoD", "memset", "memset", "launch"]
     assert {stream for _, stream in before} == {7}
+
+
+def test_the_early_device_setup_is_finished_before_the_device_opens(monkeypatch) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def slow_warm() -> None:
+        started.set()
+        release.wait(5)
+
+    def opening(ordinal: int) -> None:
+        assert not ops_cuda._warming.is_alive(), "the device opened before its setup finished"
+        raise RuntimeError("no GPU here")
+
+    monkeypatch.setattr(ops_cuda, "_warming", None)
+    monkeypatch.setattr(ops_cuda, "_warm", slow_warm)
+    monkeypatch.setattr(ops_cuda.nvidia, "cuda_core", lambda: SimpleNamespace(Device=opening))
+    ops_cuda.prewarm()
+    assert started.wait(5) and ops_cuda._warming.is_alive()
+    threading.Timer(0.2, release.set).start()
+    with pytest.raises(ops_cuda.Unavailable, match="no GPU here"):
+        ops_cuda.CudaBackend().device()

@@ -20,7 +20,7 @@ from probelab.limits import DEFAULT_TIMEOUT_S
 from probelab.probe import Kernel, Launch, Probe
 
 __all__ = ["DEFAULT_TIMEOUT_S", "Backend", "DeviceInfo", "KernelTimeout", "load_backend",
-           "wait_for"]
+           "prewarm", "wait_for"]
 BACKENDS = {"cuda": "probelab.backends.ops_cuda", "hip": "probelab.backends.ops_hip",
             "sim": "probelab.backends.ops_sim"}
 
@@ -57,6 +57,13 @@ class Backend(Protocol):
     def run(self, code: CodeObject, kernel: Kernel, launch: Launch,
             poison: int) -> dict[str, np.ndarray]: ...
     def describe(self) -> dict[str, str]: ...
+
+
+def prewarm(name: str) -> None:
+    """Let backend `name` start slow device setup early, if its module offers `prewarm`
+    (called before a sweep's imports, which it then overlaps)."""
+    if name in BACKENDS:
+        getattr(importlib.import_module(BACKENDS[name]), "prewarm", lambda: None)()
 
 
 def load_backend(name: str, probe: Probe, target: str | None = None) -> Backend:

@@ -6,6 +6,7 @@ Device memory comes from cuda-core; the plain synchronous copies go through the 
 
 import re
 import subprocess
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,33 @@ def _kernel_driver_version() -> str:
         return "?"
 
 
+_warming: threading.Thread | None = None
+
+
+def prewarm() -> None:
+    """Start the driver and device 0's primary context on a thread of their own. They take
+    a few tenths of a second inside the driver, outside the GIL, and so overlap the imports
+    a sweep does before it opens the device; `_open` waits for them and then opens the
+    device exactly as it would have (the primary context is the one cuda-core uses)."""
+    global _warming
+    if _warming is None:
+        _warming = threading.Thread(target=_warm, name="probelab-cuda-prewarm")
+        _warming.start()
+
+
+def _warm() -> None:
+    try:
+        from cuda.bindings import driver
+
+        (err,) = driver.cuInit(0)
+        if int(err) == 0:
+            err, device = driver.cuDeviceGet(0)
+            if int(err) == 0:
+                driver.cuDevicePrimaryCtxRetain(device)  # released at exit, reused before
+    except Exception:  # no bindings, driver or GPU: `_open` says which, properly
+        pass
+
+
 def _check(result: tuple, what: str) -> tuple:
     err, *rest = result
     if int(err) != 0:
@@ -62,6 +90,8 @@ class CudaBackend:
 
     def _open(self):
         if self._dev is None:
+            if _warming is not None:
+                _warming.join()
             core = nvidia.cuda_core()
             try:
                 dev = core.Device(0)
