@@ -36,9 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from probelab.backends.guards import POISONS  # noqa: E402
-from probelab.backends.ops_cuda import CudaBackend, _check, _driver  # noqa: E402
+from probelab.backends.ops_cuda import CudaBackend, _check  # noqa: E402
 from probelab.probe import get_probe  # noqa: E402
-from probelab.toolchains import nvidia  # noqa: E402
 
 
 def whole_sweep(cache: Path, out: Path) -> float:
@@ -94,29 +93,29 @@ def launch_phase(kernel_name: str) -> dict[str, float | bool]:
     single = backend.run(code, kernel, launch, POISONS[0])["out"]
     single_s = time.perf_counter() - start
 
-    core, drv, device = nvidia.cuda_core(), _driver(), backend._open()
+    drv = backend._open()
     x, y, sel = (launch.inputs[n] for n in ("x", "y", "sel"))
     n_op, n_sel = x.size, sel.size
     host = {"params": np.array([1, n_op], np.uint32), "x": x, "y": y, "sel": sel,
             "out": np.full(n_op * n_sel, POISONS[0], np.uint32)}
-    fn = backend._kernel(code, kernel.symbol)
-    config = core.LaunchConfig(grid=1, block=n_op)
+    fn = backend._function(drv, code, kernel.symbol)
+    stream = backend._stream
     start = time.perf_counter()
-    bufs = {n: device.allocate(a.nbytes, stream=backend._stream) for n, a in host.items()}
-    base = {n: int(b.handle) for n, b in bufs.items()}
-    stream = drv.CUstream(int(backend._stream.handle))
+    base = {n: int(_check(drv.cuMemAlloc(a.nbytes), "cuMemAlloc")[0]) for n, a in host.items()}
     for n, a in host.items():  # on the launches' stream, so they wait for the copies
         _check(drv.cuMemcpyHtoDAsync(base[n], a.ctypes.data, a.nbytes, stream), "HtoD")
     for s in range(n_sel):  # one launch per selector: n_sel = 1, pointers offset
-        core.launch(backend._stream, config, fn, np.uint64(base["params"]), np.uint64(base["x"]),
-                    np.uint64(base["y"]), np.uint64(base["sel"] + 4 * s),
-                    np.uint64(base["out"] + 4 * n_op * s))
-    backend._stream.sync()
+        values = np.array([base["params"], base["x"], base["y"], base["sel"] + 4 * s,
+                           base["out"] + 4 * n_op * s], np.uint64)
+        params = np.array([values.ctypes.data + 8 * i for i in range(values.size)], np.uint64)
+        _check(drv.cuLaunchKernel(fn, 1, 1, 1, n_op, 1, 1, 0, stream, params.ctypes.data, 0),
+               "cuLaunchKernel")
+    _check(drv.cuStreamSynchronize(stream), "cuStreamSynchronize")
     back = np.empty_like(host["out"])
     _check(drv.cuMemcpyDtoH(back.ctypes.data, base["out"], back.nbytes), "DtoH")
     per_selector_s = time.perf_counter() - start
-    for b in bufs.values():
-        b.close()
+    for address in base.values():
+        _check(drv.cuMemFree(address), "cuMemFree")
     same = bool(np.array_equal(back.reshape(n_sel, n_op).T.reshape(-1), single))
     return {"single_launch_s": single_s, "per_selector_s": per_selector_s,
             "launches": n_sel, "speedup": per_selector_s / single_s, "outputs_identical": same}

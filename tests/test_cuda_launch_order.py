@@ -1,8 +1,8 @@
-"""CUDA backend's launch path against a fake cuda-core and driver: no GPU needed.
+"""CUDA backend's launch path against a fake driver API: no GPU needed.
 
-The stream cuda-core creates is non-blocking, so the legacy stream does not order work
-against it. The fake models that: work is queued per stream, and a launch runs only what its
-own stream holds. A copy or memset issued anywhere else would reach the kernel late, and the
+The backend's stream is non-blocking, so the legacy stream does not order work against it.
+The fake models that: work is queued per stream, and a launch runs only what its own stream
+holds. A copy or memset issued anywhere else would reach the kernel late, and the
 kernel would read an unpoisoned or half-copied buffer; here it shows as a wrong result and a
 call log naming the other stream.
 """
@@ -19,6 +19,7 @@ import pytest
 from probelab.backends import ops_cuda
 from probelab.backends.guards import POISONS
 from probelab.codeobject import CodeObject
+from probelab.errors import IntegrityError
 from probelab.probe import Evidence, Kernel, Launch
 
 N = 1000
@@ -27,116 +28,144 @@ A = np.random.default_rng(2).integers(0, 1 << 32, N, dtype=np.uint64).astype(np.
 
 class CUresult(IntEnum):
     CUDA_SUCCESS = 0
+    CUDA_ERROR_INVALID_VALUE = 1
     CUDA_ERROR_NOT_READY = 600
 
 
-class FakeGpu:
-    """Device memory, and per-stream queues of work that run when the stream does."""
+OK = (CUresult.CUDA_SUCCESS,)
+STREAM = 7  # the backend's own stream; 0 is the legacy stream
 
+
+class FakeDriver:
+    """The driver calls the backend makes, over fake device memory where work is queued per
+    stream and runs when its stream does: a launch runs only what its own stream holds."""
+
+    CUresult = CUresult
+    CUstream_flags = SimpleNamespace(CU_STREAM_NON_BLOCKING=1)
+    CUdevice_attribute = SimpleNamespace(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR=75,
+                                         CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR=76)
     BASE = 0x7000_0000
 
     def __init__(self) -> None:
         self.heap = np.zeros(1 << 18, np.uint32)
         self.top = 0
         self.queues: dict[int, list] = {}
-        self.log: list[tuple[str, int]] = []  # (call, stream handle; 0 is the legacy stream)
+        self.log: list[tuple[str, int]] = []  # (call, stream it was issued on)
+        self.freed: list[int] = []
 
     def words(self, address: int, count: int) -> np.ndarray:
         start = (address - self.BASE) // 4
         return self.heap[start:start + count]
 
-    def enqueue(self, call: str, stream: int, work) -> None:
+    def _enqueue(self, call: str, stream: int, work) -> None:
         self.log.append((call, stream))
         self.queues.setdefault(stream, []).append(work)
 
-    def drain(self, stream: int) -> None:
+    def _drain(self, stream: int) -> None:
         for work in self.queues.pop(stream, []):
             work()
 
+    # the context, the device and the stream
+    def cuInit(self, flags: int):
+        return OK
 
-class FakeDriver:
-    CUresult = CUresult
+    def cuDeviceGet(self, ordinal: int):
+        return (*OK, 0)
 
-    def __init__(self, gpu: FakeGpu) -> None:
-        self.gpu = gpu
+    def cuDevicePrimaryCtxRetain(self, device: int):
+        return (*OK, "context")
 
-    @staticmethod
-    def CUstream(handle: int) -> int:
-        return int(handle)
+    def cuCtxSetCurrent(self, context):
+        return OK
+
+    def cuStreamCreate(self, flags: int):
+        assert flags == self.CUstream_flags.CU_STREAM_NON_BLOCKING
+        return (*OK, STREAM)
+
+    # memory
+    def cuMemAlloc(self, size: int):
+        address = self.BASE + 4 * self.top
+        self.top += -(-size // 256) * 64
+        return (*OK, address)
+
+    def cuMemFree(self, address: int):
+        self.freed.append(address)
+        return OK
 
     def cuMemcpyHtoDAsync(self, dst: int, src: int, size: int, stream: int):
         data = np.frombuffer(ctypes.string_at(src, size), np.uint32).copy()  # staged now
-        self.gpu.enqueue("HtoD", stream, lambda: self.gpu.words(dst, data.size).__setitem__(
+        self._enqueue("HtoD", stream, lambda: self.words(dst, data.size).__setitem__(
             slice(None), data))
-        return (CUresult.CUDA_SUCCESS,)
+        return OK
 
     def cuMemsetD32Async(self, dst: int, value: int, count: int, stream: int):
-        self.gpu.enqueue("memset", stream, lambda: self.gpu.words(dst, count).fill(value))
-        return (CUresult.CUDA_SUCCESS,)
-
-    def cuStreamQuery(self, stream: int):
-        return (CUresult.CUDA_SUCCESS,)
-
-    def cuCtxSynchronize(self):
-        for stream in list(self.gpu.queues):
-            self.gpu.drain(stream)
-        return (CUresult.CUDA_SUCCESS,)
+        self._enqueue("memset", stream, lambda: self.words(dst, count).fill(value))
+        return OK
 
     def cuMemcpyDtoH(self, dst: int, src: int, size: int):
-        self.gpu.log.append(("DtoH", 0))
-        ctypes.memmove(dst, self.gpu.words(src, size // 4).tobytes(), size)
-        return (CUresult.CUDA_SUCCESS,)
+        self.log.append(("DtoH", 0))
+        ctypes.memmove(dst, self.words(src, size // 4).tobytes(), size)
+        return OK
 
+    # modules and launches
+    def cuModuleLoadData(self, image: bytes):
+        return (*OK, "module")
 
-class FakeCore:
-    """The cuda-core surface the backend uses: Device, streams, buffers, launch."""
+    def cuModuleGetFunction(self, module, name: bytes):
+        return (*OK, self.xor)
 
-    def __init__(self, gpu: FakeGpu) -> None:
-        self.gpu = gpu
-        self.Device = lambda ordinal: self._device()
-        self.LaunchConfig = lambda grid, block: SimpleNamespace(grid=grid, block=block)
-        self.ObjectCode = SimpleNamespace(from_cubin=lambda binary: SimpleNamespace(
-            get_kernel=lambda symbol: self.xor))
+    def xor(self, a: int, out: int) -> None:
+        self.words(out, N)[:] = self.words(a, N) ^ np.uint32(0x1234)
 
-    def _device(self):
-        gpu = self.gpu
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params: int, extra):
+        pointers = np.frombuffer(ctypes.string_at(params, 16), np.uint64)  # two arguments
+        args = [int(np.frombuffer(ctypes.string_at(int(p), 8), np.uint64)[0])
+                for p in pointers]
+        self._enqueue("launch", stream, lambda: f(*args))
+        self._drain(stream)  # the kernel runs with what its own stream holds by now
+        return OK
 
-        def allocate(size: int, stream) -> SimpleNamespace:
-            address = gpu.BASE + 4 * gpu.top
-            gpu.top += -(-size // 256) * 64
-            return SimpleNamespace(handle=address, close=lambda: None)
+    def cuStreamQuery(self, stream: int):
+        return OK
 
-        return SimpleNamespace(set_current=lambda: None, allocate=allocate,
-                               create_stream=lambda: SimpleNamespace(handle=7))
-
-    def xor(self, threads: int, a: int, out: int) -> None:
-        self.gpu.words(out, N)[:] = self.gpu.words(a, N) ^ np.uint32(0x1234)
-
-    def launch(self, stream, config, kernel, *args) -> None:
-        handle = int(stream.handle)
-        threads = config.grid * config.block
-        self.gpu.enqueue("launch", handle, lambda: kernel(threads, *(int(a) for a in args)))
-        self.gpu.drain(handle)  # the kernel runs with what its own stream holds by now
+    def cuCtxSynchronize(self):
+        for stream in list(self.queues):
+            self._drain(stream)
+        return OK
 
 
 @pytest.fixture
-def gpu(monkeypatch: pytest.MonkeyPatch) -> FakeGpu:
-    gpu = FakeGpu()
-    core, driver = FakeCore(gpu), FakeDriver(gpu)
-    monkeypatch.setattr(ops_cuda.nvidia, "cuda_core", lambda: core)
+def gpu(monkeypatch: pytest.MonkeyPatch) -> FakeDriver:
+    driver = FakeDriver()
     monkeypatch.setattr(ops_cuda, "_driver", lambda: driver)
-    return gpu
+    return driver
 
 
-def test_every_copy_and_memset_is_ordered_before_the_launch_on_its_stream(gpu) -> None:
+def run() -> np.ndarray:
     kernel = Kernel("xor", "xor", Path("k.cu"), "nvidia", Evidence(None))
     code = CodeObject("sm_90", b"fake cubin", {}, {})
     launch = Launch({"a": A}, {"out": N}, threads=N)
-    out = ops_cuda.CudaBackend().run(code, kernel, launch, POISONS[0])["out"]
+    return ops_cuda.CudaBackend().run(code, kernel, launch, POISONS[0])["out"]
+
+
+def test_every_copy_and_memset_is_ordered_before_the_launch_on_its_stream(gpu) -> None:
+    out = run()
     assert np.array_equal(out, A ^ np.uint32(0x1234))
     before = gpu.log[:[call for call, _ in gpu.log].index("launch") + 1]
     assert [call for call, _ in before] == ["HtoD", "memset", "memset", "launch"]
-    assert {stream for _, stream in before} == {7}
+    assert {stream for _, stream in before} == {STREAM}
+    assert len(gpu.freed) == 2
+
+
+@pytest.mark.parametrize("call", ["cuMemAlloc", "cuMemcpyHtoDAsync", "cuMemsetD32Async",
+                                  "cuModuleLoadData", "cuModuleGetFunction", "cuLaunchKernel",
+                                  "cuCtxSynchronize", "cuMemcpyDtoH", "cuMemFree"])
+def test_every_call_is_checked_and_every_buffer_freed(gpu, monkeypatch, call: str) -> None:
+    monkeypatch.setattr(gpu, call, lambda *args: (CUresult.CUDA_ERROR_INVALID_VALUE,))
+    with pytest.raises(IntegrityError, match=call):
+        run()
+    if call not in ("cuMemAlloc", "cuMemFree"):
+        assert len(gpu.freed) == 2
 
 
 def test_the_early_device_setup_is_finished_before_the_device_opens(monkeypatch) -> None:
@@ -146,13 +175,13 @@ def test_the_early_device_setup_is_finished_before_the_device_opens(monkeypatch)
         started.set()
         release.wait(5)
 
-    def opening(ordinal: int) -> None:
+    def opening(flags: int) -> None:
         assert not ops_cuda._warming.is_alive(), "the device opened before its setup finished"
         raise RuntimeError("no GPU here")
 
     monkeypatch.setattr(ops_cuda, "_warming", None)
     monkeypatch.setattr(ops_cuda, "_warm", slow_warm)
-    monkeypatch.setattr(ops_cuda.nvidia, "cuda_core", lambda: SimpleNamespace(Device=opening))
+    monkeypatch.setattr(ops_cuda, "_driver", lambda: SimpleNamespace(cuInit=opening))
     ops_cuda.prewarm()
     assert started.wait(5) and ops_cuda._warming.is_alive()
     threading.Timer(0.2, release.set).start()

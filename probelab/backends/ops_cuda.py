@@ -1,9 +1,11 @@
-"""CUDA backend: NVRTC through cuda-core, one launch per kernel variant, every call checked.
+"""CUDA backend: kernels built by NVRTC (probelab.toolchains.nvidia), run through the CUDA
+driver API (cuda.bindings), one launch per kernel variant, every call's result checked.
 
-Device memory comes from cuda-core; the plain synchronous copies go through the driver API
-(cuda.bindings), whose every return code is checked here.
+The driver API alone is imported to run: cuda-core, whose import costs a sweep more than
+a tenth of a second, is only needed to compile, and the cubin cache spares that.
 """
 
+import importlib.metadata
 import re
 import subprocess
 import threading
@@ -21,8 +23,10 @@ from probelab.toolchains import nvidia
 
 
 def _driver():
-    from cuda.bindings import driver
-
+    try:
+        from cuda.bindings import driver
+    except ImportError as exc:
+        raise Unavailable(f"cuda-bindings is not installed: {nvidia.INSTALL_HINT}") from exc
     return driver
 
 
@@ -49,7 +53,7 @@ def prewarm() -> None:
     """Start the driver and device 0's primary context on a thread of their own. They take
     a few tenths of a second inside the driver, outside the GIL, and so overlap the imports
     a sweep does before it opens the device; `_open` waits for them and then opens the
-    device exactly as it would have (the primary context is the one cuda-core uses)."""
+    device exactly as it would have (retaining the same primary context)."""
     global _warming
     if _warming is None:
         _warming = threading.Thread(target=_warm, name="probelab-cuda-prewarm")
@@ -84,69 +88,84 @@ class CudaBackend:
 
     def __init__(self) -> None:
         self.timeout_s = DEFAULT_TIMEOUT_S
-        self._dev = None
-        self._stream = None
-        self._modules: dict[str, object] = {}
+        self._device = None  # CUdevice 0, once its primary context is current here
+        self._stream = None  # non-blocking: every copy, memset and launch of a run is on it
+        self._modules: dict[str, object] = {}  # code object sha256 -> CUmodule
 
     def _open(self):
-        if self._dev is None:
+        """The driver, with device 0's primary context current on this thread."""
+        drv = _driver()
+        if self._device is None:
             if _warming is not None:
                 _warming.join()
-            core = nvidia.cuda_core()
             try:
-                dev = core.Device(0)
-                dev.set_current()
-                self._stream = dev.create_stream()
+                _check(drv.cuInit(0), "cuInit")
+                (device,) = _check(drv.cuDeviceGet(0), "cuDeviceGet")
+                (context,) = _check(drv.cuDevicePrimaryCtxRetain(device),
+                                    "cuDevicePrimaryCtxRetain")
+                _check(drv.cuCtxSetCurrent(context), "cuCtxSetCurrent")
+                flags = drv.CUstream_flags.CU_STREAM_NON_BLOCKING
+                (self._stream,) = _check(drv.cuStreamCreate(flags), "cuStreamCreate")
             except Exception as exc:  # no driver, no GPU: both surface here
                 raise Unavailable(f"no usable CUDA device: {exc}") from exc
-            self._dev = dev
-        return self._dev
+            self._device = device
+        return drv
 
     def device(self) -> DeviceInfo:
-        dev = self._open()
-        cc = dev.compute_capability
-        (version,) = _check(_driver().cuDriverGetVersion(), "cuDriverGetVersion")
+        drv = self._open()
+        attribute = drv.CUdevice_attribute
+        cc = [_check(drv.cuDeviceGetAttribute(getattr(attribute, f"CU_DEVICE_ATTRIBUTE_"
+                                                       f"COMPUTE_CAPABILITY_{part}"),
+                                              self._device), "cuDeviceGetAttribute")[0]
+              for part in ("MAJOR", "MINOR")]
+        (name,) = _check(drv.cuDeviceGetName(256, self._device), "cuDeviceGetName")
+        (version,) = _check(drv.cuDriverGetVersion(), "cuDriverGetVersion")
         details = {"cuda_driver_api": f"{version // 1000}.{version % 1000 // 10}",
-                   "cuda_core": nvidia.cuda_core().__version__}
-        details["driver"] = _kernel_driver_version()
-        return DeviceInfo(dev.name, f"sm_{cc[0]}{cc[1]}", details)
+                   "cuda_bindings": importlib.metadata.version("cuda-bindings"),
+                   "driver": _kernel_driver_version()}
+        return DeviceInfo(name.split(b"\0")[0].decode(), f"sm_{cc[0]}{cc[1]}", details)
 
     def compile(self, kernel: Kernel, target: str) -> CodeObject:
         return nvidia.build(kernel, target)
 
-    def _kernel(self, code: CodeObject, symbol: str):
-        core = nvidia.cuda_core()
+    def _function(self, drv, code: CodeObject, symbol: str):
         if code.sha256 not in self._modules:
-            self._modules[code.sha256] = core.ObjectCode.from_cubin(code.binary)
-        return self._modules[code.sha256].get_kernel(symbol)
+            (self._modules[code.sha256],) = _check(drv.cuModuleLoadData(code.binary),
+                                                   "cuModuleLoadData")
+        return _check(drv.cuModuleGetFunction(self._modules[code.sha256], symbol.encode()),
+                      f"cuModuleGetFunction({symbol})")[0]
 
     def run(self, code: CodeObject, kernel: Kernel, launch: Launch,
             poison: int) -> dict[str, np.ndarray]:
-        core, drv, dev = nvidia.cuda_core(), _driver(), self._open()
+        drv = self._open()
         host = {n: framed(a) for n, a in launch.inputs.items()}
         sizes = {n: h.size for n, h in host.items()}
         sizes |= {n: words + 2 * GUARD_WORDS for n, words in launch.outputs.items()}
-        buffers = {n: dev.allocate(4 * size, stream=self._stream) for n, size in sizes.items()}
-        ptr = {n: int(b.handle) for n, b in buffers.items()}
-        failed = False
-        stream = self._stream_handle(drv)
+        ptr: dict[str, int] = {}
         try:
-            # Every copy and memset goes on the launch's own stream (created non-blocking,
-            # so the legacy stream would not order them): the kernel can only start once its
-            # buffers are allocated, filled, guarded and poisoned.
+            for n, size in sizes.items():
+                (address,) = _check(drv.cuMemAlloc(4 * size), f"cuMemAlloc({n})")
+                ptr[n] = int(address)
+            # Every copy and memset goes on the launch's own stream (non-blocking, so the
+            # legacy stream would not order them): the kernel can only start once its
+            # buffers are filled, guarded and poisoned.
             for n, h in host.items():
-                _check(drv.cuMemcpyHtoDAsync(ptr[n], h.ctypes.data, h.nbytes, stream),
+                _check(drv.cuMemcpyHtoDAsync(ptr[n], h.ctypes.data, h.nbytes, self._stream),
                        f"cuMemcpyHtoDAsync({n})")
             for n, words in launch.outputs.items():  # guards, then poison, set on the device
-                _check(drv.cuMemsetD32Async(ptr[n], int(GUARD), sizes[n], stream),
+                _check(drv.cuMemsetD32Async(ptr[n], int(GUARD), sizes[n], self._stream),
                        f"cuMemsetD32Async({n})")
-                _check(drv.cuMemsetD32Async(ptr[n] + 4 * GUARD_WORDS, poison, words, stream),
-                       f"cuMemsetD32Async({n})")
-            # Pointer-only arguments, each pointing past the leading guard.
-            args = [np.uint64(ptr[n] + 4 * GUARD_WORDS) for n in sizes]
+                _check(drv.cuMemsetD32Async(ptr[n] + 4 * GUARD_WORDS, poison, words,
+                                            self._stream), f"cuMemsetD32Async({n})")
+            # Pointer-only arguments, each pointing past the leading guard: kernelParams is
+            # the address of an array of pointers, one to each argument's value.
+            values = np.array([ptr[n] + 4 * GUARD_WORDS for n in sizes], np.uint64)
+            params = np.array([values.ctypes.data + 8 * i for i in range(values.size)],
+                              np.uint64)
             blocks = (launch.threads + launch.block - 1) // launch.block
-            config = core.LaunchConfig(grid=blocks, block=launch.block)
-            core.launch(self._stream, config, self._kernel(code, kernel.symbol), *args)
+            _check(drv.cuLaunchKernel(self._function(drv, code, kernel.symbol), blocks, 1, 1,
+                                      launch.block, 1, 1, 0, self._stream, params.ctypes.data,
+                                      0), f"cuLaunchKernel({kernel.symbol})")
             wait_for(lambda: self._finished(drv, kernel.symbol), self.timeout_s,
                      f"kernel {kernel.symbol}")
             _check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
@@ -154,32 +173,24 @@ class CudaBackend:
             for n, b in back.items():
                 _check(drv.cuMemcpyDtoH(b.ctypes.data, ptr[n], b.nbytes), f"cuMemcpyDtoH({n})")
         except KernelTimeout:
-            buffers = {}  # freeing memory a running kernel uses would wait for it: leak it
+            ptr = {}  # freeing memory a running kernel uses would wait for it: leak it
             raise
         except IntegrityError:
-            failed = True
             raise
         except Exception as exc:  # a faulting kernel surfaces as a CUDA error here
-            failed = True
             raise IntegrityError(f"kernel {kernel.symbol} failed on the device: {exc}") from exc
-        finally:
-            for b in buffers.values():
-                try:
-                    b.close()
-                except Exception:
-                    if not failed:  # after a fault the context refuses; keep the first error
-                        raise
+        finally:  # free every buffer before judging any free; after a fault the context
+            freed = [(n, drv.cuMemFree(p)) for n, p in ptr.items()]  # refuses: first error wins
+        for n, result in freed:
+            _check(result, f"cuMemFree({n})")
         for n in launch.inputs:
             check_inputs_intact(n, host[n], back[n])
             unframe(n, back[n])
         return {n: unframe(n, back[n]) for n in launch.outputs}
 
-    def _stream_handle(self, drv):
-        return drv.CUstream(int(self._stream.handle))
-
     def _finished(self, drv, symbol: str) -> bool:
         """True once the stream is idle; a fault in the kernel raises here."""
-        (err,) = drv.cuStreamQuery(self._stream_handle(drv))
+        (err,) = drv.cuStreamQuery(self._stream)
         if err == drv.CUresult.CUDA_ERROR_NOT_READY:
             return False
         if int(err) != 0:
