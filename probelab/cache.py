@@ -28,7 +28,8 @@ def cached_bytes(kind: str, key: str, build: Callable[[], bytes],
     payload = build()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, hashlib.sha256(payload).hexdigest().encode() + payload)
+        atomic_write_bytes(path, hashlib.sha256(payload).hexdigest().encode() + payload,
+                           record=False)
     except (OSError, CannotWrite):
         pass  # a read-only or full cache only costs a recompile
     return payload, False

@@ -65,6 +65,7 @@ def write(key: str, entries: "list[Entry]") -> None:
     try:
         path = _path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, json.dumps([asdict(e) for e in entries]).encode())
+        atomic_write_bytes(path, json.dumps([asdict(e) for e in entries]).encode(),
+                           record=False)
     except (OSError, CannotWrite):
         pass  # a read-only cache only costs the imports next time

@@ -65,9 +65,10 @@ def _staging_for(path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def atomic_path(path: Path, exclusive: bool = False) -> Iterator[Path]:
+def atomic_path(path: Path, exclusive: bool = False, record: bool = True) -> Iterator[Path]:
     """Yield a temp path; on success it is fsynced and moved to `path` (renamed over it, or
-    with `exclusive` linked, which fails if `path` exists)."""
+    with `exclusive` linked, which fails if `path` exists) and, with `record`, listed in
+    `written` (what an interrupted command says it left; caches are not results)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
@@ -87,7 +88,8 @@ def atomic_path(path: Path, exclusive: bool = False) -> Iterator[Path]:
             _link_new(tmp_path, path)
         else:
             os.replace(tmp_path, path)
-        written.append(path)
+        if record:
+            written.append(path)
     except FileExistsError:
         raise
     except OSError as exc:
@@ -121,10 +123,11 @@ def _write_all(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes, exclusive: bool = False) -> None:
+def atomic_write_bytes(path: Path, data: bytes, exclusive: bool = False,
+                       record: bool = True) -> None:
     """Write `data` whole. Writers that serialise to memory first (netCDF via HDF5) use
     this, so a full disk is a plain OSError here, never a failure inside a C library."""
-    with atomic_path(path, exclusive) as tmp:
+    with atomic_path(path, exclusive, record) as tmp:
         _write_all(tmp, data)
 
 

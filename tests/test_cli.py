@@ -387,3 +387,21 @@ def test_sweep_help_says_how_few_repeats_are_refused(toylab: ToyLab) -> None:
     assert "(default 3, at least 2)" in " ".join(result.stdout.split())
     refused = invoke("sweep", "toy", "--repeats", "1", "--backend", "sim")
     assert refused.exit_code == 2 and "--repeats must be at least 2" in refused.stderr
+
+
+def test_the_command_process_flushes_everything_and_keeps_its_exit_code(toylab: ToyLab) -> None:
+    """`probelab` leaves without the interpreter's teardown (cli.leave): what it printed
+    must still arrive whole, and its exit code must be the command's."""
+    import subprocess
+    import sys
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "probelab", *args], capture_output=True,
+                              text=True, cwd=toylab.root, timeout=120)
+
+    listed = run("list", "--json")
+    assert listed.returncode == 0 and json.loads(listed.stdout)["probes"][0]["id"] == "toy"
+    refused = run("sweep", "nope")
+    assert refused.returncode == 2 and refused.stderr.startswith("error: unknown probe 'nope'")
+    assert run("sweep", "toy", "--backend", "sim").returncode == 0
+    assert run("check").returncode == 2
