@@ -246,8 +246,9 @@ class Catalog:
     def get(self, probe_id: str) -> Probe | None:
         """The probe `probe_id`, importing only its folder where the index names it (the
         import itself decides: a stale or edited index only costs a full scan)."""
-        named = [e.folder for e in self.entries() if e.id == probe_id]
-        for folder in [*named, *(f.name for f in self.folders())]:
+        folders = [f.name for f in self.folders()]
+        named = [e.folder for e in self.entries() if e.id == probe_id and e.folder in folders]
+        for folder in dict.fromkeys([*named, *folders]):
             for probe in self._load(self.base / folder):
                 if probe.id == probe_id:
                     return probe
