@@ -1,13 +1,23 @@
 """`probelab plot`: draw a dataset's figures with its probe's plot functions."""
 
+from collections.abc import Callable
 from pathlib import Path
 
+import xarray as xr
+
 from probelab import dataset
-from probelab.check import TAMPERED, check, not_applicable, verdict_words
 from probelab.errors import IntegrityError, UsageError
-from probelab.hypothesis import load_hypothesis, predict
 from probelab.lanemap import has_lane_maps, lane_map_figures
-from probelab.probe import get_probe
+from probelab.probe import Probe, get_probe
+
+
+def plot_kinds(ds: xr.Dataset, probe: Probe) -> dict[str, Callable[..., dict]]:
+    """The plot kinds a dataset offers, by name: its probe's, and lanemap where it carries
+    lane maps (a core view of any such dataset)."""
+    plots = dict(probe.plots)
+    if has_lane_maps(ds):
+        plots.setdefault("lanemap", lane_map_figures)
+    return plots
 
 
 def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scoring: str,
@@ -16,14 +26,15 @@ def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scori
 
     ds = dataset.load(dataset_path)
     probe = get_probe(dataset.provenance(ds)["probe"])
-    plots = dict(probe.plots)
-    if has_lane_maps(ds):  # a core view of any dataset that carries lane maps
-        plots.setdefault("lanemap", lane_map_figures)
+    plots = plot_kinds(ds, probe)
     unknown = set(kinds or ()) - set(plots)
     if unknown:
         raise UsageError(f"{probe.id} has no plot {sorted(unknown)} (it has {sorted(plots)})")
     tables, tag, about = None, "", None
     if prereg is not None:
+        from probelab.check import TAMPERED, check, not_applicable, verdict_words
+        from probelab.hypothesis import load_hypothesis, predict
+
         h = load_hypothesis(prereg)
         if h.probe != probe.id:
             raise UsageError(f"{prereg} is about {h.probe}, the dataset is {probe.id}")

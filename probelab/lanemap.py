@@ -124,7 +124,8 @@ def _register_figure(ds: xr.Dataset, kernel: str) -> Figure:
         _, rows_are, cols_are = OPERANDS[name]
         cell_table(ax, shade, text, labels, [str(c) for c in range(text.shape[1])],
                    cmap="viridis")
-        ax.set_ylabel(title(name, names), rotation=0, labelpad=18, fontsize=12, fontweight="bold")
+        ax.set_ylabel(title(name, names), rotation=0, ha="right", va="center", fontsize=12,
+                      fontweight="bold")
         ax.set_xlabel(f"lane % {LANES_PER_ROW}; cell: {rows_are},{cols_are}; colour = {rows_are}")
         if i == 0:
             dataset_header(ax, kernel, "lane map, register view", ds,

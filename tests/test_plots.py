@@ -5,12 +5,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from matplotlib.backends.backend_agg import RendererAgg
 from matplotlib.figure import Figure
 from toylab import copy_probe
 
 from probelab.dataset import load
 from probelab.hypothesis import load_hypothesis, predict
-from probelab.plot import cell_table, new_figure, save_figure
+from probelab.plot import Labels, cell_table, new_figure, save_figure
 from probelab.probe import catalog, load_sibling
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,11 +93,38 @@ def test_cell_table_text_contrasts_with_cells():
     ax = fig.subplots()
     mapping = cell_table(ax, np.array([[0.0, 1.0]]), np.array([["a", "b"]]), ["r"],
                          ["light", "dark"], cmap="Greys", vmin=0, vmax=1)
-    colours = {t.get_text(): t.get_color() for t in ax.texts}
-    assert colours == {"a": "black", "b": "white"}
+    colours = dict(item for a in ax.artists if isinstance(a, Labels) for item in a.items())
+    assert colours == {"a": "black", "b": "white", "r": "black", "light": "black",
+                       "dark": "black"}  # the cells', then the edges' labels
     assert mapping is not None
     with pytest.raises(ValueError):
         cell_table(ax, np.zeros((2, 2)), np.array([["a", "b"]]), ["r"], ["c", "d"])
+
+
+def test_cell_table_keeps_every_label_as_text_in_the_svg(tmp_path):
+    fig = new_figure(3, 2)
+    cell_table(fig.subplots(), np.array([[0.0, 1.0]]), np.array([["a\nb", "c"]]),
+               ["row label"], ["x", "y"], cmap="Greys", vmin=0, vmax=1)
+    _, svg = save_figure(fig, tmp_path / "table")
+    texts = [t.text for t in ET.parse(svg).getroot().iter("{http://www.w3.org/2000/svg}text")]
+    assert sorted(texts) == ["a", "b", "c", "row label", "x", "y"]  # one line each
+
+
+def test_axis_labels_clear_the_row_and_column_labels():
+    fig = new_figure(4, 2)
+    ax = fig.subplots()
+    cell_table(ax, np.zeros((2, 2)), np.array([["a", "b"], ["c", "d"]]),
+               ["a long row label", "r"], ["x", "y"])
+    ax.set_xlabel("columns")
+    ax.set_ylabel("rows")
+    renderer = RendererAgg(1, 1, fig.dpi)
+    fig.get_tightbbox(renderer)  # places the axis labels, as saving does
+    rows, cols = (a.get_window_extent(renderer) for a in ax.artists
+                  if isinstance(a, Labels) and a.get_in_layout())
+    assert ax.yaxis.label.get_window_extent(renderer).x1 < rows.x0 < rows.x1 < \
+        ax.get_window_extent(renderer).x0
+    assert ax.xaxis.label.get_window_extent(renderer).y1 < cols.y0 < cols.y1 < \
+        ax.get_window_extent(renderer).y0
 
 
 def test_selector_table_prmt_follows_the_ptx_rule(sim):
