@@ -34,7 +34,7 @@ from probelab.check import (
 from probelab.errors import HistoryError, IntegrityError, LabError
 from probelab.hypothesis import load_hypothesis
 from probelab.paths import data_dir, lab_root
-from probelab.prereg import ledger_entries, verify_seals
+from probelab.prereg import Record, verify_seals
 from probelab.probe import get_probe
 
 EXPECTED_SUFFIXES = (".nc", ".verdict.json", ".png", ".svg", ".md")
@@ -56,8 +56,8 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
     root = root or data_dir()
     result: dict[str, Any] = {"seals": [], "checks": [], "problems": [], "notes": []}
     try:
-        result["seals"] = verify_seals()
-        entries = ledger_entries()
+        record = Record.read()  # read once: every check below shares it
+        result["seals"] = verify_seals(record)
     except IntegrityError as exc:
         what = "history" if isinstance(exc, HistoryError) else "ledger"
         result["problems"].append(f"{what}: {exc}")
@@ -74,20 +74,23 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
         problems.append(f"{rel(root)} is a symbolic link (to {os.readlink(root)}): the archive "
                         "is the folder itself, in git")
     try:
-        pins = manifest.read()
+        pins: list[dict[str, Any]] | None = manifest.read()
     except IntegrityError as exc:
         problems.append(str(exc))
-        pins = []
-    problems += manifest.duplicates(pins) + written.manifest_problems()
-    problems += [why for why in map(manifest.pin_form_problem, pins) if why]
+        pins = None  # and each dataset says so
+    problems += manifest.duplicates(pins or []) + written.manifest_problems()
+    problems += [why for why in map(manifest.pin_form_problem, pins or []) if why]
     problems += _uncommitted_pins()
     problems += [f"{pin['path']}: pinned in the manifest, but the file is gone; a measurement "
-                 "stays in the archive, refuted or not" for pin in pins
+                 "stays in the archive, refuted or not" for pin in pins or []
                  if not (lab_root() / pin["path"]).is_file()]
     accounted: set[Path] = set()
     counted: dict[tuple, list[tuple]] = {}  # (probe, target, hypothesis) -> its verdicts
-    for path in (p for p in files if p.suffix == ".nc"):
-        accounted |= _verify_dataset(path, entries, write, result, counted)
+    datasets = [p for p in files if p.suffix == ".nc"]
+    changed = written.rewritten_all(datasets)  # one history read for the whole archive
+    for path in datasets:
+        problems += [f"{rel(path)}: {why}" for why in changed[path]]  # whatever it says
+        accounted |= _verify_dataset(path, record, pins, write, result, counted)
     _flips(counted, result)
     for stray in (p for p in files if p.name.endswith(VERDICT) and p not in accounted):
         problems.append(f"{rel(stray)}: a recorded verdict that no sealed hypothesis of its "
@@ -151,14 +154,14 @@ def _retired_too_soon(judged: Judged) -> str | None:
     return None
 
 
-def _verify_dataset(path: Path, entries: list[dict[str, Any]], write: bool,
+def _verify_dataset(path: Path, record: Record, pins: list[dict[str, Any]] | None, write: bool,
                     result: dict[str, Any], counted: dict[tuple, list[tuple]]) -> set[Path]:
     """Check one dataset against every sealed hypothesis of its probe into `result` (and its
-    counted verdicts into `counted`); returns the recorded verdict files it accounts for."""
+    counted verdicts into `counted`); returns the recorded verdict files it accounts for.
+    `pins`: the manifest as read (None where it is broken: each dataset then says so)."""
     problems, notes, name = result["problems"], result["notes"], rel(path)
-    problems += [f"{name}: {why}" for why in written.rewritten(path)]  # whatever it says
     try:
-        judged = judge(path, history=False)  # said once for the archive, here
+        judged = judge(path, history=False, pins=pins)  # history: said for the archive
     except LabError as exc:
         problems.append(f"{name}: {exc}")
         return set()
@@ -171,14 +174,14 @@ def _verify_dataset(path: Path, entries: list[dict[str, Any]], write: bool,
     if why := _retired_too_soon(judged):
         problems.append(f"{name}: {why}")
     accounted = set()
-    for entry in (e for e in entries if e["probe"] == judged.prov.get("probe")):
+    for entry in (e for e in record.entries if e["probe"] == judged.prov.get("probe")):
         label = f"{name} × {entry['hypothesis']}"
         try:
             why = not_applicable(load_hypothesis(lab_root() / entry["path"]), judged.ds)
             if why:
                 notes.append(f"{label}: not applicable, {why}")
                 continue
-            doc = check(lab_root() / entry["path"], path, judged)
+            doc = check(lab_root() / entry["path"], path, judged, record)
         except LabError as exc:
             problems.append(f"{label}: {exc}")
             continue

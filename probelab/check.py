@@ -8,6 +8,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +17,9 @@ import xarray as xr
 
 from probelab import codetree, dataset, gitinfo, ledger, manifest, written
 from probelab.errors import Exit, HistoryError, IntegrityError, LabError, UsageError
-from probelab.hypothesis import (
-    LITERAL,
-    Hypothesis,
-    Tables,
-    evaluate_claim,
-    load_hypothesis,
-    read_capped,
-    table_sha256,
-)
+from probelab.hypothesis import LITERAL, Hypothesis, Tables, load_hypothesis, read_capped
 from probelab.paths import data_dir, lab_root, relative, shown
-from probelab.prereg import ledger_entries, retired_observables, seal_commit
+from probelab.prereg import Record, retired_observables
 from probelab.probe import Probe, get_probe
 from probelab.storage import atomic_write_text
 
@@ -42,25 +35,40 @@ def _plain(value: Any) -> Any:
 
 
 def _cell(ds: xr.Dataset, observable: str, index: tuple[int, ...]) -> dict[str, Any]:
-    """Every coordinate of one cell: the grid dims and the labels that hang on them."""
-    dims = ds[observable].dims
+    """Every coordinate of one cell: the grid dims and the labels that hang on them (read
+    from the variables: a DataArray per coordinate and cell costs more than the scoring)."""
+    dims = ds.variables[observable].dims
     point = dict(zip(dims, index, strict=True))
     cell = {}
-    for name, coord in ds[observable].coords.items():
+    for name in ds.coords:
+        coord = ds.variables[name]
         if name != "kernel" and set(coord.dims) <= set(dims):
-            cell[str(name)] = _plain(coord.isel({d: point[d] for d in coord.dims}).values[()])
+            cell[str(name)] = _plain(coord.values[tuple(point[d] for d in coord.dims)])
     return cell
+
+
+def _observed(ds: xr.Dataset, observable: str, kernel: str) -> np.ndarray:
+    """`ds[observable].sel(kernel=kernel).values`, taken by position where the kernel is
+    named once (the selection costs more than the scoring); a label named twice is left to
+    xarray."""
+    var, labels = ds.variables[observable], list(ds.kernel.values)
+    if "kernel" in var.dims and labels.count(kernel) == 1:
+        return np.take(var.values, labels.index(kernel), axis=var.dims.index("kernel"))
+    return ds[observable].sel(kernel=kernel).values
 
 
 def score(ds: xr.Dataset, kernel: str, tables: Tables, scopes: Tables | None = None) -> dict:
     """Matches over the claimed cells, per scoring, with the first mismatches' coordinates."""
     scores = {}
+    ki = list(ds.kernel.values).index(kernel)
+    observed: dict[str, np.ndarray] = {}  # every scoring predicts the same observables
     for scoring, predicted in tables.items():
         matches = cells = 0
         shown: list[dict[str, Any]] = []
-        ki = list(ds.kernel.values).index(kernel)
         for observable, want in predicted.items():
-            got = ds[observable].sel(kernel=kernel).values
+            if observable not in observed:
+                observed[observable] = _observed(ds, observable, kernel)
+            got = observed[observable]
             claimed = scopes[scoring][observable] if scopes else np.ones(want.shape, bool)
             if want.ndim == got.ndim + 1:  # predicted per kernel (its dims start with kernel)
                 want, claimed = want[ki], claimed[ki]
@@ -87,14 +95,16 @@ def _measured_at(prov: dict) -> datetime | None:
     return when if when.tzinfo is not None else None
 
 
-def _changed_since(seal: str | None, prov: dict, probe: Probe) -> list[str]:
+def _changed_since(seal: str | None, judged: "Judged", probe: Probe,
+                   record: Record) -> list[str]:
     """The files of the probe's folder and of probelab that changed between the seal and the
     measured commit: a verdict decoded by code written after its seal says so (a reviewer
     judges whether the change could have been made to fit)."""
-    head = prov.get("git_head")
-    if seal is None or not isinstance(head, str) or not gitinfo.is_commit_id(head):
+    if seal is None or judged.head is None:
         return []
-    return codetree.changed_between(seal, head, measuring_code(probe))
+    if probe.id not in record.code:  # the code as it is during this run
+        record.code[probe.id] = measuring_code(probe)
+    return codetree.changed_between(seal, judged.head, record.code[probe.id])
 
 
 def measuring_code(probe: Probe) -> tuple[str, ...]:
@@ -105,11 +115,13 @@ def measuring_code(probe: Probe) -> tuple[str, ...]:
     return tuple(sorted({f for folder in folders for f in codetree.measuring_code(folder)}))
 
 
-def dataset_problem(path: Path, ds: xr.Dataset, history: bool = True) -> str | None:
+def dataset_problem(path: Path, ds: xr.Dataset, history: bool = True,
+                    pins: list[dict[str, Any]] | None = None) -> str | None:
     """Why a dataset is not what its sweep saved (edited, self-contradicting) or, when it
     says it is a measurement, not the archive's own (unpinned, misplaced, a copy, or, with
     `history`, changed in git or with a manifest that lost pins); None if it is. A measured
-    dataset outside the archive is a usage error: it cannot count."""
+    dataset outside the archive is a usage error: it cannot count. `pins`: the manifest,
+    where the caller has already read it whole (otherwise it is read here)."""
     prov = dataset.provenance(ds)
     content = dataset.computed_content_sha256(ds)
     if why := dataset.tampered(ds, content):
@@ -125,7 +137,7 @@ def dataset_problem(path: Path, ds: xr.Dataset, history: bool = True) -> str | N
     if why := manifest.placement_problem(path, prov):
         return why
     try:
-        entries = manifest.read()
+        entries = manifest.read() if pins is None else pins
     except IntegrityError as exc:
         return f"{exc}"
     if why := manifest.pin_problem(path, content, entries):
@@ -135,16 +147,13 @@ def dataset_problem(path: Path, ds: xr.Dataset, history: bool = True) -> str | N
     return None
 
 
-def _order_problems(entry: dict, prov: dict) -> tuple[list[str], str | None]:
+def _order_problems(entry: dict, judged: "Judged", record: Record) -> tuple[list[str], str | None]:
     problems = []
-    commit = seal_commit(entry)
-    head = prov.get("git_head")
+    commit, prov, head = record.commit(entry), judged.prov, judged.head
     measured = _measured_at(prov)
     if measured is None:
         problems.append("the dataset records no usable measurement time (UTC, with offset)")
         return problems, commit
-    if not isinstance(head, str) or not gitinfo.is_commit_id(head):
-        head = None  # a ref name would resolve at check time, not at measurement time
     sealed = ledger.sealed_time(entry)
     if sealed is None:
         problems.append(f"the ledger's sealed_at {entry['sealed_at']!r} is not an unambiguous "
@@ -158,17 +167,15 @@ def _order_problems(entry: dict, prov: dict) -> tuple[list[str], str | None]:
     elif not head:
         problems.append("the dataset records no git commit (as a full commit id), so the "
                         "order cannot be shown")
-    elif not gitinfo.is_ancestor(commit, head):
+    elif not record.history.is_ancestor(commit, head):
         problems.append(f"seal commit {commit[:12]} is not an ancestor of the measured commit "
                         f"{head[:12]}")
-    elif gitinfo.commit_time(commit) > measured.timestamp():
+    elif record.history.commit_time(commit) > measured.timestamp():
         problems.append(f"seal commit {commit[:12]} was made after the measurement")
-    if head:
-        problems += _code_problems(prov, head)
-    return problems, commit
+    return problems + (_code_problems(prov, head, record) if head else []), commit
 
 
-def _code_problems(prov: dict, head: str) -> list[str]:
+def _code_problems(prov: dict, head: str, record: Record) -> list[str]:
     """The data must have been decoded by the code of the commit they name: a decode edited
     in a dirty tree would otherwise turn any verdict."""
     if "code_tree" not in prov:  # datasets from before the code was recorded
@@ -178,7 +185,9 @@ def _code_problems(prov: dict, head: str) -> list[str]:
         return []
     if not codetree.valid(prov["code_tree"]):
         return ["the dataset's record of the code that ran (code_tree) is unreadable"]
-    differing = codetree.differences(prov["code_tree"], head)
+    if head not in record.trees:
+        record.trees[head] = codetree.committed(head)
+    differing = codetree.differences(prov["code_tree"], record.trees[head])
     if not differing:
         return []  # None: the commit is unknown, said above
     return [f"the code that ran is not commit {head[:12]}'s: {len(differing)} files differ "
@@ -230,12 +239,13 @@ def not_applicable(h: Hypothesis, ds: xr.Dataset) -> str | None:
     return None
 
 
-def _dataset_doc(dataset_path: Path, ds: xr.Dataset, prov: dict[str, Any]) -> dict[str, Any]:
+def _dataset_doc(judged: "Judged") -> dict[str, Any]:
+    prov = judged.prov
     tree = prov.get("code_tree")
-    return {"path": shown(dataset_path), "device": prov.get("device"),
+    return {"path": shown(judged.path), "device": prov.get("device"),
             "target": prov.get("target"), "git_head": prov.get("git_head"),
             "utc": prov.get("utc"), "simulated": dataset.simulated(prov),
-            "grid_sha256": dataset.grid_sha256(ds),
+            "grid_sha256": judged.grid_sha256,
             "code_sha256": codetree.digest(tree) if codetree.valid(tree) else None}
 
 
@@ -248,17 +258,29 @@ def _hypothesis_doc(h: Hypothesis, path: Path, kernels: list[str]) -> dict[str, 
 @dataclass(frozen=True)
 class Judged:
     """A dataset as loaded, and why it is not what its sweep saved (or None): judged once,
-    however many hypotheses are then checked against it."""
+    however many hypotheses are then checked against it (what follows from the dataset
+    alone is worked out once too)."""
 
     path: Path
     ds: xr.Dataset
     prov: dict[str, Any]
     problem: str | None
 
+    @cached_property
+    def grid_sha256(self) -> str:
+        return dataset.grid_sha256(self.ds)
 
-def judge(path: Path, history: bool = True) -> Judged:
+    @cached_property
+    def head(self) -> str | None:
+        """The measured commit, only as a full commit id: a ref name would resolve at check
+        time, not at measurement time."""
+        head = self.prov.get("git_head")
+        return head if isinstance(head, str) and gitinfo.is_commit_id(head) else None
+
+
+def judge(path: Path, history: bool = True, pins: list[dict[str, Any]] | None = None) -> Judged:
     ds = dataset.load(path)
-    return Judged(path, ds, dataset.provenance(ds), dataset_problem(path, ds, history))
+    return Judged(path, ds, dataset.provenance(ds), dataset_problem(path, ds, history, pins))
 
 
 def _edited_seal(hypothesis_path: Path, judged: Judged,
@@ -284,19 +306,22 @@ def _edited_seal(hypothesis_path: Path, judged: Judged,
                            "hashes to its seal)", "coordinates": None, "kernels": [],
                            "file_sha256": digest,
                            "ledger_hash": entry["hash"], "sealed_at": entry["sealed_at"]},
-            "dataset": _dataset_doc(judged.path, judged.ds, judged.prov),
+            "dataset": _dataset_doc(judged),
             "verdict": TAMPERED,
             "reasons": ["file edited after sealing: it no longer hashes to its ledger entry"]}
 
 
-def check(hypothesis_path: Path, dataset_path: Path,
-          judged: Judged | None = None) -> dict[str, Any]:
+def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = None,
+          record: Record | None = None) -> dict[str, Any]:
+    """The verdict of a sealed hypothesis on a dataset. `judged` and `record` are the dataset
+    and the sealed record as already read, for a run of checks (otherwise read here)."""
     try:
-        entries, ledger_error = ledger_entries(), None
+        record, ledger_error = record or Record.read(), None
     except HistoryError:
         raise  # nothing can be judged in this checkout: say so once
     except IntegrityError as exc:
-        entries, ledger_error = [], exc
+        record, ledger_error = None, exc
+    entries = record.entries if record else []
     judged = judged or judge(dataset_path)
     if edited := _edited_seal(hypothesis_path, judged, entries):
         return edited
@@ -304,7 +329,7 @@ def check(hypothesis_path: Path, dataset_path: Path,
     ds, prov = judged.ds, judged.prov
     if judged.problem:  # before any provenance field is believed
         return {"hypothesis": _hypothesis_doc(h, hypothesis_path, []),
-                "dataset": _dataset_doc(dataset_path, ds, prov), "verdict": TAMPERED,
+                "dataset": _dataset_doc(judged), "verdict": TAMPERED,
                 "reasons": [f"dataset: {judged.problem} (its provenance fields above are as "
                             "recorded, not vouched for)"]}
     if prov.get("probe") != h.probe:
@@ -315,8 +340,8 @@ def check(hypothesis_path: Path, dataset_path: Path,
     if why := not_applicable(h, ds):
         raise UsageError(f"{h.id} does not apply to {dataset_path}: {why}")
     doc: dict[str, Any] = {"hypothesis": _hypothesis_doc(h, hypothesis_path, kernels),
-                           "dataset": _dataset_doc(dataset_path, ds, prov), "reasons": []}
-    if ledger_error is not None:
+                           "dataset": _dataset_doc(judged), "reasons": []}
+    if record is None:
         return doc | {"verdict": TAMPERED, "reasons": [f"ledger: {ledger_error}"]}
     entry = ledger.find(entries, doc["hypothesis"]["path"])
     if entry is None:
@@ -324,15 +349,16 @@ def check(hypothesis_path: Path, dataset_path: Path,
     doc["hypothesis"] |= {"ledger_hash": entry["hash"], "sealed_at": entry["sealed_at"]}
     grid_sealed = doc["dataset"]["grid_sha256"] == entry["grid_sha256"]
     doc["dataset"]["grid_matches_seal"] = grid_sealed
-    tables, scopes = evaluate_claim(h, ds, observed_dims(ds, prov, probe))
+    claim = record.claims.claim(h, ds, observed_dims(ds, prov, probe))
+    tables, scopes = claim.tables, claim.scopes
     if misfit := _shape_misfit(ds, tables):
         return doc | {"verdict": TAMPERED, "reasons": [misfit]}
-    if grid_sealed and table_sha256(tables, scopes) != entry["table_sha256"]:
+    if grid_sealed and claim.sha256 != entry["table_sha256"]:
         return doc | {"verdict": TAMPERED,
                       "reasons": ["prediction no longer evaluates to the sealed table"]}
-    problems, commit = _order_problems(entry, prov)
+    problems, commit = _order_problems(entry, judged, record)
     doc["hypothesis"]["seal_commit"] = commit
-    doc["hypothesis"]["code_changed_since_seal"] = _changed_since(commit, prov, probe)
+    doc["hypothesis"]["code_changed_since_seal"] = _changed_since(commit, judged, probe, record)
     doc["kernels"] = {}
     for kernel in kernels:
         scores = score(ds, kernel, tables, scopes)
@@ -399,15 +425,15 @@ def check_all(dataset_path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]
     if judged.problem:
         raise IntegrityError(f"{dataset_path}: {judged.problem}")
     docs, skipped = [], {}
-    entries = ledger_entries()
-    for entry in (e for e in entries if e["probe"] == judged.prov.get("probe")):
+    record = Record.read()
+    for entry in (e for e in record.entries if e["probe"] == judged.prov.get("probe")):
         path = lab_root() / entry["path"]
-        doc = _edited_seal(path, judged, entries)  # judged before the file is read
+        doc = _edited_seal(path, judged, record.entries)  # judged before the file is read
         if doc is None:
             if why := not_applicable(load_hypothesis(path), judged.ds):
                 skipped[entry["hypothesis"]] = why
                 continue
-            doc = check(path, dataset_path, judged)
+            doc = check(path, dataset_path, judged, record)
         save_verdict(doc, dataset_path)
         docs.append(doc)
     return docs, skipped

@@ -72,11 +72,10 @@ def committed(commit: str) -> dict[str, str] | None:
     return tree
 
 
-def differences(recorded: dict[str, str], commit: str) -> list[str] | None:
-    """The paths whose recorded content is not `commit`'s (None when it cannot be read). A
-    lab whose history does not hold the probelab package (it is installed) is compared on
-    its probes only."""
-    tree = committed(commit)
+def differences(recorded: dict[str, str], tree: dict[str, str] | None) -> list[str] | None:
+    """The paths whose recorded content is not that of `tree`, a commit's (`committed`; None
+    when it cannot be read, and then None). A lab whose history does not hold the probelab
+    package (it is installed) is compared on its probes only."""
     if tree is None:
         return None
     scopes = {rel.split("/")[0] for rel in tree}

@@ -12,6 +12,8 @@ import functools
 import os
 import re
 import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from probelab.errors import UsageError
@@ -21,11 +23,12 @@ from probelab.paths import lab_root
 _HISTORY_ENV = ("GIT_GRAFT_FILE", "GIT_REPLACE_REF_BASE")
 
 
-def _run(args: tuple[str, ...], cwd: Path | None, text: bool) -> subprocess.CompletedProcess:
+def _run(args: tuple[str, ...], cwd: Path | None, text: bool,
+         stdin: bytes | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in _HISTORY_ENV}
     env["GIT_NO_REPLACE_OBJECTS"] = "1"
     return subprocess.run(["git", "--no-replace-objects", *args], cwd=cwd or lab_root(),
-                          capture_output=True, text=text, env=env)
+                          capture_output=True, text=text, env=env, input=stdin)
 
 
 def git(*args: str, cwd: Path | None = None, check: bool = True) -> str:
@@ -33,6 +36,15 @@ def git(*args: str, cwd: Path | None = None, check: bool = True) -> str:
     if check and out.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: {out.stderr.strip()}")
     return out.stdout.strip()
+
+
+def git_input(args: tuple[str, ...], stdin: str) -> str:
+    """`git` with `stdin` as its input (a batch of questions in one process)."""
+    out = _run(args, None, text=False, stdin=stdin.encode())
+    if out.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed: "
+                           f"{out.stderr.decode(errors='replace').strip()}")
+    return out.stdout.decode()
 
 
 def git_bytes(*args: str) -> bytes:
@@ -116,6 +128,102 @@ def commit_time(commit: str) -> int:
 def commits_mentioning(text: str) -> list[str]:
     """Commits reachable from any ref (replace refs aside) whose message contains `text`,
     newest first."""
-    out = git("log", "--exclude=refs/replace/*", "--all", "--format=%H", "-F",
-              f"--grep={text}", check=False)
+    out = git("log", "--exclude=refs/replace/*", "--all", "--no-show-signature", "--format=%H",
+              "-F", f"--grep={text}", check=False)
     return out.split()
+
+
+def objects(specs: Iterable[str]) -> dict[str, bytes | None]:
+    """The raw bytes of the object each spec names (an id, or `commit:path`), None where
+    there is none: one `git cat-file --batch` for them all instead of a `git show` each, and
+    the bytes as committed (no textconv or other attribute applies). The batch protocol is
+    one spec a line, so a spec that a line would not hold intact is asked on its own."""
+    specs = list(dict.fromkeys(specs))
+    batch = [s for s in specs if s.strip() == s and "\n" not in s and "\r" not in s]
+    found = {spec: _object(spec) for spec in set(specs) - set(batch)}
+    if batch:
+        out = _run(("cat-file", "--batch"), None, text=False,
+                   stdin="".join(f"{s}\n" for s in batch).encode())
+        if out.returncode != 0:
+            why = out.stderr.decode(errors="replace").strip()
+            raise RuntimeError(f"git cat-file --batch failed: {why}")
+        found |= _parse_batch(out.stdout, batch)
+    return found
+
+
+def _object(spec: str) -> bytes | None:
+    """One spec asked on its own: its object's type, then its raw bytes."""
+    kind = _run(("cat-file", "-t", spec), None, text=False)
+    if kind.returncode != 0:
+        return None
+    out = _run(("cat-file", kind.stdout.decode().strip(), spec), None, text=False)
+    return out.stdout if out.returncode == 0 else None
+
+
+def _parse_batch(out: bytes, specs: list[str]) -> dict[str, bytes | None]:
+    """`git cat-file --batch` output: per spec, `<id> <type> <size>` and that many bytes, or
+    `<spec> missing` (or ambiguous: never ending in a size). Sizes delimit the contents, so
+    no content can pass for a header."""
+    found: dict[str, bytes | None] = {}
+    at = 0
+    for spec in specs:
+        end = out.find(b"\n", at)
+        if end < 0:
+            raise RuntimeError("git cat-file --batch: output cut short")
+        header, at = out[at:end].split(), end + 1
+        if len(header) != 3 or not header[2].isdigit():
+            found[spec] = None
+            continue
+        size = int(header[2])
+        found[spec], at = out[at:at + size], at + size + 1
+    return found
+
+
+_LOG_LINE = re.compile(r"([0-9a-f]{40}) ([0-9]+)((?: [0-9a-f]{40})*)")
+
+
+@dataclass
+class History:
+    """The commits reachable from any ref (replace refs aside), with their parents and commit
+    times, read in one `git log`: a run of checks asks the order of many seals and
+    measurements. Whatever it does not hold whole (a commit no ref reaches, no history, an
+    unexpected listing) is asked of git itself, so every answer is git's."""
+
+    parents: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    times: dict[str, int] = field(default_factory=dict)
+    ancestors: dict[str, frozenset[str] | None] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def read(cls) -> "History":
+        try:
+            out = git("log", "--exclude=refs/replace/*", "--all", "--no-show-signature",
+                      "--format=%H %ct %P")
+        except (RuntimeError, OSError):
+            return cls()  # no history (or a broken one)
+        history = cls()
+        for line in out.splitlines():
+            if not (match := _LOG_LINE.fullmatch(line)):
+                return cls()
+            commit, when, parents = match.groups()
+            history.parents[commit], history.times[commit] = tuple(parents.split()), int(when)
+        return history
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        ancestry = self._ancestry(newer)
+        return is_ancestor(older, newer) if ancestry is None else older in ancestry
+
+    def commit_time(self, commit: str) -> int:
+        return self.times[commit] if commit in self.times else commit_time(commit)
+
+    def _ancestry(self, commit: str) -> frozenset[str] | None:
+        """`commit` and every commit it descends from; None unless all of them are listed."""
+        if commit not in self.ancestors:
+            seen, todo, whole = {commit}, [commit], True
+            while todo and whole:
+                head = todo.pop()
+                whole = head in self.parents
+                fresh = [p for p in self.parents.get(head, ()) if p not in seen]
+                seen.update(fresh)
+                todo += fresh
+            self.ancestors[commit] = frozenset(seen) if whole else None
+        return self.ancestors[commit]

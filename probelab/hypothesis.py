@@ -33,6 +33,7 @@ import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -210,10 +211,16 @@ def load_hypothesis(path: Path) -> Hypothesis:
     return parse_hypothesis(path, raw)
 
 
+def _integer_coords(grid: xr.Dataset) -> dict[str, xr.Variable]:
+    """The grid's integer coordinates, as variables (a DataArray per coordinate costs more
+    than reading it)."""
+    found = {str(name): grid.variables[name] for name in grid.coords}
+    return {name: var for name, var in found.items() if var.dtype.kind in "iub"}
+
+
 def _grid_names(grid: xr.Dataset, dims: tuple[str, ...]) -> list[str]:
     """The integer coordinates that live on `dims`."""
-    return [str(name) for name, coord in grid.coords.items()
-            if coord.dtype.kind in "iub" and set(coord.dims) <= set(dims)]
+    return [name for name, var in _integer_coords(grid).items() if set(var.dims) <= set(dims)]
 
 
 def _grid_env(grid: xr.Dataset, dims: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -221,10 +228,11 @@ def _grid_env(grid: xr.Dataset, dims: tuple[str, ...]) -> dict[str, np.ndarray]:
     read-only numpy view: xarray's broadcast_like costs more than the evaluation)."""
     shape = tuple(grid.sizes[d] for d in dims)
     env = {}
-    for name in _grid_names(grid, dims):
-        coord = grid.coords[name]
-        own = [d for d in dims if d in coord.dims]  # its dims, in the grid's order
-        values = coord.transpose(*own).values.reshape(
+    for name, var in _integer_coords(grid).items():
+        if not set(var.dims) <= set(dims):
+            continue
+        own = [d for d in dims if d in var.dims]  # its dims, in the grid's order
+        values = var.transpose(*own).values.reshape(
             [grid.sizes[d] if d in own else 1 for d in dims])
         env[name] = np.broadcast_to(values, shape)
     return env
@@ -250,7 +258,7 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
     if unknown:
         raise UsageError(f"{h.path}: predicts {sorted(unknown)}, but the probe observes "
                          f"{sorted(observables)}")
-    known = {str(c) for c, v in grid.coords.items() if v.dtype.kind in "iub"}
+    known = set(_integer_coords(grid))
     for name, mapping in h.translations.items():
         if missing := set(mapping) - known - set(observables):
             raise UsageError(f"{h.path}: translation {name!r} maps {sorted(missing)}, which "
@@ -290,6 +298,66 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
         return _run(h, grid, plans)
     except ExprError as exc:
         raise UsageError(f"{h.path}: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """A claim evaluated over a grid (what `evaluate_claim` returns), read-only: shared by
+    every check that asks for it."""
+
+    tables: Tables
+    scopes: Tables | None
+
+    @cached_property
+    def sha256(self) -> str:
+        return table_sha256(self.tables, self.scopes)
+
+
+class Evaluations:
+    """Claims evaluated once per run: a verify evaluates each sealed file on its probe's grid,
+    then again on every dataset of that grid. An evaluation is keyed by everything it reads
+    (`_claim_key`), so a file, grid or observable that differs in any of that is evaluated
+    afresh. A failing evaluation is not kept: it fails again."""
+
+    def __init__(self) -> None:
+        self._done: dict[tuple[str, ...], Evaluated] = {}
+
+    def claim(self, h: Hypothesis, grid: xr.Dataset,
+              observables: Mapping[str, tuple[str, ...]]) -> Evaluated:
+        key = _claim_key(h, grid, observables)
+        if key not in self._done:
+            tables, scopes = evaluate_claim(h, grid, observables)
+            for table in (tables, *([scopes] if scopes else [])):
+                for values in (v for scoring in table.values() for v in scoring.values()):
+                    values.flags.writeable = False
+            self._done[key] = Evaluated(tables, scopes)
+        return self._done[key]
+
+
+def _claim_key(h: Hypothesis, grid: xr.Dataset,
+               observables: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """Everything `evaluate_claim` reads (kept in step with it), unambiguously: the file's
+    expressions; of the observables, the dims of those it predicts and which of the names its
+    translations map are observables; of the grid, the sizes of those dims and each integer
+    coordinate's name, dims, dtype, shape and bytes. (Its errors, which name every
+    observable, are never kept.)"""
+    def items(table: Mapping) -> tuple:
+        return tuple((k, items(v) if isinstance(v, Mapping) else v) for k, v in table.items())
+
+    fields = (str(h.path), items(h.predict), h.lets, h.where, items(h.translations),
+              items(h.near_misses))
+    names = {*h.predict, *(name for mapping in h.translations.values() for name in mapping)}
+    seen = {n: tuple(observables[n]) if n in observables else None for n in names}
+    dims = {d for n in h.predict for d in seen[n] or ()}
+    coords = _integer_coords(grid)
+    values = [np.ascontiguousarray(coords[name].values) for name in sorted(coords)]
+    header = (sorted(seen.items()), sorted((d, grid.sizes.get(d)) for d in dims),
+              [(name, coords[name].dims, v.dtype.str, v.shape)
+               for name, v in zip(sorted(coords), values, strict=True)])
+    digest = hashlib.sha256(repr(header).encode())
+    for v in values:
+        digest.update(v.tobytes())
+    return repr(fields), digest.hexdigest()
 
 
 def _validate(h: Hypothesis, known: set[str]) -> None:

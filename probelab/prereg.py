@@ -6,6 +6,7 @@ Sealed files are never edited: an amendment is a new file whose `parent` names t
 """
 
 import hashlib
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,12 +15,11 @@ from probelab import gitinfo, ledger
 from probelab.dataset import grid_sha256
 from probelab.errors import HistoryError, IntegrityError, LabError, UsageError
 from probelab.hypothesis import (
+    Evaluations,
     Hypothesis,
-    evaluate_claim,
     is_plain_id,
     load_hypothesis,
     read_capped,
-    table_sha256,
 )
 from probelab.paths import lab_root, ledger_path, prereg_dir, relative
 from probelab.probe import Probe, get_probe
@@ -47,16 +47,17 @@ def retired_observables(h: Hypothesis) -> list[str]:
     return sorted(set(h.predict) & retired)
 
 
-def evaluate(h: Hypothesis) -> tuple[Probe, str, str]:
+def evaluate(h: Hypothesis, claims: Evaluations | None = None) -> tuple[Probe, str, str]:
     """Check a hypothesis against its probe; return (probe, grid hash, table hash)."""
+    claims = claims or Evaluations()
     probe = get_probe(h.probe)
     unknown = set(h.kernels or ()) - _kernel_names(probe)
     if unknown:
         raise UsageError(f"{h.path}: kernels {sorted(unknown)} are not kernels of {probe.id}")
     grid = probe.stimulus()
     for name in h.near_misses:  # a near miss that cannot be evaluated is refused at seal
-        evaluate_claim(h.near_miss(name), grid, probe.observables)
-    return probe, grid_sha256(grid), table_sha256(*evaluate_claim(h, grid, probe.observables))
+        claims.claim(h.near_miss(name), grid, probe.observables)
+    return probe, grid_sha256(grid), claims.claim(h, grid, probe.observables).sha256
 
 
 def template(probe: Probe, hypothesis_id: str) -> str:
@@ -175,23 +176,68 @@ def ledger_entries() -> list[dict[str, Any]]:
 def seal_commit(entry: dict[str, Any]) -> str | None:
     """The oldest commit carrying the seal whose tree holds the file exactly as sealed (none
     where the lab has no history of its own: another repository's is not its)."""
+    return seal_commits([entry])[entry["hash"]]
+
+
+def seal_commits(entries: list[dict[str, Any]]) -> dict[str, str | None]:
+    """`seal_commit` of each entry, by its hash: one listing of the commits that carry any
+    seal, then one batch read of their messages and one of the files they hold."""
     if not gitinfo.has_history():
-        return None
-    for commit in reversed(gitinfo.commits_mentioning(f"{SEAL_TAG} {entry['hash']}")):
-        try:
-            blob = gitinfo.git_bytes("show", f"{commit}:{entry['path']}")
-        except RuntimeError:
-            continue
-        if hashlib.sha256(blob).hexdigest() == entry["file_sha256"]:
-            return commit
-    return None
+        return {e["hash"]: None for e in entries}
+    try:
+        carrying = list(reversed(gitinfo.commits_mentioning(SEAL_TAG)))  # oldest first
+        messages = {c: _message(raw) for c, raw in gitinfo.objects(carrying).items()}
+        candidates = {e["hash"]: [c for c in carrying if f"{SEAL_TAG} {e['hash']}".encode()
+                                  in messages[c]] for e in entries}
+        blobs = gitinfo.objects(f"{c}:{e['path']}" for e in entries
+                                for c in candidates[e["hash"]])
+    except (RuntimeError, OSError):
+        return {e["hash"]: None for e in entries}
+    return {e["hash"]: next((c for c in candidates[e["hash"]]
+                             if _holds(blobs[f"{c}:{e['path']}"], e["file_sha256"])), None)
+            for e in entries}
 
 
-def verify_seals() -> list[dict[str, Any]]:
-    """Check the chain and every sealed file; returns one row per entry. Raises on a break."""
-    entries = ledger_entries()
+def _message(commit: bytes | None) -> bytes:
+    """The message of a raw commit object (what `git log --grep` searches): after its
+    headers."""
+    return commit.partition(b"\n\n")[2] if commit else b""
+
+
+def _holds(blob: bytes | None, sha256: str) -> bool:
+    return blob is not None and hashlib.sha256(blob).hexdigest() == sha256
+
+
+@dataclass
+class Record:
+    """The sealed record as one run of checks reads it, each part once however many checks
+    ask: the ledger's entries (chain and seal history verified), each entry's seal commit,
+    the history that orders seals and measurements, the claims evaluated so far
+    (probelab.hypothesis.Evaluations), and, as first asked, each probe's measuring code (as
+    it is during the run) and each measured commit's code tree."""
+
+    entries: list[dict[str, Any]]
+    commits: dict[str, str | None]  # entry hash -> seal commit
+    history: gitinfo.History
+    claims: Evaluations = field(default_factory=Evaluations)
+    code: dict[str, tuple[str, ...]] = field(default_factory=dict)  # probe id -> its files
+    trees: dict[str, dict[str, str] | None] = field(default_factory=dict)  # codetree.committed
+
+    @classmethod
+    def read(cls) -> "Record":
+        entries = ledger_entries()
+        return cls(entries, seal_commits(entries), gitinfo.History.read())
+
+    def commit(self, entry: dict[str, Any]) -> str | None:
+        return self.commits[entry["hash"]]
+
+
+def verify_seals(record: Record | None = None) -> list[dict[str, Any]]:
+    """Check the chain and every sealed file; returns one row per entry. Raises on a break.
+    `record`: the sealed record as already read, for a run of checks (otherwise read here)."""
+    record = record or Record.read()
     rows = []
-    for entry in entries:
+    for entry in record.entries:
         problems, notes = [], []
         path = lab_root() / entry["path"]
         try:
@@ -212,7 +258,7 @@ def verify_seals() -> list[dict[str, Any]]:
                                  "sealed for an earlier version of the probe, not re-evaluated "
                                  "on its grid (datasets that observed them are still scored)")
                 else:
-                    _, grid_hash, table_hash = evaluate(h)
+                    _, grid_hash, table_hash = evaluate(h, record.claims)
                     if grid_hash == entry["grid_sha256"] and \
                             table_hash != entry["table_sha256"]:
                         problems.append("prediction no longer evaluates to the sealed table")
@@ -220,7 +266,7 @@ def verify_seals() -> list[dict[str, Any]]:
                 problems.append(f"no longer evaluates on the probe: {exc}")
         if ledger.sealed_time(entry) is None:
             problems.append(f"sealed_at {entry['sealed_at']!r} is not an unambiguous time")
-        commit = seal_commit(entry)
+        commit = record.commit(entry)
         if commit is None:
             problems.append("no commit carries this seal with the file as sealed"
                             if gitinfo.has_history() else gitinfo.NO_HISTORY)

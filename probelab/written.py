@@ -9,26 +9,115 @@ themselves, so no attribute (`-diff`, a merge driver) can hide a change.
 
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 from probelab import gitinfo
 from probelab.manifest import manifest_path
 from probelab.paths import relative
 
 _ZERO = "0" * 40
+_HEADER = "commit %h %H %P"  # abbreviated (as messages name it), full id, parents
+
+
+class Change(NamedTuple):
+    """One line of a `git log --raw --format=_HEADER` listing."""
+
+    commit: str
+    full: str
+    parents: tuple[str, ...]
+    status: str
+    blob: str
+    paths: list[str]
+
+
+def _changes(log: str) -> list[Change]:
+    """The changes of a listing, in order."""
+    changes, header = [], ["", ""]
+    for line in log.splitlines():
+        if line.startswith("commit "):
+            header = line.split()[1:]
+        elif line.startswith(":"):
+            meta, *paths = line[1:].split("\t")
+            _, _, _, blob, status = meta.split()
+            changes.append(Change(header[0], header[1], tuple(header[2:]), status, blob, paths))
+    return changes
+
+
+def _by_path(log: str) -> dict[str, list[Change]]:
+    """A listing's changes by the path they leave (renames are off: one path a line)."""
+    found: dict[str, list[Change]] = {}
+    for change in _changes(log):
+        found.setdefault(change.paths[-1], []).append(change)
+    return found
 
 
 def rewritten(path: Path) -> list[str]:
     """Why a committed dataset is not as first committed, or []. Silent where the checkout
     has no history, and for a file never committed (a fresh measurement)."""
-    rel = relative(path)
+    return rewritten_all([path])[path]
+
+
+def rewritten_all(paths: list[Path]) -> dict[Path, list[str]]:
+    """`rewritten` of each dataset, from one log and one diff of their folders (not one of
+    each per file, every one reading the whole history), and each file's own log through
+    renames only where it may have been renamed (`_may_be_renamed`)."""
+    rels = {path: relative(path) for path in paths}
+    if not rels:
+        return {}
+    folders = sorted({rel.rpartition("/")[0] or "." for rel in rels.values()})
     try:
-        full = _versions(gitinfo.git("log", "--full-history", "-m", "--raw", "--no-abbrev",
-                                     "--format=commit %h", "--", rel), rel, follow=False)
-        followed = _versions(gitinfo.git("log", "--follow", "--raw", "--no-abbrev",
-                                         "--format=commit %h", "--", rel), rel, follow=True)
-        edited = gitinfo.git("diff", "--name-only", "HEAD", "--", rel)
+        full = _by_path(gitinfo.git("--literal-pathspecs", "log", "--full-history", "-m",
+                                    "--raw", "--no-abbrev", "--no-renames", f"--format={_HEADER}",
+                                    "--", *folders))
+        edited = set(gitinfo.git("--literal-pathspecs", "diff", "--name-only", "-z",
+                                 "--relative", "--no-renames", "HEAD", "--",
+                                 *folders).split("\0"))
+        deleting = _deleting({c.full for rel in rels.values() for c in full.get(rel, [])
+                              if c.status == "A" and len(c.parents) == 1})
     except (RuntimeError, OSError):
-        return []
+        return {path: [] for path in paths}
+    found = {}
+    for path, rel in rels.items():
+        own = full.get(rel, [])
+        try:
+            followed = _changes(gitinfo.git("log", "--follow", "--raw", "--no-abbrev",
+                                            f"--format={_HEADER}", "--", rel)) \
+                if _may_be_renamed(own, deleting) else []
+        except (RuntimeError, OSError):
+            found[path] = []  # as for a checkout without history
+            continue
+        found[path] = _problems(_versions(own, rel, follow=False),
+                                _versions(followed, rel, follow=True), rel in edited)
+    return found
+
+
+def _may_be_renamed(own: list[Change], deleting: set[str]) -> bool:
+    """Whether following the file through renames can show more than its own history. Git
+    follows a path to another only where the file appears (is added against a parent) and
+    its rename detection pairs it with a source; `_versions` stops at a copy, and at a
+    "rename" whose source stays, so only a source deleted in that very commit takes the
+    history further, and a merge, whose pairing `git log` does not print, might. A file
+    added only in commits of one parent that delete nothing has nothing more to show."""
+    return any(c.status == "A" and (len(c.parents) != 1 or c.full in deleting) for c in own)
+
+
+def _deleting(commits: set[str]) -> set[str]:
+    """Those of `commits` (each with one parent) that delete any file, read in one call."""
+    if not commits:
+        return set()
+    out = gitinfo.git_input(("diff-tree", "--stdin", "-r", "--no-renames", "--diff-filter=D",
+                             "--name-status"), "".join(f"{c}\n" for c in sorted(commits)))
+    found, commit = set(), ""
+    for line in out.splitlines():
+        if gitinfo.is_commit_id(line):
+            commit = line
+        elif line.startswith("D\t"):
+            found.add(commit)
+    return found
+
+
+def _problems(full: tuple[set[str], set[str], set[str]],
+              followed: tuple[set[str], set[str], set[str]], edited: bool) -> list[str]:
     blobs, deleted, commits = (a | b for a, b in zip(full, followed, strict=True))
     if not commits:
         return []  # never committed (new, or only staged): a fresh measurement
@@ -42,7 +131,8 @@ def rewritten(path: Path) -> list[str]:
     return problems
 
 
-def _versions(log: str, rel: str, follow: bool) -> tuple[set[str], set[str], set[str]]:
+def _versions(changes: list[Change], rel: str, follow: bool
+              ) -> tuple[set[str], set[str], set[str]]:
     """(blob ids the path took, commits that deleted it, commits that touched it) from a
     `git log --raw` listing. Followed through renames, git guesses a rename from similar
     content, and two measurements of one probe are similar: a "rename" whose source is
@@ -50,22 +140,16 @@ def _versions(log: str, rel: str, follow: bool) -> tuple[set[str], set[str], set
     blobs: set[str] = set()
     deleted: set[str] = set()
     commits: set[str] = set()
-    commit = ""
-    for line in log.splitlines():
-        if line.startswith("commit "):
-            commit = line.split()[1]
-        elif line.startswith(":"):
-            meta, *paths = line[1:].split("\t")
-            _, _, _, blob, status = meta.split()
-            if paths[-1] != rel and not follow:
-                continue
-            commits.add(commit)
-            if status == "D":
-                deleted.add(commit)
-            elif blob != _ZERO:
-                blobs.add(blob)
-            if follow and status[0] in "RC" and (status[0] == "C" or _exists(commit, paths[0])):
-                break
+    for commit, _, _, status, blob, paths in changes:
+        if paths[-1] != rel and not follow:
+            continue
+        commits.add(commit)
+        if status == "D":
+            deleted.add(commit)
+        elif blob != _ZERO:
+            blobs.add(blob)
+        if follow and status[0] in "RC" and (status[0] == "C" or _exists(commit, paths[0])):
+            break
     return blobs, deleted, commits
 
 
@@ -86,17 +170,14 @@ def pins_in(text: str) -> set[tuple[str, str, str]]:
     return found
 
 
-def _pins_at(revision: str, rel: str) -> set[tuple[str, str, str]]:
-    try:
-        return pins_in(gitinfo.git("show", f"{revision}:{rel}"))
-    except RuntimeError:
-        return set()  # no manifest at that commit yet
+def _pins_at(blob: bytes | None) -> set[tuple[str, str, str]]:
+    return set() if blob is None else pins_in(blob.decode().strip())  # None: no manifest yet
 
 
 def manifest_problems() -> list[str]:
     """Commits (and the working tree) at which the manifest lost or changed a pin that a
     parent had: it is append-only. A merge that keeps both sides' pins (re-chained) is
-    fine."""
+    fine. Every version is read in one batch."""
     rel = relative(manifest_path())
     problems = []
     try:
@@ -104,12 +185,14 @@ def manifest_problems() -> list[str]:
         steps = [(line.split()[0], line.split()[1:]) for line in log.splitlines()]
         if gitinfo.git("diff", "--name-only", "HEAD", "--", rel):
             steps.insert(0, ("", ["HEAD"]))  # "": the working tree
+        blobs = gitinfo.objects(f"{r}:{rel}" for c, parents in steps for r in [c, *parents] if r)
     except (RuntimeError, OSError):
         return []  # no history to read: the chain alone vouches
     for commit, parents in steps:
         try:
-            now = pins_in(manifest_path().read_text()) if not commit else _pins_at(commit, rel)
-            lost = sum(len(_pins_at(parent, rel) - now) for parent in parents)
+            now = pins_in(manifest_path().read_text()) if not commit else \
+                _pins_at(blobs[f"{commit}:{rel}"])
+            lost = sum(len(_pins_at(blobs[f"{parent}:{rel}"]) - now) for parent in parents)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             problems.append(f"manifest: unreadable at {commit[:12] or 'the working tree'} "
                             f"({type(exc).__name__})")

@@ -1,0 +1,134 @@
+"""Trust under attack, part 8: what one verify reads once. The ledger, the seal commits, the
+history and every evaluated claim are read once per run and shared by its checks; nothing is
+kept on disk, a claim is reused only for exactly what it read, and an edited dataset beside
+an intact one of the same grid is still caught."""
+
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from toylab import ToyLab
+
+from probelab import codetree, dataset, gitinfo, prereg
+from probelab.archive import verify_archive
+from probelab.check import check
+from probelab.hypothesis import Evaluations, load_hypothesis
+
+
+def sealed(lab: ToyLab, hyp_id: str = "sum", expr: str = "a + b") -> Path:
+    path = lab.write_hyp(hyp_id, expr)
+    prereg.seal(path)
+    return path
+
+
+def measured(lab: ToyLab, seconds: int = 0, source: Path | None = None,
+             **overrides: str) -> Path:
+    """A faked measurement of its own content (measured `seconds` from now), committed."""
+    utc = (datetime.now(UTC) + timedelta(seconds=seconds)).isoformat(timespec="seconds")
+    path = lab.as_measured(source or lab.sim_dataset(), utc=utc, **overrides)
+    lab.git("add", "-A")
+    lab.git("commit", "-q", "-m", f"measurement {path.name}")
+    return path
+
+
+def test_a_claim_is_evaluated_afresh_wherever_what_it_reads_differs(toylab: ToyLab) -> None:
+    path = toylab.write_hyp("sum", "a + b")
+    probe, claims = toylab.probe(), Evaluations()
+    grid = probe.stimulus()
+    first = claims.claim(load_hypothesis(path), grid, probe.observables)
+    assert claims.claim(load_hypothesis(path), grid.copy(deep=True), probe.observables) is first
+    assert not first.tables["literal"]["value"].flags.writeable  # shared, so read-only
+    shifted = claims.claim(load_hypothesis(path), grid.assign_coords(a=grid.a + 1),
+                           probe.observables)
+    assert shifted.tables["literal"]["value"][0, 0] == 1 != first.tables["literal"]["value"][0, 0]
+    wider = grid.assign_coords(b=grid.b.astype("int64"))  # same values, another dtype
+    assert claims.claim(load_hypothesis(path), wider, probe.observables) is not first
+    toylab.write_hyp("sum", "a * b")  # the same path, another claim
+    other = claims.claim(load_hypothesis(path), grid, probe.observables)
+    assert other.sha256 != first.sha256
+
+
+def test_datasets_of_one_grid_share_an_evaluation_not_a_verdict(toylab: ToyLab) -> None:
+    """Three datasets of one grid, one claim evaluated once: each is still scored, and judged,
+    on its own."""
+    sealed(toylab)
+    agreeing = measured(toylab, 1)
+    off = toylab.sim_dataset()
+    ds = dataset.load(off)
+    ds["value"].values[0, 0, 0] += 1  # a device that disagrees on one cell
+    dataset.save(ds, off, dataset.provenance(ds))
+    disagreeing, edited = measured(toylab, 2, source=off), measured(toylab, 3)
+    raw = edited.read_bytes()
+    edited.write_bytes(raw[:-1] + bytes([raw[-1] ^ 1]))  # one byte of the file flipped
+    result = verify_archive()
+    verdicts = {Path(row["dataset"]).name: row["verdict"] for row in result["checks"]}
+    assert verdicts[agreeing.name] == "CONFIRMED"
+    assert verdicts[disagreeing.name] == "REFUTED on 1 of 128 cells"
+    assert result["problems"] and all(edited.name in p for p in result["problems"])
+
+
+def _git_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    calls: list[tuple[str, ...]] = []
+    real = gitinfo._run
+
+    def counted(args: tuple[str, ...], *rest, **kwargs):
+        calls.append(args)
+        return real(args, *rest, **kwargs)
+
+    monkeypatch.setattr(gitinfo, "_run", counted)
+    codetree.changed_between.cache_clear()  # asked again, as a fresh process would
+    return calls
+
+
+def test_verify_asks_git_no_more_for_a_larger_archive(toylab: ToyLab, monkeypatch) -> None:
+    """The history is read in batches for the whole archive, not once per dataset or check:
+    what is asked per measured commit (its code, what changed since each seal) is asked once
+    however many datasets were measured from it."""
+    sealed(toylab)
+    sealed(toylab, "twice", "(a + b) * 2")
+    head = toylab.head()
+    measured(toylab, 1, git_head=head)
+    calls = _git_calls(monkeypatch)
+    assert not verify_archive()["problems"]
+    one = len(calls)
+    for n in range(2, 6):
+        measured(toylab, n, git_head=head)
+    calls.clear()
+    codetree.changed_between.cache_clear()
+    result = verify_archive()
+    assert not result["problems"] and len(result["checks"]) == 10
+    assert len(calls) == one, calls
+
+
+def test_a_measured_commit_no_ref_reaches_is_ordered_by_git_itself(toylab: ToyLab) -> None:
+    """Order is read from one listing of every ref's history; a commit outside it (never
+    referenced) is asked of git, descended from the seal or not."""
+    hyp = sealed(toylab)
+    tree = toylab.git("rev-parse", "HEAD^{tree}")
+    loose = toylab.git("commit-tree", tree, "-p", "HEAD", "-m", "measured, never referenced")
+    assert check(hyp, toylab.as_measured(toylab.sim_dataset(), git_head=loose))["verdict"] \
+        == "CONFIRMED"
+    orphan = toylab.git("commit-tree", tree, "-m", "measured, with no parent")
+    doc = check(hyp, toylab.as_measured(toylab.sim_dataset(), git_head=orphan))
+    assert doc["verdict"] == "POST-HOC" and any("not an ancestor" in r for r in doc["reasons"])
+
+
+def test_batch_reads_give_the_objects_as_committed(toylab: ToyLab) -> None:
+    """Seal files and old manifests are read in one `cat-file --batch`: the bytes as committed,
+    a name the batch protocol cannot carry asked on its own, a missing one None."""
+    notes = toylab.root / "notes"
+    notes.mkdir()
+    names = {"odd\nname.txt": b"x\r\n", "trailing.txt ": b"y", " leading.txt": b"",
+             "plain.txt": b"z\n"}
+    for name, data in names.items():
+        (notes / name).write_bytes(data)
+    toylab.git("add", "-A")
+    toylab.git("commit", "-q", "-m", "odd names")
+    specs = [f"HEAD:notes/{name}" for name in names] + ["HEAD:notes/missing.txt", "HEAD:notes"]
+    got = gitinfo.objects(specs)
+    assert {name: got[f"HEAD:notes/{name}"] for name in names} == names
+    assert got["HEAD:notes/missing.txt"] is None
+    tree = subprocess.run(["git", "cat-file", "tree", "HEAD:notes"], cwd=toylab.root,
+                          capture_output=True, check=True).stdout
+    assert got["HEAD:notes"] == tree
