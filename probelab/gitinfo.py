@@ -179,7 +179,8 @@ def _parse_batch(out: bytes, specs: list[str]) -> dict[str, bytes | None]:
     return found
 
 
-_LOG_LINE = re.compile(r"([0-9a-f]{40}) ([0-9]+)((?: [0-9a-f]{40})*)")
+# "%H %ct %P": a root commit has no parents, and its line ends in the space before them
+_LOG_LINE = re.compile(r"([0-9a-f]{40}) ([0-9]+)((?: [0-9a-f]{40})*) ?")
 
 
 @dataclass

@@ -160,35 +160,66 @@ def seal(path: Path) -> dict[str, Any]:
 def ledger_entries() -> list[dict[str, Any]]:
     """The ledger, checked: chain intact, and no seal in this history missing from it.
     Raises HistoryError first when the history itself cannot be trusted to show order."""
+    return _ledger_and_seals()[0]
+
+
+def _ledger_and_seals() -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+    """The checked ledger, and the seal tags the history carries (`seal_tags`): every tag
+    on any ref must be in the ledger, so a seal can be neither dropped nor kept aside."""
     if why := gitinfo.history_problem():
         raise HistoryError(why)
     entries = ledger.read(ledger_path())
     ledger.verify_chain(entries)
     known = {e["hash"] for e in entries}
-    log = gitinfo.git("log", "--format=%B", "-F", f"--grep={SEAL_TAG}", check=False)
-    for line in log.splitlines():
-        if line.startswith(SEAL_TAG) and line.split()[-1] not in known:
-            raise IntegrityError(f"the ledger lost a sealed entry: {line.split()[-1][:16]} "
-                                 "is sealed in this history but not in the ledger")
-    return entries
+    tags = seal_tags()
+    for sealed in (h for hashes in tags.values() for h in hashes):
+        if sealed not in known:
+            raise IntegrityError(f"the ledger lost a sealed entry: {sealed[:16]} is sealed in "
+                                 "this history but not in the ledger")
+    return entries, tags
+
+
+def seal_tags() -> dict[str, list[str]]:
+    """Commit -> the entry hashes it seals, oldest commit first: the lines that start with
+    the seal tag in the raw message of every commit, on any ref, that mentions it. Both the
+    ledger's cross-check and the search for each entry's seal commit read this one answer,
+    so no seal can count for one and hide from the other. A commit whose message git shows
+    otherwise than it stores (an `encoding` header re-encodes it, a NUL byte cuts it) is
+    refused: a seal is plain text. Empty where the lab has no history of its own."""
+    if not gitinfo.has_history():
+        return {}
+    carrying = list(reversed(gitinfo.commits_mentioning(SEAL_TAG)))
+    try:
+        raws = gitinfo.objects(carrying)
+    except (RuntimeError, OSError) as exc:
+        raise IntegrityError(f"the commits that carry seals cannot be read: {exc}") from exc
+    tags = {}
+    for commit in carrying:
+        raw = raws[commit]
+        headers, _, message = (raw or b"").partition(b"\n\n")
+        if raw is None or b"\0" in message or any(
+                line.startswith(b"encoding ") for line in headers.split(b"\n")):
+            raise IntegrityError(f"commit {commit[:12]} mentions {SEAL_TAG} in a message git "
+                                 "shows otherwise than it stores (re-encoded, cut at a NUL "
+                                 "byte, or unreadable): a seal must be plain text")
+        tags[commit] = [line[len(SEAL_TAG):].decode(errors="replace").strip()
+                        for line in message.split(b"\n") if line.startswith(SEAL_TAG.encode())]
+    return tags
 
 
 def seal_commit(entry: dict[str, Any]) -> str | None:
     """The oldest commit carrying the seal whose tree holds the file exactly as sealed (none
     where the lab has no history of its own: another repository's is not its)."""
-    return seal_commits([entry])[entry["hash"]]
+    return seal_commits([entry], seal_tags())[entry["hash"]]
 
 
-def seal_commits(entries: list[dict[str, Any]]) -> dict[str, str | None]:
-    """`seal_commit` of each entry, by its hash: one listing of the commits that carry any
-    seal, then one batch read of their messages and one of the files they hold."""
-    if not gitinfo.has_history():
-        return {e["hash"]: None for e in entries}
+def seal_commits(entries: list[dict[str, Any]], tags: dict[str, list[str]]
+                 ) -> dict[str, str | None]:
+    """`seal_commit` of each entry, by its hash, among the commits of `tags` (`seal_tags`):
+    one batch read of the files they hold."""
+    candidates = {e["hash"]: [c for c, hashes in tags.items() if e["hash"] in hashes]
+                  for e in entries}
     try:
-        carrying = list(reversed(gitinfo.commits_mentioning(SEAL_TAG)))  # oldest first
-        messages = {c: _message(raw) for c, raw in gitinfo.objects(carrying).items()}
-        candidates = {e["hash"]: [c for c in carrying if f"{SEAL_TAG} {e['hash']}".encode()
-                                  in messages[c]] for e in entries}
         blobs = gitinfo.objects(f"{c}:{e['path']}" for e in entries
                                 for c in candidates[e["hash"]])
     except (RuntimeError, OSError):
@@ -196,12 +227,6 @@ def seal_commits(entries: list[dict[str, Any]]) -> dict[str, str | None]:
     return {e["hash"]: next((c for c in candidates[e["hash"]]
                              if _holds(blobs[f"{c}:{e['path']}"], e["file_sha256"])), None)
             for e in entries}
-
-
-def _message(commit: bytes | None) -> bytes:
-    """The message of a raw commit object (what `git log --grep` searches): after its
-    headers."""
-    return commit.partition(b"\n\n")[2] if commit else b""
 
 
 def _holds(blob: bytes | None, sha256: str) -> bool:
@@ -225,8 +250,8 @@ class Record:
 
     @classmethod
     def read(cls) -> "Record":
-        entries = ledger_entries()
-        return cls(entries, seal_commits(entries), gitinfo.History.read())
+        entries, tags = _ledger_and_seals()
+        return cls(entries, seal_commits(entries, tags), gitinfo.History.read())
 
     def commit(self, entry: dict[str, Any]) -> str | None:
         return self.commits[entry["hash"]]

@@ -39,8 +39,32 @@ def _changes(log: str) -> list[Change]:
         elif line.startswith(":"):
             meta, *paths = line[1:].split("\t")
             _, _, _, blob, status = meta.split()
-            changes.append(Change(header[0], header[1], tuple(header[2:]), status, blob, paths))
+            changes.append(Change(header[0], header[1], tuple(header[2:]), status, blob,
+                                  [_unquoted(p) for p in paths]))
     return changes
+
+
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def _unquoted(name: str) -> str:
+    """A path as it is, from git's listing: git C-quotes a path that holds a quote, a
+    backslash, a control character or (core.quotePath) any byte outside ASCII, as in
+    `"data/\\303\\251.nc"`; a quoted name must still be found as its dataset's."""
+    if not (len(name) >= 2 and name[0] == name[-1] == '"'):
+        return name
+    body, out, i = name[1:-1], bytearray(), 0
+    while i < len(body):
+        if body[i] != "\\":
+            out += body[i].encode()
+            i += 1
+        elif body[i + 1] in "01234567":
+            out.append(int(body[i + 1:i + 4], 8))
+            i += 4
+        else:
+            out.append(_ESCAPES[body[i + 1]])
+            i += 2
+    return out.decode("utf-8", "surrogateescape")
 
 
 def _by_path(log: str) -> dict[str, list[Change]]:

@@ -132,3 +132,29 @@ def test_batch_reads_give_the_objects_as_committed(toylab: ToyLab) -> None:
     tree = subprocess.run(["git", "cat-file", "tree", "HEAD:notes"], cwd=toylab.root,
                           capture_output=True, check=True).stdout
     assert got["HEAD:notes"] == tree
+
+
+@pytest.mark.parametrize("name", ["é.nc", 'a"b.nc', "back\\slash.nc", "tab\there.nc"])
+def test_a_dataset_git_lists_quoted_is_still_seen_rewritten(toylab: ToyLab, name: str) -> None:
+    """git C-quotes such names in its listings; the dataset must still be found in them."""
+    from probelab import written
+
+    path = toylab.root / "data" / "toy" / "sm_90" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x" * 6000)
+    toylab.git("add", "-A")
+    toylab.git("commit", "-qm", "add")
+    assert written.rewritten(path) == []
+    path.write_bytes(b"y" * 6000)  # edited in the working tree
+    assert written.rewritten(path)
+    toylab.git("commit", "-qam", "edit")  # and committed
+    assert written.rewritten(path)
+
+
+def test_the_history_holds_a_second_root_commit(toylab: ToyLab) -> None:
+    toylab.git("checkout", "-q", "--orphan", "other")
+    toylab.git("commit", "-q", "--allow-empty", "-m", "a second root")
+    toylab.git("checkout", "-q", "main")
+    history = gitinfo.History.read()
+    listed = toylab.git("rev-list", "--all").split()
+    assert len(listed) == 2 and set(history.times) == set(listed)  # both roots
