@@ -119,7 +119,7 @@ def machine() -> dict[str, Any]:
     return {"platform": platform.platform(), "cpu": model, "cpus": os.cpu_count(),
             "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30),
             "python": platform.python_version(),
-            "note": "shared machine: other work ran beside this, so timings are noisy"}
+            "load_average_before": os.getloadavg()}  # other work beside it makes noise
 
 
 def main() -> None:
