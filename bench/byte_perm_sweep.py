@@ -23,7 +23,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,24 +34,21 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from timing import timed  # noqa: E402
+
 from probelab.backends.guards import POISONS  # noqa: E402
 from probelab.backends.ops_cuda import CudaBackend, _check  # noqa: E402
 from probelab.probe import get_probe  # noqa: E402
 
 
 def whole_sweep(cache: Path, out: Path) -> float:
-    env = dict(os.environ, PROBELAB_CACHE=str(cache))
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "probelab", "sweep", "byte-perm", "--out", str(out)],
-                   cwd=ROOT, env=env, check=True, capture_output=True)
-    return time.perf_counter() - start
+    return timed([sys.executable, "-m", "probelab", "sweep", "byte-perm", "--out", str(out)],
+                 dict(os.environ, PROBELAB_CACHE=str(cache)))
 
 
 def floor(cache: Path) -> float:
-    start = time.perf_counter()
-    subprocess.run([sys.executable, str(ROOT / "bench" / "byte_perm_floor.py"), "--cache",
-                    str(cache)], cwd=ROOT, check=True, capture_output=True)
-    return time.perf_counter() - start
+    return timed([sys.executable, str(ROOT / "bench" / "byte_perm_floor.py"), "--cache",
+                  str(cache)])
 
 
 def phases() -> dict[str, float]:
@@ -73,10 +69,8 @@ def phases() -> dict[str, float]:
 
 
 def import_time() -> float:
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import probelab.cli, probelab.sweep, "
-                    "probelab.backends.ops_cuda"], cwd=ROOT, check=True)
-    return time.perf_counter() - start
+    return timed([sys.executable, "-c", "import probelab.cli, probelab.sweep, "
+                  "probelab.backends.ops_cuda"])
 
 
 def launch_phase(kernel_name: str) -> dict[str, float | bool]:

@@ -15,17 +15,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def timed(args: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(args, cwd=ROOT, env=env, check=True, capture_output=True)
-    return time.perf_counter() - start
+from timing import ROOT, timed
 
 
 def main() -> None:

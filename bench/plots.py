@@ -21,13 +21,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from timing import timed  # noqa: E402
 
 from probelab import dataset, ledger  # noqa: E402
 from probelab.check import not_applicable  # noqa: E402
@@ -82,12 +83,6 @@ def cases() -> tuple[list[Case], list[dict[str, str]]]:
                 else:
                     found.append(Case(path, kind, prereg))
     return found, skipped
-
-
-def timed(command: list[str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, cwd=ROOT, check=True, capture_output=True)
-    return time.perf_counter() - start
 
 
 def plot_times(case: Case, runs: int) -> list[float]:

@@ -14,23 +14,17 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from timing import timed  # noqa: E402
+
 from probelab.probe import get_probe  # noqa: E402
-
-
-def timed(command: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, cwd=ROOT, env=env, check=True, capture_output=True)
-    return time.perf_counter() - start
 
 
 def main() -> None:
