@@ -21,11 +21,16 @@ order of first appearance over A's slots, columns over B's (slot order). `gemm_e
 a random GEMM through that recovered map and compares it with numpy bit for bit.
 """
 
+from __future__ import annotations
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
+
+if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
+    import xarray as xr
 
 NONE, INVALID = 0xFFFFFFFE, 0xFFFFFFFF
 CSCALE = 1024  # > the largest operand id: C's id and A's (or B's) id share one double
@@ -77,7 +82,7 @@ class Sizes:
     d_regs: int
 
     @classmethod
-    def widest(cls, shapes: Sequence[Shape]) -> "Sizes":
+    def widest(cls, shapes: Sequence[Shape]) -> Sizes:
         lanes = {s.lanes for s in shapes}
         if len(lanes) != 1:
             raise ValueError(f"one probe, one wave width: got {sorted(lanes)}")
@@ -90,6 +95,8 @@ class Sizes:
 
 def stimulus(shapes: Sequence[Shape], trials: int, seed: int) -> xr.Dataset:
     """The grid: slot dims per operand, per-kernel shape coordinates, GEMM trial values."""
+    import xarray as xr
+
     size = Sizes.widest(shapes)
     rng = np.random.default_rng(seed)
     per_kernel = {k: ("kernel", np.array([getattr(s, k) for s in shapes], np.uint32))
@@ -435,6 +442,8 @@ def assemble(grid: xr.Dataset, shapes: Sequence[Shape],
 
 def lane_map(ds: xr.Dataset, kernel: str, operand: str) -> xr.Dataset | None:
     """One operand's recovered map as (lane, reg) -> (row, col), or None if not recovered."""
+    import xarray as xr
+
     if int(ds["recovered"].sel(kernel=kernel)) != 1:
         return None
     rows = ds[f"{operand}_row"].sel(kernel=kernel)

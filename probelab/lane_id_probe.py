@@ -6,16 +6,21 @@ wave, lane l of wave w reads its fragment from a[w][l][0..regs) (buffers strided
 widest shape, values as doubles), and writes D likewise.
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
 
 from probelab import lane_id
 from probelab.lane_id import Layout, Shape, Sizes
 from probelab.probe import Evidence, Kernel, Launch
+
+if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
+    import xarray as xr
 
 
 @dataclass

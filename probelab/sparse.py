@@ -37,12 +37,17 @@ none is an observation (UNMATCHED).
 of its one-element products (signed values, every lane and register).
 """
 
+from __future__ import annotations
+
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
+
+if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
+    import xarray as xr
 
 LANES, FIELD_BITS = 32, 2
 NONE, AMBIGUOUS, UNMATCHED = 0xFFFFFFFE, 0xFFFFFFFD, 0xFFFFFFFC  # codes in decoded outputs
@@ -215,6 +220,8 @@ class Design:
 
 def stimulus(design: Design) -> xr.Dataset:
     """The grid: A slots, metadata configurations, B ids, random words and dense values."""
+    import xarray as xr
+
     meta, rng = design.meta, np.random.default_rng(design.seed)
     u32 = lambda n: np.arange(n, dtype=np.uint32)  # noqa: E731
     units = design.units

@@ -6,16 +6,21 @@ d[w][l][..], every buffer strided for the widest kernel (`Design.a_regs`, `b_reg
 `d_regs`); kernels take params, a, b, c, e, then d.
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
 
 from probelab import sparse
 from probelab.probe import Evidence, Kernel, Launch
 from probelab.sparse import LANES, Design, Unit
+
+if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
+    import xarray as xr
 
 
 def _pairing_map(ds: xr.Dataset, **options: object) -> dict[str, object]:

@@ -7,16 +7,21 @@ and (cbsz, abid, blgp) in {0,1} x {0,1} x 0..7 of __builtin_amdgcn_mfma_f64_16x1
 lacks is recorded as builds = 0.
 """
 
+from __future__ import annotations
+
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
 
 from probelab.disasm import Instruction
 from probelab.probe import Evidence, Kernel
+
+if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
+    import xarray as xr
 
 HERE = Path(__file__).parent
 SOURCE = HERE / "modifiers.hip"
@@ -74,6 +79,8 @@ class BuiltinModifiers:
                 and case["a3"] == case["a7"] == case["cbsz"] == case["abid"] == 0]
 
     def stimulus(self) -> xr.Dataset:
+        import xarray as xr
+
         cases = _cases()
         coords = {"case": ("case", np.arange(len(cases), dtype=np.uint32))}
         for key in cases[0]:

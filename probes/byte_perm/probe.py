@@ -8,14 +8,19 @@ and sets bit 7 (the sign) on a chosen set of bytes: none, all, or exactly one (s
 section 5 style). Random pairs catch anything the structure misses.
 """
 
+from __future__ import annotations
+
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
 
 from probelab.probe import Evidence, Kernel, Launch, load_sibling, stack_kernels
+
+if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
+    import xarray as xr
 
 HERE = Path(__file__).parent
 N_SELECTORS = 1 << 16
@@ -124,6 +129,8 @@ class BytePerm:
         ]
 
     def stimulus(self) -> xr.Dataset:
+        import xarray as xr
+
         xs, ys, names = operand_pairs()
         return xr.Dataset(
             coords={
