@@ -1,12 +1,21 @@
-"""Guard words around every buffer and poison in every output, shared by all backends.
+"""Guard words around every buffer and poison in every output, and the one guarded run that
+every GPU backend makes with them over a few device primitives of its own (`Device`).
 
 Each device buffer is [guard | payload | guard]. Guards are checked after the launch; inputs
 must come back unchanged; outputs start poisoned, so a cell the kernel never wrote shows.
 """
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
 import numpy as np
 
+from probelab.backends import KernelTimeout, wait_for
 from probelab.errors import IntegrityError
+
+if TYPE_CHECKING:
+    from probelab.codeobject import CodeObject
+    from probelab.probe import Kernel, Launch
 
 GUARD_WORDS = 64
 GUARD = np.uint32(0xC0FFEE11)
@@ -37,3 +46,62 @@ def check_inputs_intact(name: str, sent: np.ndarray, back: np.ndarray) -> None:
     if not np.array_equal(sent, back):
         changed = int(np.count_nonzero(sent != back))
         raise IntegrityError(f"input buffer {name!r} changed on the device ({changed} words)")
+
+
+class Device(Protocol):
+    """A backend's device work, one primitive a step. Each checks its own call (an
+    IntegrityError naming it when the device refuses), and all of a run's go on one stream,
+    in the order they are called."""
+
+    def alloc(self, name: str, nbytes: int) -> int: ...
+    def copy_in(self, name: str, address: int, host: np.ndarray) -> None: ...
+    def fill(self, name: str, address: int, word: int, count: int) -> None: ...
+    def launch(self, code: "CodeObject", symbol: str, blocks: int, block: int,
+               args: list[int]) -> None: ...
+    def finished(self, symbol: str) -> bool: ...  # a fault in the kernel may raise here
+    def synchronize(self) -> None: ...  # ... or here
+    def copy_out(self, name: str, host: np.ndarray, address: int) -> None: ...
+    def free(self, name: str, address: int) -> Callable[[], None]: ...  # raises if it failed
+
+
+def guarded_run(device: Device, code: "CodeObject", kernel: "Kernel", launch: "Launch",
+                poison: int, timeout_s: float) -> dict[str, np.ndarray]:
+    """Run `kernel` once over `launch` on `device`: inputs framed and copied in, outputs
+    guarded and poisoned on the device, pointer-only arguments past each leading guard, a
+    wait bounded by `timeout_s`, everything copied back and checked (guards intact, inputs
+    unchanged). Every buffer is freed before any free is judged; a hung kernel's buffers are
+    left to it (freeing them would wait for it)."""
+    host = {n: framed(a) for n, a in launch.inputs.items()}
+    sizes = {n: h.size for n, h in host.items()}
+    sizes |= {n: words + 2 * GUARD_WORDS for n, words in launch.outputs.items()}
+    ptr: dict[str, int] = {}
+    try:
+        for n, size in sizes.items():
+            ptr[n] = device.alloc(n, 4 * size)
+        for n, h in host.items():
+            device.copy_in(n, ptr[n], h)
+        for n, words in launch.outputs.items():  # guards, then poison, set on the device
+            device.fill(n, ptr[n], int(GUARD), sizes[n])
+            device.fill(n, ptr[n] + 4 * GUARD_WORDS, poison, words)
+        device.launch(code, kernel.symbol, -(-launch.threads // launch.block), launch.block,
+                      [ptr[n] + 4 * GUARD_WORDS for n in sizes])
+        wait_for(lambda: device.finished(kernel.symbol), timeout_s, f"kernel {kernel.symbol}")
+        device.synchronize()
+        back = {n: np.empty(size, np.uint32) for n, size in sizes.items()}
+        for n, b in back.items():
+            device.copy_out(n, b, ptr[n])
+    except KernelTimeout:
+        ptr = {}  # freeing memory a running kernel uses would wait for it: leak it
+        raise
+    except IntegrityError:
+        raise
+    except Exception as exc:  # a faulting kernel may surface as another device error
+        raise IntegrityError(f"kernel {kernel.symbol} failed on the device: {exc}") from exc
+    finally:  # after a fault the device refuses every free: the first error is the one raised
+        judged = [device.free(n, address) for n, address in ptr.items()]
+    for judge in judged:
+        judge()
+    for n in launch.inputs:
+        check_inputs_intact(n, host[n], back[n])
+        unframe(n, back[n])
+    return {n: unframe(n, back[n]) for n in launch.outputs}

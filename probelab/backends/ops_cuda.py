@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from probelab.backends import DEFAULT_TIMEOUT_S, DeviceInfo, KernelTimeout, wait_for
-from probelab.backends.guards import GUARD, GUARD_WORDS, check_inputs_intact, framed, unframe
+from probelab.backends import DEFAULT_TIMEOUT_S, DeviceInfo
+from probelab.backends.guards import guarded_run
 from probelab.codeobject import CodeObject
 from probelab.errors import IntegrityError, Unavailable
 from probelab.evidence import SASS
@@ -88,6 +88,7 @@ class CudaBackend:
 
     def __init__(self) -> None:
         self.timeout_s = DEFAULT_TIMEOUT_S
+        self._drv = None  # the driver module, once the device is open
         self._device = None  # CUdevice 0, once its primary context is current here
         self._stream = None  # non-blocking: every copy, memset and launch of a run is on it
         self._modules: dict[str, object] = {}  # code object sha256 -> CUmodule
@@ -137,65 +138,52 @@ class CudaBackend:
 
     def run(self, code: CodeObject, kernel: Kernel, launch: Launch,
             poison: int) -> dict[str, np.ndarray]:
-        drv = self._open()
-        host = {n: framed(a) for n, a in launch.inputs.items()}
-        sizes = {n: h.size for n, h in host.items()}
-        sizes |= {n: words + 2 * GUARD_WORDS for n, words in launch.outputs.items()}
-        ptr: dict[str, int] = {}
-        try:
-            for n, size in sizes.items():
-                (address,) = _check(drv.cuMemAlloc(4 * size), f"cuMemAlloc({n})")
-                ptr[n] = int(address)
-            # Every copy and memset goes on the launch's own stream (non-blocking, so the
-            # legacy stream would not order them): the kernel can only start once its
-            # buffers are filled, guarded and poisoned.
-            for n, h in host.items():
-                _check(drv.cuMemcpyHtoDAsync(ptr[n], h.ctypes.data, h.nbytes, self._stream),
-                       f"cuMemcpyHtoDAsync({n})")
-            for n, words in launch.outputs.items():  # guards, then poison, set on the device
-                _check(drv.cuMemsetD32Async(ptr[n], int(GUARD), sizes[n], self._stream),
-                       f"cuMemsetD32Async({n})")
-                _check(drv.cuMemsetD32Async(ptr[n] + 4 * GUARD_WORDS, poison, words,
-                                            self._stream), f"cuMemsetD32Async({n})")
-            # Pointer-only arguments, each pointing past the leading guard: kernelParams is
-            # the address of an array of pointers, one to each argument's value.
-            values = np.array([ptr[n] + 4 * GUARD_WORDS for n in sizes], np.uint64)
-            params = np.array([values.ctypes.data + 8 * i for i in range(values.size)],
-                              np.uint64)
-            blocks = (launch.threads + launch.block - 1) // launch.block
-            _check(drv.cuLaunchKernel(self._function(drv, code, kernel.symbol), blocks, 1, 1,
-                                      launch.block, 1, 1, 0, self._stream, params.ctypes.data,
-                                      0), f"cuLaunchKernel({kernel.symbol})")
-            wait_for(lambda: self._finished(drv, kernel.symbol), self.timeout_s,
-                     f"kernel {kernel.symbol}")
-            _check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
-            back = {n: np.empty(size, np.uint32) for n, size in sizes.items()}
-            for n, b in back.items():
-                _check(drv.cuMemcpyDtoH(b.ctypes.data, ptr[n], b.nbytes), f"cuMemcpyDtoH({n})")
-        except KernelTimeout:
-            ptr = {}  # freeing memory a running kernel uses would wait for it: leak it
-            raise
-        except IntegrityError:
-            raise
-        except Exception as exc:  # a faulting kernel surfaces as a CUDA error here
-            raise IntegrityError(f"kernel {kernel.symbol} failed on the device: {exc}") from exc
-        finally:  # free every buffer before judging any free; after a fault the context
-            freed = [(n, drv.cuMemFree(p)) for n, p in ptr.items()]  # refuses: first error wins
-        for n, result in freed:
-            _check(result, f"cuMemFree({n})")
-        for n in launch.inputs:
-            check_inputs_intact(n, host[n], back[n])
-            unframe(n, back[n])
-        return {n: unframe(n, back[n]) for n in launch.outputs}
+        self._drv = self._open()
+        return guarded_run(self, code, kernel, launch, poison, self.timeout_s)
 
-    def _finished(self, drv, symbol: str) -> bool:
+    # The device primitives of the guarded run (probelab.backends.guards.Device), all on the
+    # backend's own stream: it is non-blocking, so the legacy stream would not order them.
+    def alloc(self, name: str, nbytes: int) -> int:
+        (address,) = _check(self._drv.cuMemAlloc(nbytes), f"cuMemAlloc({name})")
+        return int(address)
+
+    def copy_in(self, name: str, address: int, host: np.ndarray) -> None:
+        _check(self._drv.cuMemcpyHtoDAsync(address, host.ctypes.data, host.nbytes,
+                                           self._stream), f"cuMemcpyHtoDAsync({name})")
+
+    def fill(self, name: str, address: int, word: int, count: int) -> None:
+        _check(self._drv.cuMemsetD32Async(address, word, count, self._stream),
+               f"cuMemsetD32Async({name})")
+
+    def launch(self, code: CodeObject, symbol: str, blocks: int, block: int,
+               args: list[int]) -> None:
+        # kernelParams: the address of an array of pointers, one to each argument's value
+        values = np.array(args, np.uint64)
+        params = np.array([values.ctypes.data + 8 * i for i in range(values.size)], np.uint64)
+        _check(self._drv.cuLaunchKernel(self._function(self._drv, code, symbol), blocks, 1, 1,
+                                        block, 1, 1, 0, self._stream, params.ctypes.data, 0),
+               f"cuLaunchKernel({symbol})")
+
+    def finished(self, symbol: str) -> bool:
         """True once the stream is idle; a fault in the kernel raises here."""
+        drv = self._drv
         (err,) = drv.cuStreamQuery(self._stream)
         if err == drv.CUresult.CUDA_ERROR_NOT_READY:
             return False
         if int(err) != 0:
             raise IntegrityError(f"kernel {symbol} failed on the device: {err!r}")
         return True
+
+    def synchronize(self) -> None:
+        _check(self._drv.cuCtxSynchronize(), "cuCtxSynchronize")
+
+    def copy_out(self, name: str, host: np.ndarray, address: int) -> None:
+        _check(self._drv.cuMemcpyDtoH(host.ctypes.data, address, host.nbytes),
+               f"cuMemcpyDtoH({name})")
+
+    def free(self, name: str, address: int):
+        result = self._drv.cuMemFree(address)
+        return lambda: _check(result, f"cuMemFree({name})")
 
     def describe(self) -> dict[str, str]:
         return dict(nvidia.describe())

@@ -13,8 +13,8 @@ import re
 
 import numpy as np
 
-from probelab.backends import DEFAULT_TIMEOUT_S, DeviceInfo, KernelTimeout, wait_for
-from probelab.backends.guards import GUARD, GUARD_WORDS, check_inputs_intact, framed, unframe
+from probelab.backends import DEFAULT_TIMEOUT_S, DeviceInfo
+from probelab.backends.guards import guarded_run
 from probelab.codeobject import CodeObject
 from probelab.disasm import parse_gcn
 from probelab.errors import IntegrityError, Unavailable
@@ -107,12 +107,6 @@ def _hiprtc_version() -> str:
     return f"hiprtc {major}.{minor}"
 
 
-def _finished(hip) -> bool:
-    """True once the stream is idle (a fault is reported by the synchronize after)."""
-    (err,) = hip.hipStreamQuery(STREAM)
-    return int(err) != int(hip.hipError_t.hipErrorNotReady)
-
-
 class HipBackend:
     name = "hip"
     vendor = "amd"
@@ -124,6 +118,8 @@ class HipBackend:
         self._info: DeviceInfo | None = None
         self._modules: dict[str, tuple[object, bytes]] = {}  # the image stays referenced
         self._routes: dict[str, str] = {}  # kernel -> how its code object was built
+        self._hip = None  # hip-python's `hip`, once a run starts
+        self._buffers: dict[int, object] = {}  # address -> hip-python's buffer object
 
     def device(self) -> DeviceInfo:
         if self._info is None:
@@ -209,49 +205,48 @@ class HipBackend:
     def run(self, code: CodeObject, kernel: Kernel, launch: Launch,
             poison: int) -> dict[str, np.ndarray]:
         self.device()
-        hip = _hip()
-        host = {n: framed(a) for n, a in launch.inputs.items()}
-        sizes = {n: h.size for n, h in host.items()}
-        sizes |= {n: words + 2 * GUARD_WORDS for n, words in launch.outputs.items()}
-        buffers: dict[str, object] = {}
-        try:
-            for n, size in sizes.items():
-                (buffers[n],) = _check(hip.hipMalloc(4 * size), f"hipMalloc({n})")
-            ptr = {n: int(b) for n, b in buffers.items()}
-            # Every copy, memset and the launch name one stream, so the kernel can only
-            # start once its buffers are filled, guarded and poisoned.
-            for n, h in host.items():
-                _check(hip.hipMemcpyHtoDAsync(ptr[n], h.ctypes.data, h.nbytes, STREAM),
-                       f"hipMemcpyHtoDAsync({n})")
-            for n, words in launch.outputs.items():  # guards, then poison, set on the device
-                _check(hip.hipMemsetD32Async(ptr[n], _signed(GUARD), sizes[n], STREAM),
-                       f"hipMemsetD32Async({n})")
-                _check(hip.hipMemsetD32Async(ptr[n] + 4 * GUARD_WORDS, _signed(poison), words,
-                                             STREAM), f"hipMemsetD32Async({n})")
-            # Pointer-only arguments, each past the leading guard. hip-python copies a tuple
-            # given as `extra` into HIP_LAUNCH_PARAM_BUFFER_POINTER; c_void_p go by value.
-            args = tuple(ctypes.c_void_p(ptr[n] + 4 * GUARD_WORDS) for n in sizes)
-            blocks = (launch.threads + launch.block - 1) // launch.block
-            function = self._function(hip, code, kernel.symbol)
-            _check(hip.hipModuleLaunchKernel(function, blocks, 1, 1, launch.block, 1, 1, 0,
-                                             STREAM, None, extra=args),
-                   f"hipModuleLaunchKernel({kernel.symbol})")
-            wait_for(lambda: _finished(hip), self.timeout_s, f"kernel {kernel.symbol}")
-            _check(hip.hipDeviceSynchronize(), "hipDeviceSynchronize")  # kernel faults land here
-            back = {n: np.empty(size, np.uint32) for n, size in sizes.items()}
-            for n, b in back.items():
-                _check(hip.hipMemcpyDtoH(b.ctypes.data, ptr[n], b.nbytes), f"hipMemcpyDtoH({n})")
-        except KernelTimeout:
-            buffers = {}  # freeing memory a running kernel uses would wait for it: leak it
-            raise
-        finally:  # free every buffer before judging any free, so one failure leaks nothing
-            freed = [(n, hip.hipFree(b)) for n, b in buffers.items()]
-        for n, result in freed:
-            _check(result, f"hipFree({n})")
-        for n in launch.inputs:
-            check_inputs_intact(n, host[n], back[n])
-            unframe(n, back[n])
-        return {n: unframe(n, back[n]) for n in launch.outputs}
+        self._hip = _hip()
+        return guarded_run(self, code, kernel, launch, poison, self.timeout_s)
+
+    # The device primitives of the guarded run (probelab.backends.guards.Device): every
+    # copy, memset and the launch name one stream, so they run in the order called.
+    def alloc(self, name: str, nbytes: int) -> int:
+        (buffer,) = _check(self._hip.hipMalloc(nbytes), f"hipMalloc({name})")
+        self._buffers[int(buffer)] = buffer  # freed as hip-python gave it
+        return int(buffer)
+
+    def copy_in(self, name: str, address: int, host: np.ndarray) -> None:
+        _check(self._hip.hipMemcpyHtoDAsync(address, host.ctypes.data, host.nbytes, STREAM),
+               f"hipMemcpyHtoDAsync({name})")
+
+    def fill(self, name: str, address: int, word: int, count: int) -> None:
+        _check(self._hip.hipMemsetD32Async(address, _signed(word), count, STREAM),
+               f"hipMemsetD32Async({name})")
+
+    def launch(self, code: CodeObject, symbol: str, blocks: int, block: int,
+               args: list[int]) -> None:
+        # hip-python copies a tuple given as `extra` into HIP_LAUNCH_PARAM_BUFFER_POINTER;
+        # c_void_p go by value
+        function = self._function(self._hip, code, symbol)
+        _check(self._hip.hipModuleLaunchKernel(
+            function, blocks, 1, 1, block, 1, 1, 0, STREAM, None,
+            extra=tuple(ctypes.c_void_p(a) for a in args)), f"hipModuleLaunchKernel({symbol})")
+
+    def finished(self, symbol: str) -> bool:
+        """True once the stream is idle (a fault is reported by the synchronize after)."""
+        (err,) = self._hip.hipStreamQuery(STREAM)
+        return int(err) != int(self._hip.hipError_t.hipErrorNotReady)
+
+    def synchronize(self) -> None:
+        _check(self._hip.hipDeviceSynchronize(), "hipDeviceSynchronize")  # faults land here
+
+    def copy_out(self, name: str, host: np.ndarray, address: int) -> None:
+        _check(self._hip.hipMemcpyDtoH(host.ctypes.data, address, host.nbytes),
+               f"hipMemcpyDtoH({name})")
+
+    def free(self, name: str, address: int):
+        result = self._hip.hipFree(self._buffers.pop(address))
+        return lambda: _check(result, f"hipFree({name})")
 
     def close(self) -> None:
         hip = _hip()
