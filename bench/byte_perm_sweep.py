@@ -30,15 +30,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+from timing import ROOT, timed
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # probelab itself, when not installed
 
-from timing import timed  # noqa: E402
-
-from probelab.backends.guards import POISONS  # noqa: E402
-from probelab.backends.ops_cuda import CudaBackend, _check  # noqa: E402
-from probelab.probe import get_probe  # noqa: E402
+from probelab.backends.guards import POISONS
+from probelab.backends.ops_cuda import CudaBackend, _check
+from probelab.probe import get_probe
 
 
 def whole_sweep(cache: Path, out: Path) -> float:

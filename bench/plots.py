@@ -25,17 +25,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from timing import ROOT, timed
 
-from timing import timed  # noqa: E402
+sys.path.insert(0, str(ROOT))  # probelab itself, when not installed
 
-from probelab import dataset, ledger  # noqa: E402
-from probelab.check import not_applicable  # noqa: E402
-from probelab.errors import LabError  # noqa: E402
-from probelab.figures import plot_kinds  # noqa: E402
-from probelab.hypothesis import load_hypothesis  # noqa: E402
-from probelab.probe import get_probe  # noqa: E402
+from probelab import dataset, ledger
+from probelab.check import not_applicable
+from probelab.errors import LabError
+from probelab.figures import plot_kinds
+from probelab.hypothesis import load_hypothesis
+from probelab.probe import get_probe
 
 TARGET_S = 3.0
 FLOOR = ("import io, matplotlib; matplotlib.use('Agg'); from matplotlib.figure import Figure; "

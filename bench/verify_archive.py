@@ -28,11 +28,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from timing import ROOT
 
-import probelab  # noqa: E402
-from probelab import dataset, manifest  # noqa: E402
+sys.path.insert(0, str(ROOT))  # probelab itself, when not installed
+
+import probelab
+from probelab import dataset, manifest
 
 IDENTITY = ("-c", "user.name=bench", "-c", "user.email=bench@localhost",
             "-c", "commit.gpgsign=false")

@@ -598,14 +598,13 @@ def leave(code: object) -> None:
     """Exit with `code` (as sys.exit reads it) without tearing the interpreter down: that
     teardown (xarray, pandas, h5py, the CUDA driver's handlers) costs 0.1-0.2 s and does
     nothing a finished command needs. Every file probelab writes is written atomically and
-    closed before its command returns; output is flushed here; the CUDA set-up thread is
+    closed before its command returns; output is flushed here; a backend's early set-up is
     waited for."""
     if not isinstance(code, int | None):
         print(code, file=sys.stderr)
         code = 1
-    warming = getattr(sys.modules.get("probelab.backends.ops_cuda"), "_warming", None)
-    if warming is not None:
-        warming.join()
+    if (backends := sys.modules.get("probelab.backends")) is not None:
+        backends.settle()  # imported only by commands that use a backend
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError):  # a reader gone (`| head`) misses what it left
             stream.flush()

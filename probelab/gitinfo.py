@@ -38,19 +38,12 @@ def git(*args: str, cwd: Path | None = None, check: bool = True) -> str:
     return out.stdout.strip()
 
 
-def git_input(args: tuple[str, ...], stdin: str) -> str:
-    """`git` with `stdin` as its input (a batch of questions in one process)."""
+def git_input(args: tuple[str, ...], stdin: str) -> bytes:
+    """`git` with `stdin` as its input (a batch of questions in one process): its output."""
     out = _run(args, None, text=False, stdin=stdin.encode())
     if out.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: "
                            f"{out.stderr.decode(errors='replace').strip()}")
-    return out.stdout.decode()
-
-
-def git_bytes(*args: str) -> bytes:
-    out = _run(args, None, text=False)
-    if out.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} failed: {out.stderr.decode(errors='replace')}")
     return out.stdout
 
 
@@ -142,12 +135,8 @@ def objects(specs: Iterable[str]) -> dict[str, bytes | None]:
     batch = [s for s in specs if s.strip() == s and "\n" not in s and "\r" not in s]
     found = {spec: _object(spec) for spec in set(specs) - set(batch)}
     if batch:
-        out = _run(("cat-file", "--batch"), None, text=False,
-                   stdin="".join(f"{s}\n" for s in batch).encode())
-        if out.returncode != 0:
-            why = out.stderr.decode(errors="replace").strip()
-            raise RuntimeError(f"git cat-file --batch failed: {why}")
-        found |= _parse_batch(out.stdout, batch)
+        found |= _parse_batch(git_input(("cat-file", "--batch"),
+                                        "".join(f"{s}\n" for s in batch)), batch)
     return found
 
 

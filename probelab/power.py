@@ -127,16 +127,18 @@ def compare(x: Reading, y: Reading, grid: xr.Dataset, probe: Probe, kind: str) -
     return pair
 
 
-def power(probe: Probe, grid: xr.Dataset | None = None, target: str | None = None
-          ) -> tuple[list[Pair], list[str]]:
+def power(probe: Probe, grid: xr.Dataset | None = None, target: str | None = None,
+          hypotheses: list[Hypothesis] | None = None) -> tuple[list[Pair], list[str]]:
     """Every rival pair and every (hypothesis, near miss) pair of the probe's sealed
     hypotheses that claim `target` (all targets when None), on `grid` (the probe's own
-    stimulus by default). Returns the pairs and notes on what was left out."""
+    stimulus by default), among `hypotheses` (the sealed ones as `sealed_hypotheses` reads
+    them, by default). Returns the pairs and notes on what was left out."""
     if target is not None:
         targets.vendor(target)  # a made-up target is refused, not counted against
         require_target(probe, target)
     grid = probe.stimulus() if grid is None else grid
-    hypotheses, notes = sealed_hypotheses(probe.id), []
+    hypotheses = sealed_hypotheses(probe.id) if hypotheses is None else hypotheses
+    notes: list[str] = []
     readings: dict[str, Reading] = {}
     for h in hypotheses:
         if target is not None and not h.about_target(target):
@@ -167,8 +169,9 @@ def power(probe: Probe, grid: xr.Dataset | None = None, target: str | None = Non
     return pairs, notes
 
 
-def blind_pairs(probe: Probe, grid: xr.Dataset, target: str) -> list[Pair]:
-    return [p for p in power(probe, grid, target)[0] if p.blind]
+def blind_pairs(probe: Probe, grid: xr.Dataset, target: str,
+                hypotheses: list[Hypothesis] | None = None) -> list[Pair]:
+    return [p for p in power(probe, grid, target, hypotheses)[0] if p.blind]
 
 
 def blind_names(probe: Probe, grid: xr.Dataset, target: str) -> tuple[list[list[str]], bool]:
@@ -180,11 +183,12 @@ def blind_names(probe: Probe, grid: xr.Dataset, target: str) -> tuple[list[list[
     from probelab.cache import cache_key, cached_bytes
     from probelab.dataset import grid_sha256
 
+    hypotheses = sealed_hypotheses(probe.id)  # read once: for the key, and on a miss
     key = cache_key(
         probe=probe.id, version=probe.version, target=target, grid=grid_sha256(grid),
-        seals=[h.sha256 for h in sealed_hypotheses(probe.id)], code=probe_index.core_digest(),
+        seals=[h.sha256 for h in hypotheses], code=probe_index.core_digest(),
         declared=[dict(probe.observables), list(probe.targets),
                   dict(getattr(probe, "excluded", {})), dict(getattr(probe, "retired", {}))])
     payload, hit = cached_bytes("blindness", key, lambda: json.dumps(
-        [[p.a, p.b] for p in blind_pairs(probe, grid, target)]).encode())
+        [[p.a, p.b] for p in blind_pairs(probe, grid, target, hypotheses)]).encode())
     return json.loads(payload), hit

@@ -110,8 +110,8 @@ def rewritten_all(paths: list[Path]) -> dict[Path, list[str]]:
         except (RuntimeError, OSError):
             found[path] = []  # as for a checkout without history
             continue
-        found[path] = _problems(_versions(own, rel, follow=False),
-                                _versions(followed, rel, follow=True), rel in edited)
+        found[path] = _problems(_versions(own, follow=False),
+                                _versions(followed, follow=True), rel in edited)
     return found
 
 
@@ -130,7 +130,8 @@ def _deleting(commits: set[str]) -> set[str]:
     if not commits:
         return set()
     out = gitinfo.git_input(("diff-tree", "--stdin", "-r", "--no-renames", "--diff-filter=D",
-                             "--name-status"), "".join(f"{c}\n" for c in sorted(commits)))
+                             "--name-status"), "".join(f"{c}\n" for c in sorted(commits))
+                            ).decode()
     found, commit = set(), ""
     for line in out.splitlines():
         if gitinfo.is_commit_id(line):
@@ -155,8 +156,7 @@ def _problems(full: tuple[set[str], set[str], set[str]],
     return problems
 
 
-def _versions(changes: list[Change], rel: str, follow: bool
-              ) -> tuple[set[str], set[str], set[str]]:
+def _versions(changes: list[Change], follow: bool) -> tuple[set[str], set[str], set[str]]:
     """(blob ids the path took, commits that deleted it, commits that touched it) from a
     `git log --raw` listing. Followed through renames, git guesses a rename from similar
     content, and two measurements of one probe are similar: a "rename" whose source is
@@ -164,9 +164,7 @@ def _versions(changes: list[Change], rel: str, follow: bool
     blobs: set[str] = set()
     deleted: set[str] = set()
     commits: set[str] = set()
-    for commit, _, _, status, blob, paths in changes:
-        if paths[-1] != rel and not follow:
-            continue
+    for commit, _, _, status, blob, paths in changes:  # unfollowed: the path's own changes
         commits.add(commit)
         if status == "D":
             deleted.add(commit)

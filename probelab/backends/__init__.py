@@ -6,6 +6,7 @@ device() -> DeviceInfo, describe() -> provenance
 """
 
 import importlib
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from probelab.limits import DEFAULT_TIMEOUT_S
 from probelab.probe import Kernel, Launch, Probe
 
 __all__ = ["DEFAULT_TIMEOUT_S", "Backend", "DeviceInfo", "KernelTimeout", "load_backend",
-           "prewarm", "wait_for"]
+           "prewarm", "settle", "wait_for"]
 BACKENDS = {"cuda": "probelab.backends.ops_cuda", "hip": "probelab.backends.ops_hip",
             "sim": "probelab.backends.ops_sim"}
 
@@ -64,6 +65,13 @@ def prewarm(name: str) -> None:
     (called before a sweep's imports, which it then overlaps)."""
     if name in BACKENDS:
         getattr(importlib.import_module(BACKENDS[name]), "prewarm", lambda: None)()
+
+
+def settle() -> None:
+    """Wait for whatever early setup a loaded backend started (`settle` in its module), so
+    that a process may leave without tearing anything down mid-way."""
+    for module in filter(None, map(sys.modules.get, BACKENDS.values())):
+        getattr(module, "settle", lambda: None)()
 
 
 def load_backend(name: str, probe: Probe, target: str | None = None) -> Backend:

@@ -60,6 +60,12 @@ def prewarm() -> None:
         _warming.start()
 
 
+def settle() -> None:
+    """Wait for `prewarm`'s thread, if one was started."""
+    if _warming is not None:
+        _warming.join()
+
+
 def _warm() -> None:
     try:
         from cuda.bindings import driver
@@ -95,10 +101,9 @@ class CudaBackend:
 
     def _open(self):
         """The driver, with device 0's primary context current on this thread."""
-        drv = _driver()
+        drv = self._drv = _driver()
         if self._device is None:
-            if _warming is not None:
-                _warming.join()
+            settle()
             try:
                 _check(drv.cuInit(0), "cuInit")
                 (device,) = _check(drv.cuDeviceGet(0), "cuDeviceGet")
@@ -138,7 +143,7 @@ class CudaBackend:
 
     def run(self, code: CodeObject, kernel: Kernel, launch: Launch,
             poison: int) -> dict[str, np.ndarray]:
-        self._drv = self._open()
+        self._open()
         return guarded_run(self, code, kernel, launch, poison, self.timeout_s)
 
     # The device primitives of the guarded run (probelab.backends.guards.Device), all on the
