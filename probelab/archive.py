@@ -123,13 +123,14 @@ def _flips(counted: dict[tuple, list[tuple]], result: dict[str, Any]) -> None:
     needs a new probe version, or a new hypothesis. With the same code, the device disagreed
     with itself: a note."""
     for (probe, target, hypothesis), runs in sorted(counted.items()):
-        for (a, verdict_a, head_a, version_a), (b, verdict_b, head_b, version_b) in \
-                itertools.combinations(runs, 2):
+        for (a, verdict_a, head_a, version_a, prov_a), (b, verdict_b, head_b, version_b,
+                                                         prov_b) in itertools.combinations(runs, 2):
             if verdict_a == verdict_b or version_a != version_b:
                 continue
             flip = (f"{hypothesis}: {verdict_a} on {a} but {verdict_b} on {b} ({probe} "
                     f"version {version_a}, {target})")
-            changed = codetree.changed_between(head_a, head_b, measuring_code(get_probe(probe)))
+            changed = codetree.changed_between(head_a, head_b, tuple(sorted(
+                set(measuring_code(prov_a, head_a)) | set(measuring_code(prov_b, head_b)))))
             if changed:
                 result["problems"].append(
                     f"{flip}, decoded by code that differs in {len(changed)} files "
@@ -199,7 +200,7 @@ def _verify_dataset(path: Path, record: Record, pins: list[dict[str, Any]] | Non
         if doc["verdict"] in (CONFIRMED, REFUTED):
             key = (judged.prov.get("probe"), judged.prov.get("target"), entry["hypothesis"])
             counted.setdefault(key, []).append((name, doc["verdict"], judged.prov["git_head"],
-                                                judged.prov.get("probe_version")))
+                                                judged.prov.get("probe_version"), judged.prov))
         if not recordable(doc):
             if recorded != "missing":
                 problems.append(f"{label}: a {doc['verdict']} verdict is recorded, but it "

@@ -4,12 +4,12 @@ object holds — disassembly, instruction histogram, and the evidence gate's fin
 from dataclasses import dataclass, field
 from typing import Any
 
-from probelab import targets
 from probelab.codeobject import CodeObject
 from probelab.disasm import histogram, without_padding
 from probelab.errors import Unavailable, UsageError
-from probelab.evidence import GCN, SASS, Isa, gate
+from probelab.evidence import Isa, gate
 from probelab.probe import Kernel, get_probe, require_target
+from probelab.vendors import of
 
 
 @dataclass
@@ -26,13 +26,8 @@ class KernelReport:
 
 def toolchain(target: str) -> tuple[str, Isa, Any]:
     """(vendor, evidence ISA, build function) for a known target id."""
-    if targets.vendor(target) == "nvidia":
-        from probelab.toolchains import nvidia
-
-        return "nvidia", SASS, nvidia.build
-    from probelab.toolchains import amdgpu
-
-    return "amd", GCN, amdgpu.build
+    vendor = of(target)
+    return vendor.name, vendor.isa, vendor.tools().build
 
 
 def inspect_kernel(kernel: Kernel, code: CodeObject, isa: Isa) -> KernelReport:
@@ -48,7 +43,7 @@ def inspect_kernel(kernel: Kernel, code: CodeObject, isa: Isa) -> KernelReport:
 
 def inspect(probe_id: str, target: str) -> list[KernelReport]:
     probe = get_probe(probe_id)
-    targets.vendor(target)  # a made-up target is refused before the probe judges it
+    of(target)  # a made-up target is refused before the probe judges it
     require_target(probe, target)
     vendor, isa, build = toolchain(target)
     kernels = probe.kernels(vendor)

@@ -95,24 +95,45 @@ def _measured_at(prov: dict) -> datetime | None:
     return when if when.tzinfo is not None else None
 
 
-def _changed_since(seal: str | None, judged: "Judged", probe: Probe,
-                   record: Record) -> list[str]:
+def _changed_since(seal: str | None, judged: "Judged", record: Record) -> list[str]:
     """The files of the probe's folder and of probelab that changed between the seal and the
     measured commit: a verdict decoded by code written after its seal says so (a reviewer
-    judges whether the change could have been made to fit)."""
+    judges whether the change could have been made to fit). Which files could shape the
+    data is read from the measured commit itself, never from today's probe code."""
     if seal is None or judged.head is None:
         return []
-    if probe.id not in record.code:  # the code as it is during this run
-        record.code[probe.id] = measuring_code(probe)
-    return codetree.changed_between(seal, judged.head, record.code[probe.id])
+    return codetree.changed_between(seal, judged.head,
+                                    measuring_code(judged.prov, judged.head, record))
 
 
-def measuring_code(probe: Probe) -> tuple[str, ...]:
-    """The files that can shape `probe`'s data: its folder's, and the core modules they and
-    the sweep import."""
-    folders = {relative(k.source.parent) for vendor in ("nvidia", "amd")
-               for k in probe.kernels(vendor)}
-    return tuple(sorted({f for folder in folders for f in codetree.measuring_code(folder)}))
+def probe_folders(prov: dict[str, Any]) -> tuple[str, ...]:
+    """The probe folders a dataset's kernels came from, as its provenance says (a static
+    dataset before 2026-12 named its source file alone: found in its recorded code tree)."""
+    tree = prov.get("code_tree") if codetree.valid(prov.get("code_tree")) else {}
+    kernels = prov.get("kernels") if isinstance(prov.get("kernels"), dict) else {}
+    folders = set()
+    for record in kernels.values():
+        source = str(record.get("source", "")) if isinstance(record, dict) else ""
+        if "/" in source:
+            folders.add(source.rpartition("/")[0])
+        else:
+            folders |= {p.rpartition("/")[0] for p in tree
+                        if p.startswith("probes/") and p.endswith(f"/{source}")}
+    return tuple(sorted(folders))
+
+
+def measuring_code(prov: dict[str, Any], commit: str, record: Record | None = None
+                   ) -> tuple[str, ...]:
+    """The files that could shape a dataset's data at `commit`: its probe folders', and the
+    core modules they and the sweep import there (codetree.measuring_code)."""
+    key = (*probe_folders(prov), commit)
+    if record is not None and key in record.code:
+        return record.code[key]
+    files = tuple(sorted({f for folder in key[:-1]
+                          for f in codetree.measuring_code(folder, commit)}))
+    if record is not None:
+        record.code[key] = files
+    return files
 
 
 def dataset_problem(path: Path, ds: xr.Dataset, history: bool = True,
@@ -224,13 +245,16 @@ def _shape_misfit(ds: xr.Dataset, tables: Tables) -> str | None:
 def not_applicable(h: Hypothesis, ds: xr.Dataset) -> str | None:
     """Why a hypothesis says nothing about a dataset (another target, absent kernels, or
     observables the probe no longer has: sealed for an earlier version of it)."""
-    retired = retired_observables(h)
+    retired = retired_observables(h)  # also refuses a probe that retires a live observable
+    prov = dataset.provenance(ds)
+    if isinstance(prov.get("retired"), dict):  # as the dataset's own probe version said
+        retired = sorted(set(h.predict) & set(prov["retired"]))
     if absent := sorted(set(h.predict) - set(map(str, ds.data_vars))):
         if retired:
             return (f"it predicts {retired}, which {h.probe} no longer observes, and this "
                     "dataset does not have them (sealed for an earlier version of the probe)")
         return f"the dataset has no {absent} (measured before the probe observed them)"
-    target = str(dataset.provenance(ds).get("target"))
+    target = str(prov.get("target"))
     if not h.about_target(target):
         return f"it is about targets {list(h.targets or ())}, the dataset is {target}"
     missing = set(h.kernels or ()) - {str(k) for k in ds.kernel.values}
@@ -358,7 +382,7 @@ def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = Non
                       "reasons": ["prediction no longer evaluates to the sealed table"]}
     problems, commit = _order_problems(entry, judged, record)
     doc["hypothesis"]["seal_commit"] = commit
-    doc["hypothesis"]["code_changed_since_seal"] = _changed_since(commit, judged, probe, record)
+    doc["hypothesis"]["code_changed_since_seal"] = _changed_since(commit, judged, record)
     doc["kernels"] = {}
     for kernel in kernels:
         scores = score(ds, kernel, tables, scopes)

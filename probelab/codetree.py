@@ -11,6 +11,7 @@ import ast
 import functools
 import hashlib
 import os
+import re
 from pathlib import Path
 
 import probelab
@@ -83,48 +84,84 @@ def differences(recorded: dict[str, str], tree: dict[str, str] | None) -> list[s
                   if rel.split("/")[0] in scopes and recorded.get(rel) != tree.get(rel))
 
 
-# where a sweep enters the core; backends are imported by name, so they are named here
-_ENTRIES = ("probelab/sweep.py", "probelab/static.py", "probelab/backends/ops_cuda.py",
-            "probelab/backends/ops_hip.py", "probelab/backends/ops_sim.py")
+# where a sweep enters the core, besides the backends (every backends/ops_*.py: they are
+# imported by name, so no import statement leads to them)
+_ENTRIES = ("probelab/sweep.py", "probelab/static.py", "probelab/measurement.py")
 
 
-def measuring_code(probe_folder: str) -> list[str]:
+def measuring_code(probe_folder: str, commit: str | None = None) -> list[str]:
     """The lab-relative files that can shape a probe's data: every file of its folder, and
-    the probelab modules they and the sweep import (followed statically, in the code as it
-    is now). A change elsewhere in probelab (a report's wording) cannot."""
-    package = Path(probelab.__file__).resolve().parent
-    folder = lab_root() / probe_folder
-    found = {f"{probe_folder}/{p.relative_to(folder).as_posix()}" for p in folder.rglob("*")
-             if p.is_file() and _counts(f"{probe_folder}/{p.relative_to(folder).as_posix()}")}
-    todo = [lab_root() / rel for rel in found if rel.endswith(".py")]
-    todo += [package.parent / rel for rel in _ENTRIES]
-    seen: set[Path] = set()
+    the probelab modules they and the sweep import, followed statically in the code as it
+    is now or, given `commit`, as that commit has it (read from git's objects, never
+    imported: a check needs no probe code). A change elsewhere in probelab (a report's
+    wording) cannot shape data."""
+    listed = _listing(commit, (probe_folder, "probelab/backends"))
+    found = {rel for rel in listed if rel.startswith(f"{probe_folder}/") and _counts(rel)}
+    todo = [rel for rel in found if rel.endswith(".py")] + list(_ENTRIES)
+    todo += [rel for rel in listed if re.fullmatch(r"probelab/backends/ops_\w+\.py", rel)]
+    seen: set[str] = set()
     while todo:
-        path = todo.pop()
-        if path in seen or not path.is_file():
-            continue
-        seen.add(path)
-        if path.is_relative_to(package):
-            found.add(f"probelab/{path.relative_to(package).as_posix()}")
-        todo += _imported(path, package)
+        batch = [rel for rel in dict.fromkeys(todo) if rel not in seen]
+        seen |= set(batch)
+        todo = []
+        for rel, data in _read(commit, batch).items():
+            if data is None:
+                continue
+            if rel.startswith("probelab/"):
+                found.add(rel)
+            todo += _imports_of(data)
     return sorted(found)
 
 
-def _imported(path: Path, package: Path) -> list[Path]:
-    """The probelab module files `path` imports (absolute imports: the lab uses no others)."""
-    try:
-        stat = path.stat()
-    except OSError:
-        return []
-    return _imports_of(path, stat.st_mtime_ns, stat.st_size, package)
+def _listing(commit: str | None, folders: tuple[str, ...]) -> list[str]:
+    """The files under lab-relative `folders`, on disk or at `commit`."""
+    if commit is not None:
+        try:
+            return gitinfo.git("ls-tree", "-r", "--name-only", commit, "--",
+                               *folders).splitlines()
+        except (RuntimeError, OSError):
+            return []
+    out = []
+    for folder in folders:
+        base = _on_disk(folder)
+        out += [f"{folder}/{p.relative_to(base).as_posix()}" for p in base.rglob("*")
+                if p.is_file()]
+    return out
+
+
+def _on_disk(rel: str) -> Path:
+    """Where a lab-relative path is on disk: probelab's own in the package that runs."""
+    if rel == "probelab" or rel.startswith("probelab/"):
+        return Path(probelab.__file__).resolve().parent.parent / rel
+    return lab_root() / rel
+
+
+def _read(commit: str | None, rels: list[str]) -> dict[str, bytes | None]:
+    """Each lab-relative file's bytes (None where there is none), on disk or at `commit`;
+    probelab's own from the package that runs when on disk."""
+    if commit is not None:
+        try:
+            found = gitinfo.objects(f"{commit}:{rel}" for rel in rels)
+        except (RuntimeError, OSError):
+            return {}
+        return {rel: found.get(f"{commit}:{rel}") for rel in rels}
+    out = {}
+    for rel in rels:
+        path = _on_disk(rel)
+        try:
+            out[rel] = path.read_bytes() if path.is_file() else None
+        except OSError:
+            out[rel] = None
+    return out
 
 
 @functools.cache
-def _imports_of(path: Path, mtime_ns: int, size: int, package: Path) -> list[Path]:
-    """`_imported`, parsed once per version of the file (a check per hypothesis asks again)."""
+def _imports_of(data: bytes) -> list[str]:
+    """The probelab module files a Python file's bytes import, as lab-relative candidates
+    (module.py and package/__init__.py; absolute imports: the lab uses no others)."""
     try:
-        tree = ast.parse(path.read_bytes())
-    except (SyntaxError, ValueError, OSError):
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
         return []
     names = []
     for node in ast.walk(tree):
@@ -136,8 +173,8 @@ def _imports_of(path: Path, mtime_ns: int, size: int, package: Path) -> list[Pat
     for name in names:
         parts = name.split(".")
         if parts[0] == "probelab":
-            base = package.joinpath(*parts[1:])
-            files += [base.with_suffix(".py"), base / "__init__.py"]
+            base = "/".join(parts)
+            files += [f"{base}.py", f"{base}/__init__.py"]
     return files
 
 

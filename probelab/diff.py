@@ -193,7 +193,9 @@ def _value(name: str, value: Any, ds: xr.Dataset | None) -> str:
         return f"{name}={value}"
     if ds is None or name not in ds.coords:
         return f"{name}={value:#x}"
-    if name in ds.dims and ds.sizes[name] < MAX_INDEX_DECIMAL:
+    display = ds[name].attrs.get("display")  # as the probe declares it
+    if display == "decimal" or (display is None and name in ds.dims and
+                                ds.sizes[name] < MAX_INDEX_DECIMAL):  # older datasets
         return f"{name}={value}"
     digits = len(f"{int(ds[name].values.max()):x}")  # as wide as the coordinate's largest
     return f"{name}=0x{value:0{digits}x}"

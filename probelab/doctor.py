@@ -22,21 +22,19 @@ PACKAGES = {
 
 
 def backend_presence() -> dict[str, dict[str, Any]]:
-    """Whether each backend's driver and bindings are installed, opening no device (`list`
-    stays instant; `doctor` and `sweep` open the device and say what it is)."""
-    driver = Path("/proc/driver/nvidia/version")
-    found = {
-        "cuda": (driver.exists(), importlib.util.find_spec("cuda.bindings") is not None,
-                 "the NVIDIA driver", "cuda-bindings"),
-        "hip": (Path("/dev/kfd").exists(), importlib.util.find_spec("hip") is not None,
-                "ROCm's /dev/kfd", "hip-python"),
-    }
+    """Whether each backend's driver and bindings are installed (the vendor table says
+    what to look for), opening no device and importing no backend (`list` stays instant;
+    `doctor` and `sweep` open the device and say what it is)."""
+    from probelab.vendors import VENDORS
+
     status = {}
-    for name, (has_driver, has_bindings, what, package) in found.items():
-        parts = [f"{what} {'found' if has_driver else 'not found'}",
-                 f"{package} {'installed' if has_bindings else 'not installed'}"]
-        status[name] = {"found": has_driver and has_bindings,
-                        "detail": ", ".join(parts) + " (`probelab doctor` opens the device)"}
+    for driver in (d for vendor in VENDORS.values() for d in vendor.drivers):
+        has_driver = Path(driver.path).exists()
+        has_bindings = importlib.util.find_spec(driver.bindings) is not None
+        parts = [f"{driver.what} {'found' if has_driver else 'not found'}",
+                 f"{driver.package} {'installed' if has_bindings else 'not installed'}"]
+        status[driver.backend] = {"found": has_driver and has_bindings, "detail":
+                                  ", ".join(parts) + " (`probelab doctor` opens the device)"}
     status["sim"] = {"found": True, "detail": SIM}
     return status
 
@@ -46,23 +44,11 @@ def _check(name: str, ok: bool, detail: str) -> dict[str, Any]:
 
 
 def backend_status() -> dict[str, dict[str, Any]]:
-    from probelab.backends.ops_cuda import CudaBackend
-    from probelab.backends.ops_hip import HipBackend
+    """Each backend's own `status()`: the device it opens, or why it cannot (sim last)."""
+    from probelab import backends
 
-    status = {}
-    for name, backend, describe in (
-        ("cuda", CudaBackend, lambda d: f"driver {d.details.get('driver', '?')}"),
-        ("hip", HipBackend, lambda d: f"{d.details['target_id']}, HIP runtime "
-                                      f"{d.details['hip_runtime']}"),
-    ):
-        try:
-            dev = backend().device()
-            status[name] = {"usable": True,
-                            "detail": f"{dev.name} ({dev.target}), {describe(dev)}"}
-        except LabError as exc:
-            status[name] = {"usable": False, "detail": str(exc)}
-    status["sim"] = {"usable": True, "detail": SIM}
-    return status
+    order = sorted(backends.names(), key=lambda name: name == "sim")
+    return {name: backends.module(name).status() for name in order}
 
 
 def _toolchains() -> list[dict[str, Any]]:

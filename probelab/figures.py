@@ -7,17 +7,17 @@ import xarray as xr
 
 from probelab import dataset
 from probelab.errors import IntegrityError, UsageError
-from probelab.lanemap import has_lane_maps, lane_map_figures
 from probelab.probe import Probe, get_probe
 
 
 def plot_kinds(ds: xr.Dataset, probe: Probe) -> dict[str, Callable[..., dict]]:
-    """The plot kinds a dataset offers, by name: its probe's, and lanemap where it carries
-    lane maps (a core view of any such dataset)."""
-    plots = dict(probe.plots)
-    if has_lane_maps(ds):
-        plots.setdefault("lanemap", lane_map_figures)
-    return plots
+    """The plot kinds a dataset offers, by name: those it records its probe offered when it
+    was made (all its probe's, for a dataset older than that record), drawn by the probe's
+    functions (a kit's probe class brings its family's figures, e.g. the lane-id kit's
+    lanemap)."""
+    recorded = dataset.provenance(ds).get("plots")
+    offered = set(recorded) if isinstance(recorded, list) else set(probe.plots)
+    return {kind: draw for kind, draw in probe.plots.items() if kind in offered}
 
 
 def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scoring: str,

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from probelab import gitinfo, ledger
+from probelab import gitinfo, ledger, targets
 from probelab.dataset import grid_sha256
 from probelab.errors import HistoryError, IntegrityError, LabError, UsageError
 from probelab.hypothesis import (
@@ -28,7 +28,7 @@ SEAL_TAG = "probelab-seal:"
 
 
 def _kernel_names(probe: Probe) -> set[str]:
-    return {k.name for vendor in ("nvidia", "amd") for k in probe.kernels(vendor)}
+    return {k.name for vendor in targets.VENDORS for k in probe.kernels(vendor)}
 
 
 def retired_observables(h: Hypothesis) -> list[str]:
@@ -245,7 +245,8 @@ class Record:
     commits: dict[str, str | None]  # entry hash -> seal commit
     history: gitinfo.History
     claims: Evaluations = field(default_factory=Evaluations)
-    code: dict[str, tuple[str, ...]] = field(default_factory=dict)  # probe id -> its files
+    # (probe folders..., commit) -> the files that could shape their data at that commit
+    code: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
     trees: dict[str, dict[str, str] | None] = field(default_factory=dict)  # codetree.committed
 
     @classmethod

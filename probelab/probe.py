@@ -18,8 +18,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
+from probelab import targets
 from probelab.errors import UsageError
 from probelab.paths import probes_dir
+from probelab.probe_index import Entry
 
 if TYPE_CHECKING:  # numpy and xarray are imported where used: discovery needs neither
     import numpy as np
@@ -182,21 +184,9 @@ def _load(folder: Path) -> tuple[Probe, ...]:
     return tuple(module.PROBES) if hasattr(module, "PROBES") else (module.PROBE,)
 
 
-@dataclass(frozen=True)
-class Entry:
-    """What `probelab list` shows of a probe, kept in the index so listing imports nothing."""
-
-    id: str
-    version: str
-    summary: str
-    targets: tuple[str, ...]
-    kernels: dict[str, list[str]]  # vendor -> kernel names
-    folder: str
-
-
 def _entries(folder: Path, probes: tuple[Probe, ...]) -> list[Entry]:
     return [Entry(p.id, p.version, p.summary, tuple(p.targets),
-                  {v: [k.name for k in ks] for v in ("nvidia", "amd") if (ks := p.kernels(v))},
+                  {v: [k.name for k in ks] for v in targets.VENDORS if (ks := p.kernels(v))},
                   folder.name) for p in probes]
 
 

@@ -7,19 +7,27 @@ again. The index only lists and locates probes: whatever runs imports the probe 
 
 import hashlib
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from probelab.errors import CannotWrite
 from probelab.paths import cache_dir
 from probelab.storage import atomic_write_bytes
 
-if TYPE_CHECKING:
-    from probelab.probe import Entry
-
 VERSION = 1  # of the entry format
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What `probelab list` shows of a probe, kept in the index so listing imports nothing."""
+
+    id: str
+    version: str
+    summary: str
+    targets: tuple[str, ...]
+    kernels: dict[str, list[str]]  # vendor -> kernel names
+    folder: str
 
 
 def _python_files(folder: Path) -> list[Path]:
@@ -50,10 +58,8 @@ def _path(key: str) -> Path:
     return cache_dir() / "probe-index" / f"{key}.json"
 
 
-def read(key: str) -> "list[Entry] | None":
+def read(key: str) -> list[Entry] | None:
     """The folder's entries, or None on a miss (absent, unreadable or malformed)."""
-    from probelab.probe import Entry
-
     try:
         rows = json.loads(_path(key).read_text())
         return [Entry(**row | {"targets": tuple(row["targets"])}) for row in rows]
@@ -61,7 +67,7 @@ def read(key: str) -> "list[Entry] | None":
         return None
 
 
-def write(key: str, entries: "list[Entry]") -> None:
+def write(key: str, entries: list[Entry]) -> None:
     try:
         path = _path(key)
         path.parent.mkdir(parents=True, exist_ok=True)

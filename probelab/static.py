@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
-from probelab import targets
 from probelab.errors import IntegrityError, Unavailable, UsageError
-from probelab.evidence import GCN, gate
-from probelab.paths import data_dir
+from probelab.evidence import gate
+from probelab.measurement import Step, SweepResult, blindness_gate, check_root, save_sweep
+from probelab.paths import data_dir, shown
 from probelab.probe import supports
-from probelab.sweep import Step, SweepResult, blindness_gate, check_root, save_sweep
+from probelab.vendors import of
 
 KERNEL = "static"  # the single `kernel` label of a static dataset
 
@@ -25,10 +25,11 @@ KERNEL = "static"  # the single `kernel` label of a static dataset
 def run_static_sweep(probe, target: str | None, *, out_root: Path | None = None,
                      step: Step = lambda _: None, command: list[str] | None = None,
                      allow_blind: bool = False) -> SweepResult:
-    if target is None or targets.vendor(target) != "amd" or not supports(probe, target):
-        raise UsageError(f"{probe.id} is a static probe of the AMDGPU toolchain: give "
-                         f"--target, one of {', '.join(probe.targets)}")
-    from probelab.toolchains import amdgpu
+    vendor = of(target) if target is not None else None  # a made-up target: refused
+    if vendor is None or not supports(probe, target):
+        raise UsageError(f"{probe.id} is a static probe, measured on a toolchain's output: "
+                         f"give --target, one of {', '.join(probe.targets)}")
+    tools = vendor.tools()
 
     root = out_root or data_dir()
     check_root(root, simulated=False)
@@ -44,17 +45,17 @@ def run_static_sweep(probe, target: str | None, *, out_root: Path | None = None,
         kernel = probe.variant(case)
         step(f"compiling case {i + 1}/{n} for {target}")
         try:
-            code = amdgpu.build(kernel, target)
+            code = tools.build(kernel, target)
         except Unavailable as exc:
             diagnostic[i] = next((line for line in str(exc).splitlines()[1:]
                                   if "error" in line), str(exc).splitlines()[0])
             continue
-        again = amdgpu.build(kernel, target, fresh=True)
+        again = tools.build(kernel, target, fresh=True)
         if again.sha256 != code.sha256:
             raise IntegrityError(f"case {i}: two builds differ ({code.sha256[:12]} vs "
                                  f"{again.sha256[:12]}); the toolchain is not deterministic")
         function = code.functions.get(kernel.symbol, [])
-        report = gate(kernel.name, kernel.evidence, function, GCN)
+        report = gate(kernel.name, kernel.evidence, function, vendor.isa)
         if report.forbidden_found:
             raise IntegrityError(f"case {i}: forbidden relative {report.forbidden_found}")
         hits = [x for x in function if re.fullmatch(kernel.evidence.instruction, x.mnemonic)]
@@ -75,8 +76,8 @@ def run_static_sweep(probe, target: str | None, *, out_root: Path | None = None,
         "device": "none: static probe, measured on the compiler's output",
         "target": target,
         "static": True,
-        "toolchain": amdgpu.describe(),
-        "kernels": {KERNEL: {"source": str(source.name),
+        "toolchain": tools.describe(),
+        "kernels": {KERNEL: {"source": shown(source),
                              "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
                              "code_object_sha256": objects}},
         "repeats": 2,

@@ -319,7 +319,7 @@ def test_sweep_does_not_overwrite_a_dataset(toylab: ToyLab,
 
             return datetime.strptime(name, "%Y%m%dT%H%M%SZ").replace(tzinfo=tz)
 
-    monkeypatch.setattr("probelab.sweep.datetime", FrozenClock)
+    monkeypatch.setattr("probelab.measurement.datetime", FrozenClock)
     second = run_sweep("toy", "sim", out_root=toylab.root / "sim-data", repeats=2).path
     assert second == first.with_name(f"{name}-2.nc")  # same second: a new name, never over
     assert first.read_bytes() == before and os.stat(first).st_mtime_ns == mtime

@@ -27,8 +27,9 @@ def test_every_dmma_kernel_passes_its_gate_with_whole_fragments_traced() -> None
         assert report.matches == [m for m in report.matches if
                                   f"DMMA.{shape.M}x{shape.N}x{shape.K} " in m]
         traced = [t.path for t in report.operands]  # every register of A, B, C from a load
-        for path, regs in zip(traced, (shape.a_regs, shape.b_regs, shape.d_regs), strict=True):
-            assert len(path) == regs and all(p.startswith("LDG.E.64") for p in path)
+        values = (shape.a_values, shape.b_values, shape.d_values)  # one 64-bit load each
+        for path, n in zip(traced, values, strict=True):
+            assert len(path) == n and all(p.startswith("LDG.E.64") for p in path)
 
 
 def test_the_gate_sees_an_altered_second_register(tmp_path: Path) -> None:

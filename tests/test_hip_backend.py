@@ -20,6 +20,7 @@ from toylab import ToyLab
 from typer.testing import CliRunner
 
 import probelab.toolchains.amdgpu as amdgpu
+from probelab import rocm
 from probelab.backends import load_backend
 from probelab.backends import ops_hip as ops
 from probelab.backends.guards import GUARD, GUARD_WORDS, POISONS
@@ -240,7 +241,7 @@ A = np.random.default_rng(1).integers(0, 1 << 32, N, dtype=np.uint64).astype(np.
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeHip:
     hip = FakeHip(KERNELS)
-    monkeypatch.setattr(ops, "_hip", lambda: hip)
+    monkeypatch.setattr(rocm, "hip", lambda: hip)
     return hip
 
 
@@ -361,7 +362,7 @@ def test_device_reports_the_base_isa_and_keeps_the_target_id(fake: FakeHip) -> N
 
 
 def test_device_with_older_hip_python(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ops, "_hip", lambda: LegacyFakeHip(KERNELS))
+    monkeypatch.setattr(rocm, "hip", lambda: LegacyFakeHip(KERNELS))
     info = ops.HipBackend().device()
     assert (info.name, info.target) == ("AMD Instinct MI210", "gfx90a")
     assert info.details["target_id"] == "gfx90a:sramecc+:xnack-"
@@ -450,7 +451,7 @@ def test_hiprtc_builds_what_offline_cannot(fake: FakeHip, monkeypatch, tmp_path)
     rtc = FakeHiprtc()
     monkeypatch.setattr(amdgpu, "build", refuse_offline)
     monkeypatch.setattr(amdgpu, "disassemble", no_objdump)
-    monkeypatch.setattr(ops, "_hiprtc", lambda: rtc)
+    monkeypatch.setattr(rocm, "hiprtc", lambda: rtc)
     backend = ops.HipBackend()
     backend.device()
     code = backend.compile(hip_kernel(tmp_path, 'extern "C" __global__ void xor_() {}\n'),
@@ -466,7 +467,7 @@ def test_hiprtc_builds_what_offline_cannot(fake: FakeHip, monkeypatch, tmp_path)
 def test_hiprtc_compile_errors_carry_the_log(fake: FakeHip, monkeypatch, tmp_path) -> None:
     rtc = FakeHiprtc(log=b"k.hip:1:1: error: unknown type name 'u32'")
     monkeypatch.setattr(amdgpu, "build", refuse_offline)
-    monkeypatch.setattr(ops, "_hiprtc", lambda: rtc)
+    monkeypatch.setattr(rocm, "hiprtc", lambda: rtc)
     with pytest.raises(Unavailable, match="unknown type name 'u32'"):
         ops.HipBackend().compile(hip_kernel(tmp_path, "u32 x;\n"), "gfx942")
     assert rtc.destroyed == 1
@@ -490,8 +491,8 @@ def test_without_rocm_device_is_unavailable_in_one_line() -> None:
     ("10.0.0.0.1.2", "hip-python 10.0.0.0.1.2 loads the ROCm it finds"),
 ], ids=["none", "per-rocm", "metapackage"])
 def test_the_rocm_hint_fits_the_hip_python_release(monkeypatch, version: str, says: str) -> None:
-    monkeypatch.setattr(ops, "_hip_python_version", lambda: version)
-    assert says in str(ops._no_rocm("failed to dlopen 'b'libamdhip64.so''"))
+    monkeypatch.setattr(rocm, "hip_python_version", lambda: version)
+    assert says in str(rocm.no_rocm("failed to dlopen 'b'libamdhip64.so''"))
 
 
 def test_without_hip_python_device_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probelab import lane_id
-from probelab.lane_id import NONE, Layout, Shape, Sizes
+from probelab.kits.lane_id import engine as lane_id
+from probelab.kits.lane_id.engine import NONE, Layout, Shape, Sizes
 from probelab.probe import get_probe
 from probelab.sweep import run_sweep
 
@@ -24,10 +24,11 @@ AMD = (Shape("mfma", 16, 16, 4, 64, 1, 1, 4),)
 
 def run_unit(shapes, layouts: dict[str, Layout], unit=lane_id.multiply, seed: int = 7):
     grid = lane_id.stimulus(shapes, trials=3, seed=seed)
-    w = lane_id.waves(grid)
+    w = lane_id.waves(grid, lane_id.codec_of(shapes))
     lanes = Sizes.widest(shapes).lanes
-    outputs = {s.name: lane_id.to_lane_major(unit(layouts[s.name], w["a"], w["b"], w["c"], s),
-                                             lanes) for s in shapes}
+    codec = lane_id.codec_of(shapes)
+    outputs = {s.name: lane_id.registers(codec, "d", unit(layouts[s.name], w["a"], w["b"],
+                                                          w["c"], s), lanes) for s in shapes}
     return lane_id.assemble(grid, shapes, outputs)
 
 
@@ -138,7 +139,7 @@ def test_the_sim_backend_recovers_the_probes_hidden_layout(tmp_path: Path,
 
 
 def test_shapes_must_fill_their_matrices() -> None:
-    with pytest.raises(ValueError, match="not 32 lanes x 2 registers"):
+    with pytest.raises(ValueError, match="not 32 lanes x 2 values"):
         Shape("bad", 16, 8, 8, 32, 2, 2, 4)
 
 
@@ -177,8 +178,8 @@ def _layout(shape: Shape, size: Sizes, a, b, d) -> Layout:
                 out[lane, reg] = f(lane, reg)
         return out
 
-    dd = table(d, shape.d_regs, size.d_regs)
-    return Layout(table(a, shape.a_regs, size.a_regs), table(b, shape.b_regs, size.b_regs),
+    dd = table(d, shape.d_values, size.d_values)
+    return Layout(table(a, shape.a_values, size.a_values), table(b, shape.b_values, size.b_values),
                   dd, dd)
 
 
@@ -203,5 +204,9 @@ def test_canonical_labels_are_the_documented_ones_for_documented_units() -> None
 
 
 def test_a_shape_too_big_for_the_id_encoding_is_refused() -> None:
-    with pytest.raises(ValueError, match="names at most 1023"):
-        Shape("big", 64, 16, 16, 64, 16, 4, 16)  # 1,024 A slots
+    """1,024 A slots of f64 now travel in two digit waves (tests/test_lane_id_codecs.py);
+    an accumulator too narrow to carry two C digits beside an operand digit is refused."""
+    from probelab.kits.elements import F16, Codec
+
+    with pytest.raises(ValueError, match="C digits of base 0"):
+        Shape("big", 64, 16, 16, 64, 16, 4, 16, codec=Codec(F16, F16))  # 1,024 A slots

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from probelab import dataset
 from probelab.cli import app
-from probelab.lanemap import lane_map_figures, matrix_table, operands, register_table
+from probelab.kits.lane_id.figures import lane_map_figures, matrix_table, operands, register_table
 from probelab.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]

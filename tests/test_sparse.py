@@ -13,11 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probelab import sparse
 from probelab.errors import UsageError
 from probelab.hypothesis import parse_hypothesis, predict
+from probelab.kits.elements import F16, F32, S4, S8, S32, Codec
+from probelab.kits.sparse import engine as sparse
+from probelab.kits.sparse.engine import LANES, NONE, Law
 from probelab.probe import get_probe, load_sibling
-from probelab.sparse import LANES, NONE, Law
 
 ROOT = Path(__file__).resolve().parents[1]
 ptx_law = load_sibling(ROOT / "probes" / "mma_sp" / "ptx.py").ptx_law
@@ -173,9 +174,11 @@ def test_invalid_metadata_is_recorded_but_no_hypothesis_can_claim_it(tmp_path: P
         predict(parse_hypothesis(path, path.read_bytes()), ds, probe.observables)
 
 
-@pytest.mark.parametrize("bits,floating", [(4, False), (8, False), (16, True)])
-def test_codec_round_trips_and_names_every_slot(bits: int, floating: bool) -> None:
-    codec = sparse.Codec(bits, floating)
+@pytest.mark.parametrize("operand,accumulator", [(S4, S32), (S8, S32), (F16, F32)],
+                         ids=["s4", "s8", "f16"])
+def test_codec_round_trips_and_names_every_slot(operand, accumulator) -> None:
+    codec = Codec(operand, accumulator)
+    bits = codec.bits
     levels = codec.levels
     assert len(set(levels.tolist())) == len(levels) and 0 not in levels
     values = np.resize(levels, (3, LANES, 128 // bits))
@@ -219,7 +222,7 @@ def test_outside_contract_summary_counts_what_the_unit_did() -> None:
 
 
 def test_pairing_map_tables_read_the_decoded_variables() -> None:
-    from probelab.pairing_map import governance_table, pairing_table
+    from probelab.kits.sparse.figures import governance_table, pairing_table
 
     probe = get_probe("mma-sp-f16")
     ds, _ = run(probe, probe.design.units[4:5])  # m16n8k32: 8 elements per lane

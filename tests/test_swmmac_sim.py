@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probelab import sparse
 from probelab.hypothesis import parse_hypothesis, predict
+from probelab.kits.sparse import engine as sparse
 from probelab.probe import get_probe, load_sibling
 
 ROOT = Path(__file__).resolve().parents[1]

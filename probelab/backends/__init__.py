@@ -1,4 +1,6 @@
-"""Backends: one small file each (ops_cuda, ops_sim, ...) behind one protocol.
+"""Backends: one small file each (ops_cuda, ops_sim, ...) behind one protocol, found by
+name: `--backend NAME` is `probelab/backends/ops_NAME.py`, which exposes `make(probe,
+target)` (the constructor) and `status()` (what `probelab doctor` says of it).
 
 compile(kernel, target) -> CodeObject     (toolchain work; no device needed for cuda)
 run(code, kernel, launch, poison) -> outputs   (poisoned, guarded, every call checked)
@@ -10,20 +12,32 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
 from typing import Protocol
 
 import numpy as np
 
 from probelab.codeobject import CodeObject
-from probelab.errors import KernelTimeout, UsageError
+from probelab.errors import KernelTimeout, LabError, UsageError
 from probelab.evidence import Isa
 from probelab.limits import DEFAULT_TIMEOUT_S
 from probelab.probe import Kernel, Launch, Probe
 
 __all__ = ["DEFAULT_TIMEOUT_S", "Backend", "DeviceInfo", "KernelTimeout", "load_backend",
-           "prewarm", "settle", "wait_for"]
-BACKENDS = {"cuda": "probelab.backends.ops_cuda", "hip": "probelab.backends.ops_hip",
-            "sim": "probelab.backends.ops_sim"}
+           "module", "names", "prewarm", "settle", "wait_for"]
+
+
+def names() -> list[str]:
+    """Every backend this lab has: its ops_<name>.py files."""
+    return sorted(p.stem[4:] for p in Path(__file__).parent.glob("ops_*.py"))
+
+
+def module(name: str) -> ModuleType:
+    """Backend `name`'s module (UsageError, naming the known ones, for any other)."""
+    if name not in names():
+        raise UsageError(f"unknown backend {name!r} (known: {', '.join(names())})")
+    return importlib.import_module(f"probelab.backends.ops_{name}")
 
 
 @dataclass(frozen=True)
@@ -46,6 +60,16 @@ def wait_for(done: Callable[[], bool], timeout_s: float, what: str) -> None:
         pause = min(0.01, pause * 2 or 1e-5)
 
 
+def device_status(open_device: Callable[[], DeviceInfo], describe: Callable[[DeviceInfo], str]
+                  ) -> dict[str, object]:
+    """A GPU backend's `status()`: the device it opens, described, or why it cannot."""
+    try:
+        dev = open_device()
+    except LabError as exc:
+        return {"usable": False, "detail": str(exc)}
+    return {"usable": True, "detail": f"{dev.name} ({dev.target}), {describe(dev)}"}
+
+
 class Backend(Protocol):
     name: str
     vendor: str
@@ -63,19 +87,18 @@ class Backend(Protocol):
 def prewarm(name: str) -> None:
     """Let backend `name` start slow device setup early, if its module offers `prewarm`
     (called before a sweep's imports, which it then overlaps)."""
-    if name in BACKENDS:
-        getattr(importlib.import_module(BACKENDS[name]), "prewarm", lambda: None)()
+    if name in names():
+        getattr(module(name), "prewarm", lambda: None)()
 
 
 def settle() -> None:
     """Wait for whatever early setup a loaded backend started (`settle` in its module), so
     that a process may leave without tearing anything down mid-way."""
-    for module in filter(None, map(sys.modules.get, BACKENDS.values())):
-        getattr(module, "settle", lambda: None)()
+    loaded = (sys.modules.get(f"probelab.backends.ops_{name}") for name in names())
+    for found in filter(None, loaded):
+        getattr(found, "settle", lambda: None)()
 
 
 def load_backend(name: str, probe: Probe, target: str | None = None) -> Backend:
     """The backend `name`, set up to run `probe`; `target` is for simulated devices only."""
-    if name not in BACKENDS:
-        raise UsageError(f"unknown backend {name!r} (known: {', '.join(BACKENDS)})")
-    return importlib.import_module(BACKENDS[name]).make(probe, target)
+    return module(name).make(probe, target)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probelab.backends import DEFAULT_TIMEOUT_S, DeviceInfo
+from probelab.backends import DEFAULT_TIMEOUT_S, DeviceInfo, device_status
 from probelab.backends.guards import guarded_run
 from probelab.codeobject import CodeObject
 from probelab.errors import IntegrityError, Unavailable
@@ -196,3 +196,8 @@ class CudaBackend:
 
 def make(probe: Probe, target: str | None) -> CudaBackend:
     return CudaBackend()
+
+
+def status() -> dict[str, object]:
+    return device_status(lambda: CudaBackend().device(),
+                         lambda d: f"driver {d.details.get('driver', '?')}")

@@ -10,11 +10,11 @@ from probelab import targets
 from probelab.backends import DeviceInfo
 from probelab.backends.guards import framed, unframe
 from probelab.codeobject import CodeObject
+from probelab.doctor import SIM
 from probelab.errors import IntegrityError, UsageError
 from probelab.limits import DEFAULT_TIMEOUT_S
 from probelab.probe import Kernel, Launch, Probe, supports
-
-DEFAULT_TARGETS = ("sm_90", "gfx1201", "gfx942")  # the first one the probe covers
+from probelab.vendors import VENDORS
 
 
 class SimBackend:
@@ -54,7 +54,12 @@ class SimBackend:
 
 def make(probe: Probe, target: str | None) -> SimBackend:
     if target is None:
-        target = next((t for t in DEFAULT_TARGETS if supports(probe, t)), None)
+        defaults = (t for vendor in VENDORS.values() for t in vendor.sim_targets)
+        target = next((t for t in defaults if supports(probe, t)), None)
         if target is None:
             raise UsageError(f"--target is needed to simulate {probe.id}")
     return SimBackend(probe, target)
+
+
+def status() -> dict[str, object]:
+    return {"usable": True, "detail": SIM}

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from probelab.cache import cache_key, cached_bytes
 from probelab.codeobject import CodeObject
-from probelab.disasm import parse_gcn
 from probelab.errors import Unavailable
 from probelab.probe import Kernel
+from probelab.vendors import VENDORS
 
 MIN_MAJOR = 19
 INSTALL_HINT = "apt-get install clang-19 lld-19 llvm-19 (or ROCm's amdclang)"
@@ -151,4 +151,4 @@ def build(kernel: Kernel, target: str, fresh: bool = False) -> CodeObject:
     except CompileError as exc:
         raise Unavailable(f"{kernel.name} does not compile for {target}:\n{exc}") from exc
     text = disassemble(blob, target)
-    return CodeObject(target, blob, parse_gcn(text), describe(), hit)
+    return CodeObject(target, blob, VENDORS["amd"].parse(text), describe(), hit)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from probelab.cache import cache_key, cached_bytes
 from probelab.codeobject import CodeObject
-from probelab.disasm import parse_sass
 from probelab.errors import Unavailable
 from probelab.probe import Kernel
+from probelab.vendors import VENDORS
 
 INSTALL_HINT = "pip install 'probelab[cuda]' (cuda-core, NVRTC and nvdisasm wheels)"
 
@@ -99,7 +99,8 @@ def nvdisasm_version() -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
-def compile_cubin(source: str, arch: str, options: dict[str, object]) -> tuple[bytes, bool]:
+def compile_cubin(source: str, arch: str, options: dict[str, object], fresh: bool = False
+                  ) -> tuple[bytes, bool]:
     """Compile CUDA C++ to a cubin for `arch` (e.g. sm_90). Returns (cubin, cache hit).
 
     `options` are cuda-core ProgramOptions fields (e.g. {"std": "c++17"}).
@@ -119,7 +120,7 @@ def compile_cubin(source: str, arch: str, options: dict[str, object]) -> tuple[b
         )
         return bytes(program.compile("cubin").code)
 
-    return cached_bytes("nvrtc", key, build)
+    return cached_bytes("nvrtc", key, build, fresh)
 
 
 def disassemble(cubin: bytes) -> str:
@@ -144,9 +145,10 @@ def describe() -> dict[str, str]:
             "disassembler_matches_compiler": "yes" if matches else "no"}
 
 
-def build(kernel: Kernel, target: str) -> CodeObject:
-    """Compile a probe kernel and disassemble the very bytes that will be loaded."""
-    cubin, hit = compile_cubin(kernel.source_text(), target, dict(kernel.options))
+def build(kernel: Kernel, target: str, fresh: bool = False) -> CodeObject:
+    """Compile a probe kernel and disassemble the very bytes that will be loaded (`fresh`:
+    rebuilt past the cache, to show a build is reproducible)."""
+    cubin, hit = compile_cubin(kernel.source_text(), target, dict(kernel.options), fresh)
     key = cache_key(cubin=hashlib.sha256(cubin).hexdigest(), nvdisasm=nvdisasm_version())
     sass, _ = cached_bytes("nvdisasm", key, lambda: disassemble(cubin).encode())
-    return CodeObject(target, cubin, parse_sass(sass.decode()), describe(), hit)
+    return CodeObject(target, cubin, VENDORS["nvidia"].parse(sass.decode()), describe(), hit)

@@ -135,10 +135,11 @@ class BytePerm:
         return xr.Dataset(
             coords={
                 "operand": ("operand", np.arange(len(xs), dtype=np.uint32)),
-                "x": ("operand", xs, {"description": "source bytes 0-3"}),
-                "y": ("operand", ys, {"description": "source bytes 4-7"}),
+                "x": ("operand", xs, {"description": "source bytes 0-3", "display": "hex"}),
+                "y": ("operand", ys, {"description": "source bytes 4-7", "display": "hex"}),
                 "pattern": ("operand", np.array(names)),
-                "selector": ("selector", np.arange(N_SELECTORS, dtype=np.uint32)),
+                "selector": ("selector", np.arange(N_SELECTORS, dtype=np.uint32),
+                             {"display": "hex"}),
             }
         )
 

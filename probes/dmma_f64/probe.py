@@ -1,5 +1,5 @@
 """dmma-f64: which lane and which register holds each element of A, B and C/D in NVIDIA's
-f64 mma.sync (DMMA), measured with lane-id waves and no layout assumed (probelab.lane_id).
+f64 mma.sync (DMMA), measured with lane-id waves and no layout assumed (probelab.kits.lane_id).
 
 Kernels: mma.sync.aligned.m8n8k4.row.col.f64 (sm_80+) and sm_90's m16n8k4, m16n8k8 and
 m16n8k16 f64, one warp per wave, fragments straight from global memory.
@@ -7,15 +7,14 @@ m16n8k16 f64, one warp per wave, fragments straight from global memory.
 
 from pathlib import Path
 
-from probelab.lane_id import Shape
-from probelab.lane_id_probe import LaneIdProbe
+from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.probe import Evidence
 
 HERE = Path(__file__).parent
-SHAPES = (Shape("m8n8k4", 8, 8, 4, lanes=32, a_regs=1, b_regs=1, d_regs=2),
-          Shape("m16n8k4", 16, 8, 4, lanes=32, a_regs=2, b_regs=1, d_regs=4),
-          Shape("m16n8k8", 16, 8, 8, lanes=32, a_regs=4, b_regs=2, d_regs=4),
-          Shape("m16n8k16", 16, 8, 16, lanes=32, a_regs=8, b_regs=4, d_regs=4))
+SHAPES = (Shape("m8n8k4", 8, 8, 4, 32, a_values=1, b_values=1, d_values=2),
+          Shape("m16n8k4", 16, 8, 4, 32, a_values=2, b_values=1, d_values=4),
+          Shape("m16n8k8", 16, 8, 8, 32, a_values=4, b_values=2, d_values=4),
+          Shape("m16n8k16", 16, 8, 16, 32, a_values=8, b_values=4, d_values=4))
 
 
 def evidence(shape: Shape) -> Evidence:
@@ -25,7 +24,7 @@ def evidence(shape: Shape) -> Evidence:
                     forbidden=(rf"DMMA\.(?!{shape.M}x{shape.N}x{shape.K}$).*", r"DFMA.*",
                                r"HMMA.*"),
                     operands=("unmodified",) * 3,
-                    spans=(2 * shape.a_regs, 2 * shape.b_regs, 2 * shape.d_regs))
+                    spans=tuple(shape.registers(n) for n in "abd"))
 
 
 PROBE = LaneIdProbe(

@@ -1,16 +1,15 @@
 """mfma-f64: which lane and which register holds each element of A, B and C/D in CDNA's
 v_mfma_f64_16x16x4f64 (gfx90a) / v_mfma_f64_16x16x4_f64 (gfx942, gfx950), measured with
-lane-id waves and no layout assumed (probelab.lane_id). Seeds/001 is the bug this settles.
+lane-id waves and no layout assumed (probelab.kits.lane_id). Seeds/001 is the bug this settles.
 """
 
 from pathlib import Path
 
-from probelab.lane_id import Shape
-from probelab.lane_id_probe import LaneIdProbe
+from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.probe import Evidence
 
 HERE = Path(__file__).parent
-SHAPES = (Shape("mfma_f64_16x16x4", 16, 16, 4, lanes=64, a_regs=1, b_regs=1, d_regs=4),)
+SHAPES = (Shape("mfma_f64_16x16x4", 16, 16, 4, 64, a_values=1, b_values=1, d_values=4),)
 
 
 def evidence(shape: Shape) -> Evidence:

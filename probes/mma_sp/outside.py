@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from probelab import sparse
+from probelab.kits.sparse import engine as sparse
 from probelab.probe import load_sibling
 
 ptx = load_sibling(Path(__file__).parent / "ptx.py")

@@ -1,6 +1,6 @@
 """mma-sp: which metadata bits, held by which lane, govern which compressed A element of
 NVIDIA's 2:4 sparse mma.sync (mma.sp and mma.sp::ordered_metadata), and which row of B it
-meets, measured with lane-qualified one-hot waves (probelab.sparse); no layout assumed.
+meets, measured with lane-qualified one-hot waves (probelab.kits.sparse); no layout assumed.
 
 Three probes share this folder and its kernel source, one per element type, so each grid
 fits its own registers: mma-sp-f16 (m16n8k16 selectors 0-3, m16n8k32 selectors 0-1, the
@@ -11,9 +11,10 @@ in both metadata forms, `sp` and `om` (::ordered_metadata).
 
 from pathlib import Path
 
+from probelab.kits.elements import F16, F32, S4, S8, S32, Codec
+from probelab.kits.sparse.engine import Design, Metadata, Unit
+from probelab.kits.sparse.probe import SparseProbe
 from probelab.probe import Evidence
-from probelab.sparse import Codec, Design, Metadata, Unit
-from probelab.sparse_probe import SparseProbe
 
 HERE = Path(__file__).parent
 # 2:4 metadata: one nibble per chunk, bits [1:0] the first kept element, [3:2] the second.
@@ -27,7 +28,8 @@ NVIDIA = Metadata(
 SHAPES = {"f16": ((16, 2, (0, 1, 2, 3)), (32, 4, (0, 1))),
           "s8": ((32, 2, (0, 1)), (64, 4, (0,))),
           "s4": ((64, 2, (0, 1)), (128, 4, (0,)))}
-BITS = {"f16": 16, "s8": 8, "s4": 4}
+CODECS = {"f16": Codec(F16, F32), "s8": Codec(S8, S32), "s4": Codec(S4, S32)}
+BITS = {kind: codec.bits for kind, codec in CODECS.items()}
 # SASS on sm_90: the sparse instruction, and the relatives that must not appear instead
 NATIVE = {16: (r"HMMA\.SP\.168{K}\.F32", (r"IMMA.*", r"HMMA\.(?!SP).*")),
           8: (r"IMMA\.SP\.168{K}\.S8\.S8", (r"HMMA.*", r"IMMA\.(?!SP).*"))}
@@ -63,7 +65,7 @@ def probe(kind: str, seed: int) -> SparseProbe:
         summary=f"{kind} mma.sp / ::ordered_metadata: which lane's metadata field governs "
                 "each compressed A element, and which B row it meets",
         targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_sp.cu",
-        design=Design(units(kind), NVIDIA, Codec(BITS[kind], kind == "f16"), trials=4,
+        design=Design(units(kind), NVIDIA, CODECS[kind], trials=4,
                       seed=seed),
         evidence=evidence,
         excluded={"sm_[5-7]?": "sparse mma.sync needs sm_80",

@@ -1,4 +1,4 @@
-"""The PTX ISA's sparse fragment tables as a `probelab.sparse.Law`, element by element.
+"""The PTX ISA's sparse fragment tables as a `probelab.kits.sparse.engine.Law`, element by element.
 
 Two uses, neither of them evidence: the tests check the sealed hypotheses' expressions
 against this independent transcription (a simulated PTX unit must confirm them), and the
@@ -8,7 +8,7 @@ to name the dense position an invalid index would select if it were simply honou
 
 import numpy as np
 
-from probelab.sparse import LANES, Design, Law, Unit
+from probelab.kits.sparse.engine import LANES, Design, Law, Unit
 
 
 def ptx_law(unit: Unit, design: Design) -> Law:

@@ -1,4 +1,4 @@
-"""gfx12's documented iu4 SWMMAC layout with seeds/000's raw law, as a `probelab.sparse.Law`.
+"""gfx12's documented iu4 SWMMAC layout with seeds/000's raw law, as a sparse-kit `Law`.
 
 For tests only (a simulated unit that follows the sealed raw-law reading must confirm it,
 one that swaps fields must not), never evidence. Layout (wave32, 16x16 D): lanes l and
@@ -8,7 +8,7 @@ l % 16, K half l // 16; D dword e of lane l is row 8 * (l // 16) + e, column l %
 
 import numpy as np
 
-from probelab.sparse import LANES, Design, Law, Unit
+from probelab.kits.sparse.engine import LANES, Design, Law, Unit
 
 
 def documented_law(unit: Unit, design: Design, swap: bool = False) -> Law:

@@ -1,6 +1,6 @@
 """swmmac-iu4: which idx metadata field, held by which lane, governs which compressed A
 nibble of v_swmmac_i32_16x16x{32,64}_iu4 on gfx12 (seeds/000), and which row of B it meets,
-measured with the shared lane-qualified sparse engine (probelab.sparse), as mma-sp is on
+measured with the shared lane-qualified sparse engine (probelab.kits.sparse), as mma-sp is on
 NVIDIA. No layout is assumed.
 
 Version 3 moves the probe onto that engine. Version 2's lane-uniform sub-sweeps could not
@@ -12,9 +12,10 @@ dwords b[w][l][0..4), C c[w][l][0..8) and its idx word, and writes D d[w][l][0..
 
 from pathlib import Path
 
+from probelab.kits.elements import S4, S32, Codec
+from probelab.kits.sparse.engine import Design, Metadata, Unit
+from probelab.kits.sparse.probe import SparseProbe
 from probelab.probe import Evidence
-from probelab.sparse import Codec, Design, Metadata, Unit
-from probelab.sparse_probe import SparseProbe
 
 HERE = Path(__file__).parent
 # gfx12 idx: one 2-bit field per compressed nibble, every value meaningful (seeds/000)
@@ -40,7 +41,7 @@ PROBE = SparseProbe(
     summary="v_swmmac_i32_16x16x{32,64}_iu4 metadata: which lane's idx field governs each "
             "compressed A nibble, and which B row it meets",
     targets=("gfx12*",), vendor="amd", source=HERE / "swmmac_iu4.hip",
-    design=Design(UNITS, GFX12, Codec(4, floating=False), trials=4, seed=0x5EED_0004,
+    design=Design(UNITS, GFX12, Codec(S4, S32), trials=4, seed=0x5EED_0004,
                   a_regs=2, b_regs=4, d_regs=8, M=16, N=16),
     evidence=evidence, symbol=lambda unit: f"probe_swmmac_{unit.name}",
     retired={name: "version 2's lane-uniform sub-sweeps (pair, lane, random, blane, signed, "

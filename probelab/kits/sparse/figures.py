@@ -1,4 +1,4 @@
-"""Pairing maps for sparse-metadata datasets (probelab.sparse): per kernel, which lane's
+"""Pairing maps for sparse-metadata datasets (probelab.kits.sparse): per kernel, which lane's
 metadata field governs each compressed A element, and which row of B it meets.
 
 Two panels over the A fragment (rows: the lane holding the element, columns: its element
@@ -15,8 +15,8 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
+from probelab.kits.sparse.engine import AMBIGUOUS, CODES, NONE
 from probelab.plot import cell_table, dataset_header, new_figure
-from probelab.sparse import AMBIGUOUS, CODES, NONE
 
 CELL_IN = 0.42
 SHOWN_WORDS = 2

@@ -46,12 +46,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from probelab.kits.elements import Codec
+
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
     import xarray as xr
 
 LANES, FIELD_BITS = 32, 2
 NONE, AMBIGUOUS, UNMATCHED = 0xFFFFFFFE, 0xFFFFFFFD, 0xFFFFFFFC  # codes in decoded outputs
 CODES = UNMATCHED  # decoded values at or above this are codes, below it B slots
+FLAGS = {"flag_values": np.array([UNMATCHED, AMBIGUOUS, NONE], np.uint32),
+         "flag_meanings": "unmatched ambiguous none"}  # the codes, as CF declares them
+CODED = ("row_lane", "row_reg", "met_lane", "met_elem", "gov_lane", "gov_field", "bad_lane",
+         "bad_elem")  # decoded variables whose values may be codes
 EMPTY, UNREAD = -1, -2  # per D register while decoding: nothing arrived / no single id
 OBSERVABLES = MappingProxyType({
     "row_lane": ("kernel", "a_lane", "a_elem"),
@@ -112,54 +118,6 @@ class Metadata:
     def field_value(self, value: int, phi: int) -> int:
         """The value of field phi (within a group) in a group holding `value`."""
         return (value >> (FIELD_BITS * phi)) & 3
-
-
-@dataclass(frozen=True)
-class Codec:
-    """Exact nonzero element values ("levels") that name B slots, one digit per wave."""
-
-    bits: int
-    floating: bool
-
-    @property
-    def levels(self) -> np.ndarray:
-        if self.floating:  # f16 holds every integer up to 2048 exactly
-            return np.arange(1, 2049, dtype=np.int64)
-        top = 2 ** (self.bits - 1)
-        return np.concatenate([np.arange(1, top), -np.arange(1, top + 1)]).astype(np.int64)
-
-    def digits(self, slots: int) -> int:
-        base, n = len(self.levels), 1
-        while base**n < slots:
-            n += 1
-        return n
-
-    def pack(self, values: np.ndarray) -> np.ndarray:
-        """(..., elems) integers -> (..., elems * bits / 32) uint32 registers."""
-        if self.floating:
-            raw = values.astype(np.float16).view(np.uint16).astype(np.uint64)
-        else:
-            raw = (values.astype(np.int64) & (2**self.bits - 1)).astype(np.uint64)
-        per = 32 // self.bits
-        raw = raw.reshape(*raw.shape[:-1], -1, per)
-        shifts = (np.arange(per) * self.bits).astype(np.uint64)
-        return (raw << shifts).sum(-1).astype(np.uint32)
-
-    def unpack(self, words: np.ndarray, elems: int) -> np.ndarray:
-        per = 32 // self.bits
-        shifts = (np.arange(per) * self.bits).astype(np.uint64)
-        raw = (words.astype(np.uint64)[..., None] >> shifts) & np.uint64(2**self.bits - 1)
-        raw = raw.reshape(*words.shape[:-1], -1)[..., :elems]
-        if self.floating:
-            return raw.astype(np.uint16).view(np.float16).astype(np.float64)
-        raw = raw.astype(np.int64)
-        return np.where(raw >= 2 ** (self.bits - 1), raw - 2**self.bits, raw)
-
-    def accumulator(self, words: np.ndarray) -> np.ndarray:
-        """D registers as exact numbers: f32 for floating types, s32 otherwise."""
-        if self.floating:
-            return words.astype(np.uint32).view(np.float32).astype(np.float64)
-        return words.astype(np.uint32).view(np.int32).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -339,7 +297,7 @@ def _named(d: np.ndarray, grid: xr.Dataset, codec: Codec) -> np.ndarray:
     empty in some digits only)."""
     levels = codec.levels
     order = np.argsort(levels)
-    v = codec.accumulator(d)
+    v = codec.read(d)
     pos = np.clip(np.searchsorted(levels[order], v), 0, len(levels) - 1)
     index = np.where(levels[order][pos] == v, order[pos], -1)  # which level, per digit
     base, digits = len(levels), index.shape[1]
@@ -445,7 +403,7 @@ def decode(grid: xr.Dataset, design: Design, unit: Unit, blocks: Mapping[str, np
         out.problems.append(f"{unit.name}: {split_rows} word waves name B slots that do not "
                             "form one row of B with the other waves (overlapping sets)")
     names = _row_names(lane, elem, design.b_elems)  # (word, a_lane, a_elem)
-    v = codec.accumulator(blocks["word"][:, 0])  # digit-0 waves, as numbers
+    v = codec.read(blocks["word"][:, 0])  # digit-0 waves, as numbers
     expected = _expected_digit0(named, _b_planes(grid, codec)[0])
     table: dict[bytes, int] = {}
     for key, name in zip(expected.reshape(-1, v[0, 0, 0].size), names.reshape(-1),
@@ -456,7 +414,7 @@ def decode(grid: xr.Dataset, design: Design, unit: Unit, blocks: Mapping[str, np
     if mismatched := int((v != expected).any((-2, -1)).sum()):
         out.problems.append(f"{unit.name}: {mismatched} digit-0 word waves differ from the "
                             "rows their own digits name")
-    reads = {b: _match(codec.accumulator(blocks[b]).astype(np.float64), table)
+    reads = {b: _match(codec.read(blocks[b]).astype(np.float64), table)
              for b in ("lbit", "gbit", "trial", "bad")}
     for block in ("lbit", "gbit", "trial"):  # valid metadata: every wave must be a known row
         if unknown := int(np.isin(reads[block], (UNMATCHED, AMBIGUOUS)).sum()):
@@ -528,10 +486,10 @@ def _superposed(blocks: Mapping[str, np.ndarray], grid: xr.Dataset, codec: Codec
     """Per dense wave: is D exactly the sum of its one-element products (same metadata,
     digit-0 B), in every lane and register?"""
     a = grid["dense_a"].values.astype(np.float64)  # (dense, a_lane, a_elem)
-    parts = np.concatenate([codec.accumulator(blocks["word"][:, 0]),
-                            codec.accumulator(blocks["trial"])])  # (dense, a_lane, a_elem, 32, 4)
+    parts = np.concatenate([codec.read(blocks["word"][:, 0]),
+                            codec.read(blocks["trial"])])  # (dense, a_lane, a_elem, 32, 4)
     total = np.einsum("dle,dlexy->dxy", a, parts.astype(np.float64))
-    dense = codec.accumulator(blocks["dense"]).astype(np.float64)
+    dense = codec.read(blocks["dense"]).astype(np.float64)
     if not codec.floating:  # s32 arithmetic wraps
         total = (total.astype(np.int64) + 2**31) % 2**32 - 2**31
     return (dense == total).all((-2, -1)).astype(np.uint32)
@@ -560,6 +518,8 @@ def assemble(grid: xr.Dataset, design: Design, raw: Mapping[str, np.ndarray]
     for name in outside:
         ds[name].attrs["outside_contract"] = (
             "metadata the vendor calls invalid or undefined: an observation, never evidence")
+    for name in CODED:
+        ds[name].attrs |= FLAGS
     ds["decode_problems"] = ("problem", np.array(problems, dtype=str))
     return ds, problems
 
@@ -625,12 +585,13 @@ def multiply(law: Law, unit: Unit, codec: Codec, a: np.ndarray, b: np.ndarray,
     dense_b = np.zeros((w, unit.K, N))
     used = law.b_kn[..., 0] >= 0
     dense_b[:, law.b_kn[used][:, 0], law.b_kn[used][:, 1]] = bv[:, used]
-    acc = codec.accumulator(c)
+    acc = codec.read(c)
     dense_c = np.zeros((w, M, N))
     dense_c[:, law.d_mn[..., 0].reshape(-1), law.d_mn[..., 1].reshape(-1)] = \
         acc.reshape(w, -1)
     full = dense_a @ dense_b + dense_c
     d = full[:, law.d_mn[..., 0], law.d_mn[..., 1]]
     if codec.floating:
-        return d.astype(np.float32).view(np.uint32)
-    return (np.rint(d).astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)
+        return codec.write(d)
+    wrapped = (np.rint(d).astype(np.int64) + 2**31) % 2**32 - 2**31  # s32 arithmetic wraps
+    return codec.write(wrapped)

@@ -29,44 +29,57 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from probelab.kits.elements import F64, Codec, pack, unpack, words
+
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
     import xarray as xr
 
 NONE, INVALID = 0xFFFFFFFE, 0xFFFFFFFF
-CSCALE = 1024  # > the largest operand id: C's id and A's (or B's) id share one double
+FLAGS = {"flag_values": np.array([NONE, INVALID], np.uint32),
+         "flag_meanings": "none invalid"}  # none: nothing arrived; invalid: not one id
+CSCALE = 1024  # C's digit scale where the accumulator is wide: > every operand digit
 OPERANDS = ("a", "b", "c", "d")
+F64_CODEC = Codec(F64, F64)
 
 
 @dataclass(frozen=True)
 class Shape:
-    """One instruction's fragment shape: the matrices and f64 values per lane per operand."""
+    """One instruction's fragment shape: the matrices, the lanes, and per lane the values
+    (elements, CuTe's values) of A, B and C/D; `codec` says what an element is, and so how
+    many 32-bit registers those values fill (`registers`)."""
 
     name: str  # the kernel's name
     M: int
     N: int
     K: int
     lanes: int
-    a_regs: int
-    b_regs: int
-    d_regs: int  # C has D's shape
+    a_values: int
+    b_values: int
+    d_values: int  # C has D's shape
+    codec: Codec = F64_CODEC
 
     def __post_init__(self) -> None:
-        sizes = (("A", self.a_regs, self.M * self.K), ("B", self.b_regs, self.K * self.N),
-                 ("D", self.d_regs, self.M * self.N))
-        for what, regs, elements in sizes:
-            if regs * self.lanes != elements:
+        sizes = (("A", self.a_values, self.M * self.K), ("B", self.b_values, self.K * self.N),
+                 ("D", self.d_values, self.M * self.N))
+        for what, values, elements in sizes:
+            if values * self.lanes != elements:
                 raise ValueError(f"{self.name}: {what} has {elements} elements, not "
-                                 f"{self.lanes} lanes x {regs} registers")
-            if elements >= CSCALE:  # ids 1..slots must stay below C's scale to be read apart
-                raise ValueError(f"{self.name}: {what} has {elements} slots; the lane-id "
-                                 f"encoding names at most {CSCALE - 1}")
+                                 f"{self.lanes} lanes x {values} values")
+        Plan.of(self.codec, Sizes(self.lanes, self.a_values, self.b_values, self.d_values),
+                self.K, self.name)
+
+    def registers(self, operand: str) -> int:
+        """32-bit registers per lane that the operand's values fill."""
+        values = {"a": self.a_values, "b": self.b_values}.get(operand, self.d_values)
+        element = self.codec.operand if operand in "ab" else self.codec.accumulator
+        return words(element, values)
 
 
 @dataclass(frozen=True)
 class Layout:
-    """(lane, register) -> (row, col) per operand, -1 where a slot holds nothing.
+    """(lane, value) -> (row, col) per operand, -1 where a slot holds nothing.
 
-    a: (lanes, regs, 2) as (m, k); b: (k, n); c and d: (m, n)."""
+    a: (lanes, values, 2) as (m, k); b: (k, n); c and d: (m, n)."""
 
     a: np.ndarray
     b: np.ndarray
@@ -76,75 +89,169 @@ class Layout:
 
 @dataclass(frozen=True)
 class Sizes:
+    """The widest shape's values per lane: every buffer is strided for it."""
+
     lanes: int
-    a_regs: int
-    b_regs: int
-    d_regs: int
+    a_values: int
+    b_values: int
+    d_values: int
 
     @classmethod
     def widest(cls, shapes: Sequence[Shape]) -> Sizes:
         lanes = {s.lanes for s in shapes}
         if len(lanes) != 1:
             raise ValueError(f"one probe, one wave width: got {sorted(lanes)}")
-        return cls(lanes.pop(), max(s.a_regs for s in shapes), max(s.b_regs for s in shapes),
-                   max(s.d_regs for s in shapes))
+        return cls(lanes.pop(), max(s.a_values for s in shapes),
+                   max(s.b_values for s in shapes), max(s.d_values for s in shapes))
 
     def slots(self, operand: str) -> int:
-        return self.lanes * {"a": self.a_regs, "b": self.b_regs}.get(operand, self.d_regs)
+        return self.lanes * {"a": self.a_values, "b": self.b_values}.get(operand,
+                                                                         self.d_values)
+
+
+def codec_of(shapes: Sequence[Shape]) -> Codec:
+    """The one codec every kernel of a launch shares (they read the same buffers)."""
+    codecs = {s.codec for s in shapes}
+    if len(codecs) != 1:
+        raise ValueError("one probe, one element codec (kernels share their input buffers): "
+                         f"got {sorted(f'{c.operand.name}->{c.accumulator.name}' for c in codecs)}")
+    return codecs.pop()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How slot ids travel. Operand slot s carries digit p of s as the value digit+1 (0:
+    no slot), base `base`; C slot c carries (digit p of c, +1) * `scale`, base `c_base`, so
+    D = C + (the one A or B value it met) names both. `digits` waves per hot slot carry
+    every digit; one (the f64 case) keeps the grid free of a `digit` dim."""
+
+    base: int
+    scale: int
+    c_base: int
+    digits: int
+
+    @classmethod
+    def of(cls, codec: Codec, size: Sizes, k: int = 1, name: str = "probe") -> Plan:
+        op, acc = codec.operand, codec.accumulator
+        largest = min(op.exact, max(size.slots("a"), size.slots("b")))  # operand value
+        # a wide accumulator keeps C's digit at CSCALE; a narrow one, just above the operand's
+        scale = CSCALE if acc.exact // CSCALE - 1 >= 2 else 1 << largest.bit_length()
+        base = min(op.exact, scale - 1)
+        c_base = (acc.exact - (scale - 1)) // scale
+        if base < 2 or c_base < (2 if size.slots("d") > 1 else 1):
+            raise ValueError(f"{name}: {op.name} operands into a {acc.name} accumulator "
+                             f"cannot carry lane ids: operand digits of base {base}, C "
+                             f"digits of base {c_base} (the encoding needs 2 or more)")
+        digits = max(_digits(size.slots("a"), base), _digits(size.slots("b"), base),
+                     _digits(size.slots("d"), c_base))
+        gemm = k * 16 + 64  # the largest |A·B + C| of the random GEMM waves
+        if gemm > acc.exact:
+            raise ValueError(f"{name}: the random GEMM waves reach {gemm}, beyond what a "
+                             f"{acc.name} accumulator holds exactly ({acc.exact})")
+        return cls(base, scale, c_base, digits)
+
+
+def _digits(slots: int, base: int) -> int:
+    n = 1
+    while base**n < slots:
+        n += 1
+    return n
+
+
+def _digit(ids: np.ndarray, p: int, base: int) -> np.ndarray:
+    return (ids // base**p) % base
+
+
+def plan_of(grid: xr.Dataset, codec: Codec) -> Plan:
+    plan = Plan.of(codec, _sizes(grid))
+    if grid.sizes.get("digit", 1) != plan.digits:
+        raise ValueError(f"the grid has {grid.sizes.get('digit', 1)} digit waves, the "
+                         f"{codec.operand.name} plan {plan.digits}")
+    return plan
 
 
 def stimulus(shapes: Sequence[Shape], trials: int, seed: int) -> xr.Dataset:
     """The grid: slot dims per operand, per-kernel shape coordinates, GEMM trial values."""
     import xarray as xr
 
-    size = Sizes.widest(shapes)
+    size, codec = Sizes.widest(shapes), codec_of(shapes)
+    plan = Plan.of(codec, size, max(s.K for s in shapes))
     rng = np.random.default_rng(seed)
-    per_kernel = {k: ("kernel", np.array([getattr(s, k) for s in shapes], np.uint32))
-                  for k in ("M", "N", "K", "a_regs", "b_regs", "d_regs")}
+    per_kernel = {k: ("kernel", np.array([getattr(s, v) for s in shapes], np.uint32))
+                  for k, v in (("M", "M"), ("N", "N"), ("K", "K"), ("a_regs", "a_values"),
+                               ("b_regs", "b_values"), ("d_regs", "d_values"))}
     u32 = lambda n: np.arange(n, dtype=np.uint32)  # noqa: E731
-    small = lambda *shape: rng.integers(-4, 5, shape).astype(np.int32)  # noqa: E731
+    low = max(-4, codec.operand.lowest)  # unsigned types: no negative values
+    small = lambda *shape: rng.integers(low, 5, shape).astype(np.int32)  # noqa: E731
+    c_low = max(-4, codec.accumulator.lowest)
     coords = {
         "kernel": ("kernel", np.array([s.name for s in shapes])), **per_kernel,
         "lanes": ((), np.uint32(size.lanes)),
-        "a_lane": ("a_lane", u32(size.lanes)), "a_reg": ("a_reg", u32(size.a_regs)),
-        "b_lane": ("b_lane", u32(size.lanes)), "b_reg": ("b_reg", u32(size.b_regs)),
-        "d_lane": ("d_lane", u32(size.lanes)), "d_reg": ("d_reg", u32(size.d_regs)),
+        "a_lane": ("a_lane", u32(size.lanes)), "a_reg": ("a_reg", u32(size.a_values)),
+        "b_lane": ("b_lane", u32(size.lanes)), "b_reg": ("b_reg", u32(size.b_values)),
+        "d_lane": ("d_lane", u32(size.lanes)), "d_reg": ("d_reg", u32(size.d_values)),
         "trial": ("trial", u32(trials)),
-        "gemm_a": (("trial", "a_reg", "a_lane"), small(trials, size.a_regs, size.lanes)),
-        "gemm_b": (("trial", "b_reg", "b_lane"), small(trials, size.b_regs, size.lanes)),
-        "gemm_c": (("trial", "d_reg", "d_lane"), 16 * small(trials, size.d_regs, size.lanes)),
+        "gemm_a": (("trial", "a_reg", "a_lane"), small(trials, size.a_values, size.lanes)),
+        "gemm_b": (("trial", "b_reg", "b_lane"), small(trials, size.b_values, size.lanes)),
+        "gemm_c": (("trial", "d_reg", "d_lane"), 16 * rng.integers(
+            c_low, 5, (trials, size.d_values, size.lanes)).astype(np.int32)),
     }
-    return xr.Dataset(coords=coords)
+    if plan.digits > 1:  # several waves per hot slot, one per digit of the ids
+        coords["digit"] = ("digit", u32(plan.digits))
+    ds = xr.Dataset(coords=coords)
+    for n in "abd":  # the archive's dim names: a lane-id "reg" is a value (an element)
+        ds[f"{n}_reg"].attrs["long_name"] = (f"value (element) of a lane's {n.upper()} "
+                                             "fragment, in the order its registers hold them")
+    return ds
 
 
 def _ids(slots: int) -> np.ndarray:
-    return np.arange(1, slots + 1, dtype=np.float64)
+    return np.arange(slots, dtype=np.int64)
 
 
-def waves(grid: xr.Dataset) -> dict[str, np.ndarray]:
-    """Inputs of every wave, in order a-named, b-named, gemm: a (W, A slots), b, c."""
-    size = _sizes(grid)
+def waves(grid: xr.Dataset, codec: Codec = F64_CODEC) -> dict[str, np.ndarray]:
+    """Inputs of every wave as numbers, in order a-named (digit, hot B slot), b-named
+    (digit, hot A slot), gemm: a (W, A slots), b, c."""
+    size, plan = _sizes(grid), plan_of(grid, codec)
     na, nb, nd = size.slots("a"), size.slots("b"), size.slots("d")
-    trials = grid.sizes["trial"]
-    c_ids = CSCALE * _ids(nd)
-    a = np.concatenate([np.broadcast_to(_ids(na), (nb, na)), np.eye(na),
+    trials, digits = grid.sizes["trial"], range(plan.digits)
+    named = {n: [_digit(_ids(s), p, plan.base) + 1 for p in digits] for n, s in
+             (("a", na), ("b", nb))}
+    c_ids = [plan.scale * (_digit(_ids(nd), p, plan.c_base) + 1) for p in digits]
+    a = np.concatenate([*(np.broadcast_to(v, (nb, na)) for v in named["a"]),
+                        *(np.eye(na) for _ in digits),
                         grid["gemm_a"].values.reshape(trials, na)])
-    b = np.concatenate([np.eye(nb), np.broadcast_to(_ids(nb), (na, nb)),
+    b = np.concatenate([*(np.eye(nb) for _ in digits),
+                        *(np.broadcast_to(v, (na, nb)) for v in named["b"]),
                         grid["gemm_b"].values.reshape(trials, nb)])
-    c = np.concatenate([np.broadcast_to(c_ids, (nb + na, nd)),
+    c = np.concatenate([*(np.broadcast_to(v, (nb, nd)) for v in c_ids),
+                        *(np.broadcast_to(v, (na, nd)) for v in c_ids),
                         grid["gemm_c"].values.reshape(trials, nd)])
     return {"a": a.astype(np.float64), "b": b.astype(np.float64), "c": c.astype(np.float64)}
 
 
 def to_lane_major(values: np.ndarray, lanes: int) -> np.ndarray:
-    """(W, slots) in slot order -> (W, lanes, regs): the order a kernel reads its fragment."""
+    """(W, slots) in slot order -> (W, lanes, values): the order a kernel reads its fragment."""
     w, slots = values.shape
     return np.ascontiguousarray(values.reshape(w, slots // lanes, lanes).transpose(0, 2, 1))
 
 
 def from_lane_major(values: np.ndarray) -> np.ndarray:
-    """(W, lanes, regs) -> (W, slots) in slot order."""
+    """(W, lanes, values) -> (W, slots) in slot order."""
     return values.transpose(0, 2, 1).reshape(values.shape[0], -1)
+
+
+def registers(codec: Codec, operand: str, values: np.ndarray, lanes: int) -> np.ndarray:
+    """(W, slots) numbers -> (W, lanes, registers) uint32, as a kernel's fragment holds them
+    (A and B in the operand type, C and D in the accumulator's)."""
+    element = codec.operand if operand in "ab" else codec.accumulator
+    return pack(element, to_lane_major(values, lanes))
+
+
+def numbers(codec: Codec, operand: str, regs: np.ndarray, values: int) -> np.ndarray:
+    """(W, lanes, registers) uint32 -> (W, slots) numbers: `registers` undone."""
+    element = codec.operand if operand in "ab" else codec.accumulator
+    return from_lane_major(element.decode(unpack(element, regs, values)))
 
 
 def _sizes(grid: xr.Dataset) -> Sizes:
@@ -156,7 +263,7 @@ def _sizes(grid: xr.Dataset) -> Sizes:
 
 def multiply(layout: Layout, a: np.ndarray, b: np.ndarray, c: np.ndarray, shape: Shape
              ) -> np.ndarray:
-    """D slots (W, lanes * d_regs) of D = A·B + C for slot values laid out by `layout`;
+    """D slots (W, lanes * d_values) of D = A·B + C for slot values laid out by `layout`;
     inputs are (W, slots) over the widest sizes, slots the shape has no element for are
     ignored, D slots it does not write stay 0."""
     mats = {}
@@ -176,41 +283,61 @@ def multiply(layout: Layout, a: np.ndarray, b: np.ndarray, c: np.ndarray, shape:
 
 
 def _slot_order(lane_map: np.ndarray) -> np.ndarray:
-    """(lanes, regs, 2) -> (slots, 2) in slot order (register-major)."""
+    """(lanes, values, 2) -> (slots, 2) in slot order (value-major)."""
     return lane_map.transpose(1, 0, 2).reshape(-1, 2)
 
 
-def random_layout(shape: Shape, rng: np.random.Generator, regs: Sizes | None = None) -> Layout:
+def random_layout(shape: Shape, rng: np.random.Generator, size: Sizes | None = None
+                  ) -> Layout:
     """A hidden layout nobody documented: every operand's elements shuffled over its slots
     (C lands where D is read, as in every real unit)."""
-    size = regs or Sizes(shape.lanes, shape.a_regs, shape.b_regs, shape.d_regs)
+    size = size or Sizes(shape.lanes, shape.a_values, shape.b_values, shape.d_values)
 
-    def shuffled(rows: int, cols: int, regs_used: int, regs_total: int) -> np.ndarray:
-        out = np.full((shape.lanes, regs_total, 2), -1)
+    def shuffled(rows: int, cols: int, used: int, total: int) -> np.ndarray:
+        out = np.full((shape.lanes, total, 2), -1)
         cells = np.stack(np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij"), -1)
-        out[:, :regs_used] = rng.permutation(cells.reshape(-1, 2)).reshape(
-            shape.lanes, regs_used, 2)
+        out[:, :used] = rng.permutation(cells.reshape(-1, 2)).reshape(shape.lanes, used, 2)
         return out
 
-    d = shuffled(shape.M, shape.N, shape.d_regs, size.d_regs)
-    return Layout(shuffled(shape.M, shape.K, shape.a_regs, size.a_regs),
-                  shuffled(shape.K, shape.N, shape.b_regs, size.b_regs), d, d)
+    d = shuffled(shape.M, shape.N, shape.d_values, size.d_values)
+    return Layout(shuffled(shape.M, shape.K, shape.a_values, size.a_values),
+                  shuffled(shape.K, shape.N, shape.b_values, size.b_values), d, d)
 
 
 # ---- decode ----
 
-def _names(values: np.ndarray, slots: int, c_slots: int) -> tuple[np.ndarray, np.ndarray]:
-    """D values -> (C slot, operand slot), each NONE where nothing arrived and INVALID where
-    the value is not CSCALE * (c + 1) + (x + 1) with both ids in range."""
+def _combine(parts: np.ndarray, base: int, digits: int, slots: int) -> np.ndarray:
+    """Per-digit names (P, ...) (-1: nothing) -> one slot id, NONE where nothing arrived in
+    any digit, INVALID where some digits are missing, a digit beyond the id's is not 0, or
+    the id is out of range."""
+    used = _digits(slots, base) if parts.shape[0] > 1 else 1
+    none = (parts < 0).all(0)
+    weights = np.array([base**p for p in range(used)], np.int64).reshape(-1, *[1] * parts[0].ndim)
+    ids = (np.clip(parts[:used], 0, None) * weights).sum(0)
+    ok = (parts >= 0).all(0) & (parts[used:] == 0).all(0) & (ids < slots)
+    return np.where(none, NONE, np.where(ok, ids, INVALID)).astype(np.uint32)
+
+
+def _names(values: np.ndarray, plan: Plan, slots: int, c_slots: int
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """D values (P, hot slots, D slots) -> (C slot, operand slot), each NONE where nothing
+    arrived and INVALID where a value is not scale * (c + 1) + (x + 1) with both digits in
+    range, or the digits do not spell one id."""
+    top = plan.scale * (min(plan.c_base, 2**20) + 1)
     finite = np.isfinite(values) & (values == np.floor(values)) & (values >= 0) & \
-        (values < CSCALE * (2**20))
+        (values < top)
     v = np.where(finite, values, 0).astype(np.int64)
-    c, x = v // CSCALE - 1, v % CSCALE - 1
-    ok = finite & (x < slots) & (c < c_slots)
-    c_name = np.where(c < 0, NONE, c)
-    x_name = np.where(x < 0, NONE, x)
-    return (np.where(ok, c_name, INVALID).astype(np.uint32),
-            np.where(ok, x_name, INVALID).astype(np.uint32))
+    c, x = v // plan.scale - 1, v % plan.scale - 1
+    bad = ~finite | (x >= plan.base) | (c >= plan.c_base)
+    c_id = _combine(np.where(bad, 0, c), plan.c_base, plan.digits, c_slots)
+    x_id = _combine(np.where(bad, 0, x), plan.base, plan.digits, slots)
+    if plan.digits == 1:  # one value names both: one unreadable part spoils both
+        both = bad[0] | (c_id == INVALID) | (x_id == INVALID)
+        return np.where(both, INVALID, c_id).astype(np.uint32), \
+            np.where(both, INVALID, x_id).astype(np.uint32)
+    bad = bad.any(0)
+    return np.where(bad, INVALID, c_id).astype(np.uint32), \
+        np.where(bad, INVALID, x_id).astype(np.uint32)
 
 
 def _related(src: np.ndarray, slots: int) -> np.ndarray:
@@ -337,11 +464,13 @@ def factorizes(layout: Layout, a_src: np.ndarray, b_src: np.ndarray) -> bool:
 def gemm_exact(layout: Layout, grid: xr.Dataset, d_gemm: np.ndarray, shape: Shape
                ) -> np.ndarray:
     """(trial,) 1 where the device's D, read through the recovered layout, equals numpy's
-    A·B + C bit for bit, for A, B, C loaded through it."""
+    A·B + C bit for bit (the same value and sign; a NaN never equals), for A, B, C loaded
+    through it (every partial sum exact: `Plan` refuses waves it could not hold)."""
     trials = grid.sizes["trial"]
     inputs = [grid[f"gemm_{n}"].values.reshape(trials, -1).astype(np.float64) for n in "abc"]
     want = multiply(layout, *inputs, shape)
-    return np.all(want.view(np.uint64) == d_gemm.view(np.uint64), axis=-1).astype(np.uint32)
+    same = (want == d_gemm) & (np.signbit(want) == np.signbit(d_gemm))
+    return np.all(same, axis=-1).astype(np.uint32)
 
 
 SLOT_DIMS = {"a": "a", "b": "b", "c": "d", "d": "d"}  # C lives on D's slots
@@ -361,13 +490,15 @@ OBSERVABLES = {
 
 def _lane_grid(table: np.ndarray, size: Sizes, rows: str, cols: str | None = None
                ) -> np.ndarray:
-    """(slots of `rows`, slots of `cols`) -> (lanes, regs, lanes, regs), the grid's dim order
-    (cols None: (n, slots of `rows`) -> (n, lanes, regs))."""
+    """(slots of `rows`, slots of `cols`) -> (lanes, values, lanes, values), the grid's dim
+    order (cols None: (n, slots of `rows`) -> (n, lanes, values)); leading digit axes kept."""
+    lead = table.shape[:-2] if cols is not None else table.shape[:-1]
     if cols is None:
-        n = table.shape[0]
-        return table.reshape(n, size.slots(rows) // size.lanes, size.lanes).transpose(0, 2, 1)
+        r = size.slots(rows) // size.lanes
+        return table.reshape(*lead, r, size.lanes).swapaxes(-1, -2)
     r, c = size.slots(rows) // size.lanes, size.slots(cols) // size.lanes
-    return table.reshape(r, size.lanes, c, size.lanes).transpose(1, 0, 3, 2)
+    out = table.reshape(*lead, r, size.lanes, c, size.lanes)
+    return np.moveaxis(out, (-4, -3, -2, -1), (-3, -4, -1, -2))
 
 
 RAW_DIMS = {"d_anamed": ("kernel", "b_lane", "b_reg", "d_lane", "d_reg"),
@@ -375,15 +506,20 @@ RAW_DIMS = {"d_anamed": ("kernel", "b_lane", "b_reg", "d_lane", "d_reg"),
             "d_gemm": ("kernel", "trial", "d_lane", "d_reg"),
             "a_src": ("kernel", "b_lane", "b_reg", "d_lane", "d_reg"),
             "b_src": ("kernel", "a_lane", "a_reg", "d_lane", "d_reg")}
+NAMED = ("d_anamed", "d_bnamed")  # raw D of the named waves: one per digit where several
 
 
-def _decode(grid: xr.Dataset, shape: Shape, d: np.ndarray) -> tuple[dict[str, np.ndarray], str]:
-    """One kernel's D slots (W, D slots) -> its variables, and how its lane map fared."""
+def _decode(grid: xr.Dataset, shape: Shape, plan: Plan, d: np.ndarray
+            ) -> tuple[dict[str, np.ndarray], str]:
+    """One kernel's D slots (W, D slots) as numbers -> its variables, and how its lane map
+    fared."""
     size = _sizes(grid)
-    na, nb = size.slots("a"), size.slots("b")
-    d_a, d_b, d_g = d[:nb], d[nb:nb + na], d[nb + na:]
-    c_a, a_src = _names(d_a, na, size.slots("d"))
-    c_b, b_src = _names(d_b, nb, size.slots("d"))
+    na, nb, p = size.slots("a"), size.slots("b"), plan.digits
+    d_a = d[:p * nb].reshape(p, nb, -1)
+    d_b = d[p * nb:p * (nb + na)].reshape(p, na, -1)
+    d_g = d[p * (nb + na):]
+    c_a, a_src = _names(d_a, plan, na, size.slots("d"))
+    c_b, b_src = _names(d_b, plan, nb, size.slots("d"))
     c_all = np.concatenate([c_a, c_b])
     c_src = np.where((c_all == c_all[0]).all(0), c_all[0], INVALID).astype(np.uint32)
     by_a, by_b = relations(a_src, b_src, size)
@@ -393,8 +529,9 @@ def _decode(grid: xr.Dataset, shape: Shape, d: np.ndarray) -> tuple[dict[str, np
         layout, why = None, "the a-named and b-named experiments disagree"
     if layout is not None and not factorizes(layout, a_src, b_src):
         layout, why = None, "the outputs are not those of any one layout"
+    raw_a, raw_b = _lane_grid(d_a, size, "b", "d"), _lane_grid(d_b, size, "a", "d")
     values = {
-        "d_anamed": _lane_grid(d_a, size, "b", "d"), "d_bnamed": _lane_grid(d_b, size, "a", "d"),
+        "d_anamed": raw_a if p > 1 else raw_a[0], "d_bnamed": raw_b if p > 1 else raw_b[0],
         "d_gemm": _lane_grid(d_g, size, "d"),
         "a_src": _lane_grid(a_src, size, "b", "d"), "b_src": _lane_grid(b_src, size, "a", "d"),
         "same_row": _lane_grid(by_a.row_ad, size, "a", "d"),
@@ -416,24 +553,35 @@ def _decode(grid: xr.Dataset, shape: Shape, d: np.ndarray) -> tuple[dict[str, np
 
 
 def assemble(grid: xr.Dataset, shapes: Sequence[Shape],
-             outputs: Mapping[str, np.ndarray]) -> xr.Dataset:
-    """Raw D of every kernel ({kernel: (W, lanes, d_regs) float64}) -> the dataset: raw
-    values, decoded sources, relations, the recovered lane map and the GEMM check."""
+             registers: Mapping[str, np.ndarray]) -> xr.Dataset:
+    """Raw D registers of every kernel ({kernel: (W, lanes, D registers) uint32}) -> the
+    dataset: raw values, decoded sources, relations, the recovered lane map and the GEMM
+    check."""
     ds = grid.copy()
+    codec = codec_of(shapes)
+    plan, size = plan_of(grid, codec), _sizes(grid)
     per: dict[str, list[np.ndarray]] = {}
     reasons = []
     for shape in shapes:
-        d = from_lane_major(np.asarray(outputs[shape.name], np.float64))
-        values, why = _decode(grid, shape, d)
+        d = numbers(codec, "d", np.asarray(registers[shape.name], np.uint32), size.d_values)
+        values, why = _decode(grid, shape, plan, d)
         reasons.append(f"{shape.name}: {why}")
         for k, v in values.items():
             per.setdefault(k, []).append(v)
+    digit = ("digit",) if plan.digits > 1 else ()
     for k, dims in (RAW_DIMS | OBSERVABLES).items():
+        dims = (dims[0], *digit, *dims[1:]) if k in NAMED else dims
         ds[k] = (dims, np.stack(per[k]))
+    for k in ("a_src", "b_src", "c_src"):
+        ds[k].attrs |= FLAGS
+    ds["d_anamed"].attrs |= {"encoding": f"{codec.operand.name} operands, "
+                             f"{codec.accumulator.name} accumulator; D = {plan.scale} * (C "
+                             f"digit + 1) + (operand digit + 1); operand digits base "
+                             f"{plan.base}, C digits base {plan.c_base}"}
     for n in OPERANDS:
         for x in ("row", "col"):
             ds[f"{n}_{x}"] = (LANE_MAP_DIMS[n], np.stack(per[f"{n}_{x}"]).astype(np.int32), {
-                "description": f"recovered lane map of {n.upper()}: (lane, reg) -> {x} in "
+                "description": f"recovered lane map of {n.upper()}: (lane, value) -> {x} in "
                 "canonical labels (numbered by first appearance in slot order); -1: the slot "
                 "holds nothing"})
     ds["recovered"].attrs["why"] = "; ".join(reasons)
@@ -441,7 +589,7 @@ def assemble(grid: xr.Dataset, shapes: Sequence[Shape],
 
 
 def lane_map(ds: xr.Dataset, kernel: str, operand: str) -> xr.Dataset | None:
-    """One operand's recovered map as (lane, reg) -> (row, col), or None if not recovered."""
+    """One operand's recovered map as (lane, value) -> (row, col), or None if not recovered."""
     import xarray as xr
 
     if int(ds["recovered"].sel(kernel=kernel)) != 1:

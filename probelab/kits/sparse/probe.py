@@ -1,6 +1,6 @@
 """A sparse-metadata probe for one family of structured-sparse instructions, built from
 declarations: its kernels (`sparse.Unit`s), its vendor's metadata rules and its element type.
-`SparseProbe` does the rest with `probelab.sparse`: one launch per kernel covers every wave;
+`SparseProbe` does the rest with `probelab.kits.sparse`: one launch per kernel covers every wave;
 lane l of wave w reads a[w][l][..], b[w][l][..], c[w][l][..] and e[w][l], and writes
 d[w][l][..], every buffer strided for the widest kernel (`Design.a_regs`, `b_regs`,
 `d_regs`); kernels take params, a, b, c, e, then d.
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from probelab import sparse
+from probelab.kits.sparse import engine as sparse
+from probelab.kits.sparse.engine import LANES, Design, Unit
 from probelab.probe import Evidence, Kernel, Launch
-from probelab.sparse import LANES, Design, Unit
 
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
     import xarray as xr
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery need
 
 def _pairing_map(ds: xr.Dataset, **options: object) -> dict[str, object]:
     """The pairing map, importing matplotlib only when a figure is drawn."""
-    from probelab import pairing_map
+    from probelab.kits.sparse import figures as pairing_map
 
     return pairing_map.figures(ds, **options)
 

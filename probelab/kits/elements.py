@@ -1,0 +1,257 @@
+"""The element codec the kits share: how a number is written as an operand element of a
+matrix instruction and read back from its accumulator, for every element type they probe.
+
+An `Element` is a storage format (f64, f32, tf32, f16, bf16, fp8 e4m3/e5m2, s32, s8/u8,
+s4/u4, b1). `encode` turns exact values into raw bit patterns and refuses any value the
+format does not hold exactly (a stimulus that rounds would name the wrong source);
+`decode` reads raw bits back as numbers. `pack`/`unpack` lay elements out in 32-bit
+registers the way the instructions read them: little-endian, element i of a lane at bits
+[i*bits, (i+1)*bits) of the lane's register string (a 64-bit element spans two registers,
+low word first). A `Codec` pairs an operand type with its accumulator's and says how large
+an id each carries exactly, so a kit can split ids into several digit waves where one is
+not enough.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+MAX_LEVELS = 2**16  # digit bases beyond this only make a digit wave's ids harder to read
+_NATIVE = {64: np.float64, 32: np.float32, 16: np.float16}
+
+
+@dataclass(frozen=True)
+class Element:
+    """One storage format. Floats name their exponent and fraction widths (tf32 is stored
+    in 32 bits of which the low 13 are ignored; fp8 e4m3 is the finite-only OCP variant)."""
+
+    name: str
+    bits: int  # storage width, per element
+    kind: str  # "float", "signed", "unsigned" or "bits"
+    exponent: int = 0
+    fraction: int = 0
+    stored_in: int | None = None  # tf32: its 19 meaningful bits live in a 32-bit word
+
+    @property
+    def floating(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def exact(self) -> int:
+        """The largest n such that every integer 0..n is held exactly."""
+        if self.floating:
+            return 2 ** (self.fraction + 1)
+        if self.kind == "signed":
+            return 2 ** (self.bits - 1) - 1
+        return 2**self.bits - 1
+
+    @property
+    def lowest(self) -> int:
+        """The most negative integer held exactly (0 for unsigned types and b1)."""
+        if self.floating:
+            return -self.exact
+        return -(2 ** (self.bits - 1)) if self.kind == "signed" else 0
+
+    @property
+    def levels(self) -> np.ndarray:
+        """Every nonzero integer held exactly (at most MAX_LEVELS of each sign), in the
+        order digits use them: floats 1..exact, integers their positive values, then
+        (signed) the negative ones, -1 first."""
+        up = np.arange(1, min(self.exact, MAX_LEVELS) + 1, dtype=np.int64)
+        if self.floating or self.kind != "signed":
+            return up
+        return np.concatenate([up, -np.arange(1, min(-self.lowest, MAX_LEVELS) + 1,
+                                               dtype=np.int64)])
+
+    def encode(self, values: np.ndarray) -> np.ndarray:
+        """Values -> raw bit patterns (uint64), refusing any the format does not hold."""
+        values = np.asarray(values)
+        if self.floating:
+            raw = self._encode_float(values.astype(np.float64))
+        else:
+            ints = values.astype(np.int64)
+            if (ints != values).any() or (ints < self.lowest).any() or \
+                    (ints > 2**self.bits - 1 + self.lowest).any():
+                bad = values[(ints != values) | (ints < self.lowest) |
+                             (ints > 2**self.bits - 1 + self.lowest)]
+                raise ValueError(f"{self.name} cannot hold {bad.reshape(-1)[0]!r} exactly")
+            raw = ints & (2**self.bits - 1)
+        return raw.astype(np.uint64)
+
+    def decode(self, raw: np.ndarray) -> np.ndarray:
+        """Raw bit patterns -> numbers: float64 for floats, int64 otherwise."""
+        raw = np.asarray(raw).astype(np.uint64)
+        if not self.floating:
+            ints = raw.astype(np.int64)
+            if self.kind == "signed":
+                ints = np.where(ints >= 2 ** (self.bits - 1), ints - 2**self.bits, ints)
+            return ints
+        if self.stored_in == 32:  # tf32: an f32 whose low fraction bits the unit ignores
+            return raw.astype(np.uint32).view(np.float32).astype(np.float64)
+        if self.bits in _NATIVE and self.fraction == np.finfo(_NATIVE[self.bits]).nmant:
+            width = {64: np.uint64, 32: np.uint32, 16: np.uint16}[self.bits]
+            return raw.astype(width).view(_NATIVE[self.bits]).astype(np.float64)
+        if self.name == "bf16":
+            return (raw.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+        return self._decode_small(raw)
+
+    # ---- floats: native numpy where one exists, bit arithmetic for bf16 and fp8 ----
+
+    def _encode_float(self, values: np.ndarray) -> np.ndarray:
+        if self.stored_in == 32 or self.name == "bf16":
+            raw = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+            dropped = 32 - 1 - 8 - self.fraction  # f32 fraction bits the format lacks
+            exact = (values.astype(np.float32).astype(np.float64) == values) & \
+                (raw & np.uint64(2**dropped - 1) == 0)
+            self._refuse(values, exact)
+            return raw >> np.uint64(16) if self.name == "bf16" else raw
+        if self.bits in _NATIVE and self.fraction == np.finfo(_NATIVE[self.bits]).nmant:
+            native = values.astype(_NATIVE[self.bits])
+            self._refuse(values, (native.astype(np.float64) == values) | np.isnan(values))
+            width = {64: np.uint64, 32: np.uint32, 16: np.uint16}[self.bits]
+            return native.view(width).astype(np.uint64)
+        return self._encode_small(values)
+
+    def _refuse(self, values: np.ndarray, exact: np.ndarray) -> None:
+        if not exact.all():
+            raise ValueError(f"{self.name} cannot hold {values[~exact].reshape(-1)[0]!r} "
+                             "exactly")
+
+    @property
+    def _bias(self) -> int:
+        return 2 ** (self.exponent - 1) - 1
+
+    def _decode_small(self, raw: np.ndarray) -> np.ndarray:
+        """fp8: sign, biased exponent, fraction; e5m2 has Inf/NaN at the top exponent,
+        e4m3 only NaN (S.1111.111)."""
+        r = raw.astype(np.int64)
+        sign = np.where(r >> (self.bits - 1) & 1, -1.0, 1.0)
+        e = (r >> self.fraction) & (2**self.exponent - 1)
+        f = (r & (2**self.fraction - 1)).astype(np.float64)
+        scale = 2.0 ** self.fraction
+        value = np.where(e == 0, f / scale * 2.0 ** (1 - self._bias),
+                         (1 + f / scale) * 2.0 ** (e - self._bias))
+        top = e == 2**self.exponent - 1
+        if self.name == "e5m2":
+            value = np.where(top, np.where(f == 0, np.inf, np.nan), value)
+        else:
+            value = np.where(top & (f == 2**self.fraction - 1), np.nan, value)
+        return sign * value
+
+    def _encode_small(self, values: np.ndarray) -> np.ndarray:
+        """The one code each value decodes from (searching all 2**bits codes: fp8 only)."""
+        codes = np.arange(2**self.bits, dtype=np.uint64)
+        table = self._decode_small(codes)
+        finite = np.isfinite(table)
+        order = np.argsort(table[finite], kind="stable")
+        known, which = table[finite][order], codes[finite][order]
+        pos = np.clip(np.searchsorted(known, values), 0, len(known) - 1)
+        exact = known[pos] == values
+        self._refuse(values, exact)
+        zero = np.where(np.signbit(values), np.uint64(1 << (self.bits - 1)), np.uint64(0))
+        return np.where(values == 0, zero, which[pos]).astype(np.uint64)  # -0.0 == +0.0
+
+
+F64 = Element("f64", 64, "float", 11, 52)
+F32 = Element("f32", 32, "float", 8, 23)
+TF32 = Element("tf32", 32, "float", 8, 10, stored_in=32)
+F16 = Element("f16", 16, "float", 5, 10)
+BF16 = Element("bf16", 16, "float", 8, 7)
+E4M3 = Element("e4m3", 8, "float", 4, 3)
+E5M2 = Element("e5m2", 8, "float", 5, 2)
+S32 = Element("s32", 32, "signed")
+S8 = Element("s8", 8, "signed")
+U8 = Element("u8", 8, "unsigned")
+S4 = Element("s4", 4, "signed")
+U4 = Element("u4", 4, "unsigned")
+B1 = Element("b1", 1, "bits")
+ELEMENTS = {e.name: e for e in (F64, F32, TF32, F16, BF16, E4M3, E5M2, S32, S8, U8, S4, U4,
+                                B1)}
+
+
+def words(element: Element, n: int) -> int:
+    """32-bit registers that n elements fill (the last one padded with zero bits)."""
+    return -(-n * element.bits // 32)
+
+
+def pack(element: Element, values: np.ndarray) -> np.ndarray:
+    """(..., n) values -> (..., words(n)) uint32 registers, as the instructions read them."""
+    raw = element.encode(values)
+    n = raw.shape[-1]
+    if element.bits >= 32:
+        per = element.bits // 32
+        parts = [(raw >> np.uint64(32 * i)) & np.uint64(0xFFFFFFFF) for i in range(per)]
+        return np.stack(parts, -1).reshape(*raw.shape[:-1], n * per).astype(np.uint32)
+    per = 32 // element.bits
+    padded = np.zeros((*raw.shape[:-1], words(element, n) * per), np.uint64)
+    padded[..., :n] = raw
+    shifts = np.arange(per, dtype=np.uint64) * np.uint64(element.bits)
+    grouped = padded.reshape(*raw.shape[:-1], -1, per) << shifts
+    return np.bitwise_or.reduce(grouped, axis=-1).astype(np.uint32)
+
+
+def unpack(element: Element, registers: np.ndarray, n: int) -> np.ndarray:
+    """(..., words) uint32 registers -> the raw bits (uint64) of the first n elements."""
+    regs = np.asarray(registers).astype(np.uint64)
+    if element.bits >= 32:
+        per = element.bits // 32
+        parts = regs[..., : n * per].reshape(*regs.shape[:-1], n, per)
+        shifts = np.arange(per, dtype=np.uint64) * np.uint64(32)
+        return np.bitwise_or.reduce(parts << shifts, axis=-1)
+    per = 32 // element.bits
+    shifts = np.arange(per, dtype=np.uint64) * np.uint64(element.bits)
+    raw = (regs[..., None] >> shifts) & np.uint64(2**element.bits - 1)
+    return raw.reshape(*regs.shape[:-1], -1)[..., :n]
+
+
+@dataclass(frozen=True)
+class Codec:
+    """An instruction's operand type and accumulator type: ids go in as operand elements,
+    come back as accumulator values."""
+
+    operand: Element
+    accumulator: Element
+
+    @property
+    def bits(self) -> int:
+        return self.operand.bits
+
+    @property
+    def floating(self) -> bool:
+        return self.operand.floating
+
+    @property
+    def levels(self) -> np.ndarray:
+        return self.operand.levels
+
+    def digits(self, slots: int) -> int:
+        """Digit waves that name `slots` slots, one nonzero level per digit."""
+        base, n = len(self.levels), 1
+        while base**n < slots:
+            n += 1
+        return n
+
+    def pack(self, values: np.ndarray) -> np.ndarray:
+        """(..., n) operand values -> (..., registers) uint32."""
+        return pack(self.operand, values)
+
+    def unpack(self, registers: np.ndarray, n: int) -> np.ndarray:
+        """(..., registers) uint32 -> (..., n) operand values as numbers."""
+        return self.operand.decode(unpack(self.operand, registers, n))
+
+    def read(self, registers: np.ndarray, n: int | None = None) -> np.ndarray:
+        """Accumulator registers -> values as numbers (n values; default: as many as the
+        registers hold)."""
+        regs = np.asarray(registers)
+        n = regs.shape[-1] * 32 // self.accumulator.bits if n is None else n
+        return self.accumulator.decode(unpack(self.accumulator, regs, n))
+
+    def write(self, values: np.ndarray) -> np.ndarray:
+        """Accumulator values -> registers (a simulated unit's D, or a C operand)."""
+        return pack(self.accumulator, values)
+
+    def accumulator_raw(self, registers: np.ndarray, n: int) -> np.ndarray:
+        """Accumulator registers -> the raw bit pattern of each value (bit-for-bit checks)."""
+        return unpack(self.accumulator, registers, n)

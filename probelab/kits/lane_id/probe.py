@@ -1,0 +1,108 @@
+"""A lane-id probe for one family of dense matrix instructions, built from declarations.
+
+A probe folder declares its shapes (with their element codec), its kernel source and what
+the evidence gate must see; `LaneIdProbe` does the rest with the kit's engine: one launch
+per kernel covers every wave; lane l of wave w reads its fragment registers from
+a[w][l][0..), b and c likewise (buffers strided for the widest shape, elements packed as
+`probelab.kits.elements.pack` lays them out), and writes its D registers to d[w][l][0..).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from probelab.kits.elements import words
+from probelab.kits.lane_id import engine
+from probelab.kits.lane_id.engine import Layout, Shape, Sizes
+from probelab.probe import Evidence, Kernel, Launch
+
+if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
+    import xarray as xr
+
+__all__ = ["LaneIdProbe", "Shape"]
+
+
+def _lane_maps(ds: xr.Dataset, **options: object) -> dict[str, object]:
+    """The lane-map figures, importing matplotlib only when a figure is drawn."""
+    from probelab.kits.lane_id import figures
+
+    return figures.lane_map_figures(ds, **options)
+
+
+@dataclass
+class LaneIdProbe:
+    id: str
+    version: str
+    summary: str
+    targets: tuple[str, ...]
+    vendor: str
+    source: Path
+    shapes: tuple[Shape, ...]
+    evidence: Callable[[Shape], Evidence]
+    seed: int
+    trials: int = 4
+    block: int = 256
+    excluded: Mapping[str, str] = field(default_factory=dict)  # target pattern -> why not
+    # The simulated unit's layout per kernel: hidden (random, seeded) unless a test swaps in
+    # another. Never documentation, never evidence.
+    sim_layouts: dict[str, Layout] = field(default_factory=dict)
+    observables: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: dict(engine.OBSERVABLES))
+    plots: Mapping[str, Callable[..., object]] = field(
+        default_factory=lambda: {"lanemap": _lane_maps})
+
+    def __post_init__(self) -> None:
+        self.codec = engine.codec_of(self.shapes)  # one codec: the kernels share buffers
+
+    @property
+    def size(self) -> Sizes:
+        return Sizes.widest(self.shapes)
+
+    def kernels(self, vendor: str) -> list[Kernel]:
+        if vendor != self.vendor:
+            return []
+        return [Kernel(s.name, f"probe_{s.name}", self.source, vendor, self.evidence(s))
+                for s in self.shapes]
+
+    def stimulus(self) -> xr.Dataset:
+        return engine.stimulus(self.shapes, self.trials, self.seed)
+
+    def launch(self, stimulus: xr.Dataset) -> Launch:
+        w = engine.waves(stimulus, self.codec)
+        lanes, waves = self.size.lanes, w["a"].shape[0]
+        inputs = {"params": np.array([waves], np.uint32)}
+        inputs |= {n: engine.registers(self.codec, n, w[n], lanes) for n in "abc"}
+        return Launch(inputs=inputs, outputs={"d": waves * lanes * self._d_words},
+                      threads=waves * lanes, block=self.block)
+
+    def assemble(self, stimulus: xr.Dataset,
+                 outputs: Mapping[str, Mapping[str, np.ndarray]]) -> xr.Dataset:
+        lanes = self.size.lanes
+        raw = {s.name: np.asarray(outputs[s.name]["d"], np.uint32).reshape(-1, lanes,
+                                                                              self._d_words)
+               for s in self.shapes}
+        return engine.assemble(stimulus, self.shapes, raw)
+
+    @property
+    def _d_words(self) -> int:
+        return words(self.codec.accumulator, self.size.d_values)
+
+    def hidden_layout(self, shape: Shape) -> Layout:
+        if shape.name not in self.sim_layouts:
+            rng = np.random.default_rng([self.seed, self.shapes.index(shape)])
+            self.sim_layouts[shape.name] = engine.random_layout(shape, rng, self.size)
+        return self.sim_layouts[shape.name]
+
+    def simulate(self, kernel: Kernel, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        shape = next(s for s in self.shapes if s.name == kernel.name)
+        size, waves = self.size, int(inputs["params"][0])
+        counts = {"a": size.a_values, "b": size.b_values, "c": size.d_values}
+        slots = {n: engine.numbers(self.codec, n, np.asarray(inputs[n], np.uint32).reshape(
+            waves, size.lanes, -1), counts[n]) for n in "abc"}
+        d = engine.multiply(self.hidden_layout(shape), slots["a"], slots["b"], slots["c"], shape)
+        return {"d": engine.registers(self.codec, "d", d, size.lanes).reshape(-1)}

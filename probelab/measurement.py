@@ -1,0 +1,94 @@
+"""What every measurement shares, device sweep or static: where its dataset may go, the
+blindness gate before any data is taken, and saving it with the provenance every dataset
+records (pinned in the manifest when it joins the archive)."""
+
+import platform
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+import probelab
+from probelab import codetree, dataset, gitinfo, manifest, storage
+from probelab.errors import IntegrityError, UsageError
+from probelab.paths import data_dir, shown
+from probelab.probe import Probe
+
+Step = Callable[[str], None]
+
+
+@dataclass
+class SweepResult:
+    path: Path
+    dataset: xr.Dataset
+    provenance: dict
+
+
+def blindness_gate(probe: Probe, grid: xr.Dataset, target: str, allow_blind: bool) -> list:
+    """Refuse a stimulus that cannot tell two sealed rivals (or a hypothesis and one of its
+    near misses) apart; with `allow_blind`, return those pairs for the record instead."""
+    from probelab.power import blind_names
+
+    blind, _ = blind_names(probe, grid, target)
+    if blind and not allow_blind:
+        named = "; ".join(f"{a} and {b}" for a, b in blind)
+        raise IntegrityError(
+            f"the stimulus cannot tell apart {named}: they predict the same value on every "
+            f"cell both claim, so no data could confirm one and refute the other. Change the "
+            f"stimulus (see `probelab prereg power {probe.id}`), or measure anyway with "
+            "--allow-blind, which records the blind pairs in the dataset")
+    return blind
+
+
+def check_root(root: Path, simulated: bool) -> None:
+    """Simulated datasets never go under data/ (resolved: a sim-data/ or --out linked into
+    it is refused too); measured ones go to data/ itself, where the manifest pins them, or
+    outside it (saved, but counted nowhere until a sweep saves into the archive)."""
+    inside = root.resolve().is_relative_to(data_dir().resolve())
+    if simulated and inside:
+        raise UsageError("simulated datasets never go under data/ (the measured archive)")
+    if inside and root.resolve() != data_dir().resolve():
+        raise UsageError(f"--out {root} is inside data/: measured datasets go to data/ "
+                         "itself (data/PROBE/TARGET/), or outside the archive")
+
+
+def save_sweep(probe: Probe, ds: xr.Dataset, prov: dict, root: Path, step: Step,
+               command: list[str] | None) -> SweepResult:
+    """Add what every dataset records about where and when it was made, and save it."""
+    head, dirty = gitinfo.head()
+    now = datetime.now(UTC)
+    prov = {
+        "probe": probe.id,
+        "probe_version": probe.version,
+        "probelab_version": probelab.__version__,
+        "git_head": head,
+        "git_dirty": dirty,
+        "utc": now.isoformat(timespec="seconds"),
+        "grid_sha256": dataset.grid_sha256(ds),
+        "code_tree": codetree.snapshot(),  # what decoded it: checked against git_head
+        # what a check needs, so that it reads this dataset and no probe code: the
+        # observables and their dims, those the probe has retired, the plots it offers
+        "observables": {name: list(dims) for name, dims in probe.observables.items()},
+        "retired": dict(getattr(probe, "retired", {})),
+        "plots": sorted(probe.plots),
+        "command": command or sys.argv,
+        "host": {"python": platform.python_version(), "numpy": np.__version__,
+                 "xarray": xr.__version__},
+    } | prov
+    stem = root / probe.id / prov["target"] / now.strftime("%Y%m%dT%H%M%SZ")
+    step(f"saving {shown(stem)}.nc")
+    path = dataset.save_new(ds, stem, prov)
+    prov = dataset.stored_provenance(path)  # with the content hash it was saved with
+    if not dataset.simulated(prov) and root.resolve() == data_dir().resolve():
+        step(f"pinning it in {shown(manifest.manifest_path())}")
+        try:
+            manifest.pin(path, prov[dataset.CONTENT_KEY], probe.id, prov["target"])
+        except BaseException:  # an unpinned dataset cannot count: leave none behind
+            path.unlink(missing_ok=True)
+            storage.written.remove(path)
+            raise
+    return SweepResult(path, dataset.with_provenance(ds, prov), prov)

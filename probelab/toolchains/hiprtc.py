@@ -1,0 +1,56 @@
+"""hiprtc: ROCm's runtime compiler, for kernels that need HIP's headers (which the offline
+clang route does not carry). It runs where ROCm is, on the device machine; the code object
+it returns is disassembled by the offline toolchain like any other, so the evidence gate
+sees the bytes that will run."""
+
+from probelab import rocm
+from probelab.codeobject import CodeObject
+from probelab.errors import Unavailable
+from probelab.probe import Kernel
+from probelab.toolchains import amdgpu
+from probelab.vendors import VENDORS
+
+
+def version() -> str:
+    major, minor = rocm.check(rocm.hiprtc().hiprtcVersion(), "hiprtcVersion")
+    return f"hiprtc {major}.{minor}"
+
+
+def build(kernel: Kernel, target_id: str, runtime: str, offline: Exception) -> CodeObject:
+    """Compile `kernel` for `target_id` (with its xnack/sramecc features) with hiprtc;
+    `offline` is why the offline route refused it (recorded), `runtime` the HIP runtime's
+    version (recorded). Unavailable where hiprtc cannot be loaded or cannot compile it."""
+    try:
+        rtc, compiler = rocm.hiprtc(), version()
+    except (RuntimeError, Unavailable) as exc:  # neither route can build this kernel
+        raise rocm.no_rocm(f"{kernel.name} cannot be built offline ({offline}); hiprtc: "
+                           f"{exc.__cause__ or exc}") from exc
+    options = [f"--offload-arch={target_id}", "-O2",
+               *(f"-D{k}={v}" for k, v in sorted(kernel.defines.items()))]
+    (prog,) = rocm.check(rtc.hiprtcCreateProgram(kernel.source_text().encode(),
+                                                 kernel.source.name.encode(), 0, [], []),
+                         "hiprtcCreateProgram")
+    try:
+        (err,) = rtc.hiprtcCompileProgram(prog, len(options), [o.encode() for o in options])
+        if int(err) != 0:  # like the offline route: no toolchain here can build it
+            (size,) = rocm.check(rtc.hiprtcGetProgramLogSize(prog), "hiprtcGetProgramLogSize")
+            log = bytearray(size)
+            rocm.check(rtc.hiprtcGetProgramLog(prog, log), "hiprtcGetProgramLog")
+            raise Unavailable(f"hiprtc cannot compile {kernel.name} for {target_id} "
+                              f"({getattr(err, 'name', err)}):\n"
+                              f"{log.decode(errors='replace').strip()}")
+        (size,) = rocm.check(rtc.hiprtcGetCodeSize(prog), "hiprtcGetCodeSize")
+        blob = bytearray(size)
+        rocm.check(rtc.hiprtcGetCode(prog, blob), "hiprtcGetCode")
+    finally:  # hiprtcDestroyProgram takes the program's address, hence createRef()
+        destroyed = rtc.hiprtcDestroyProgram(prog.createRef())
+    rocm.check(destroyed, "hiprtcDestroyProgram")
+    toolchain = {"route": "hiprtc (on the device)", "compiler": compiler,
+                 "hip_runtime": runtime, "options": " ".join(options),
+                 "offline_refused": " ".join(str(offline).split())}
+    try:  # the bytes that will run, disassembled; without a disassembler, no evidence
+        functions = VENDORS["amd"].parse(amdgpu.disassemble(bytes(blob), target_id))
+        toolchain["disassembler"] = str(amdgpu.find_clang().objdump)
+    except Unavailable as exc:
+        functions, toolchain["disassembler"] = {}, f"unavailable: {exc}"
+    return CodeObject(target_id, bytes(blob), functions, toolchain)

@@ -1,0 +1,184 @@
+"""The lane-id kit over every element codec: ids travel as digits where a type cannot hold
+them whole, a hidden layout is recovered and the random GEMM read through it is exact, on
+simulated units. And a new element type needs only a probe folder. Tests of the design,
+never evidence.
+"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_lane_id import assert_same_up_to_relabeling, hidden, run_unit
+
+from probelab.kits import elements
+from probelab.kits.elements import (
+    B1,
+    BF16,
+    E4M3,
+    E5M2,
+    F16,
+    F32,
+    F64,
+    S4,
+    S8,
+    S32,
+    TF32,
+    U4,
+    U8,
+    Codec,
+)
+from probelab.kits.lane_id import engine
+from probelab.kits.lane_id.engine import Shape
+from probelab.probe import catalog
+
+# (codec, M, N, K, A values, B values, D values): each dense mma.sync shape PTX gives it
+CASES = {
+    "f16-f32": (Codec(F16, F32), 16, 8, 16, 8, 4, 4),
+    "f16-f16": (Codec(F16, F16), 16, 8, 16, 8, 4, 4),
+    "bf16-f32": (Codec(BF16, F32), 16, 8, 16, 8, 4, 4),
+    "tf32-f32": (Codec(TF32, F32), 16, 8, 8, 4, 2, 4),
+    "e4m3-f32": (Codec(E4M3, F32), 16, 8, 32, 16, 8, 4),
+    "e5m2-f16": (Codec(E5M2, F16), 16, 8, 32, 16, 8, 4),
+    "s8-s32": (Codec(S8, S32), 16, 8, 32, 16, 8, 4),
+    "u8-s32": (Codec(U8, S32), 8, 8, 16, 4, 4, 2),
+    "s4-s32": (Codec(S4, S32), 16, 8, 64, 32, 16, 4),
+    "u4-s32": (Codec(U4, S32), 8, 8, 32, 8, 8, 2),
+    "f64-1024": (Codec(F64, F64), 64, 16, 16, 16, 4, 16),  # 1,024 A slots: two digits
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_codec_recovers_a_hidden_layout(case: str) -> None:
+    codec, m, n, k, a, b, d = CASES[case]
+    lanes = m * k // a
+    shapes = (Shape(case, m, n, k, lanes, a, b, d, codec=codec),)
+    layouts = hidden(shapes, 17)
+    ds = run_unit(shapes, layouts)
+    assert ds["recovered"].values.tolist() == [1], ds["recovered"].attrs["why"]
+    assert ds["gemm_exact"].values.all()
+    assert_same_up_to_relabeling(ds, shapes[0], layouts[case])
+    plan = engine.Plan.of(codec, engine.Sizes.widest(shapes))
+    assert ds.sizes.get("digit", 1) == plan.digits
+    # every operand value the waves carry is exact in its type (encode refuses otherwise)
+    w = engine.waves(ds, codec)
+    for operand in "abc":
+        engine.registers(codec, operand, w[operand], lanes)
+
+
+def test_narrow_types_need_digit_waves_and_f64_needs_none() -> None:
+    def digits(codec: Codec, *shape: int) -> int:
+        s = Shape("k", *shape, codec=codec)
+        return engine.Plan.of(codec, engine.Sizes.widest([s])).digits
+
+    assert digits(Codec(F64, F64), 16, 8, 16, 32, 8, 4, 4) == 1  # the archive's grids
+    assert digits(Codec(E5M2, F32), 16, 8, 32, 32, 16, 8, 4) == 3  # 512 A slots, base 8
+    assert digits(Codec(S4, S32), 16, 8, 64, 32, 32, 16, 4) == 4  # 1,024 slots, base 7
+    assert digits(Codec(F16, F16), 16, 8, 16, 32, 8, 4, 4) > 1  # C digits: base 3
+
+
+def test_a_codec_that_cannot_name_a_slot_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"b1 operands .* operand digits of base 1"):
+        Shape("b1", 8, 8, 128, 32, 32, 32, 2, codec=Codec(B1, S32))
+    with pytest.raises(ValueError, match="random GEMM waves reach"):
+        Shape("deep", 16, 8, 256, 32, 128, 64, 4, codec=Codec(E4M3, F16))
+    with pytest.raises(ValueError, match="one element codec"):
+        engine.codec_of([Shape("x", 16, 8, 16, 32, 8, 4, 4, codec=Codec(F16, F32)),
+                         Shape("y", 16, 8, 16, 32, 8, 4, 4, codec=Codec(BF16, F32))])
+
+
+def test_a_unit_that_rounds_an_id_is_not_read_as_one() -> None:
+    """f16 accumulators: a unit that keeps D in bf16 (7 fraction bits) rounds the C digits'
+    sums, so the ids no longer spell out: refused, never a wrong map."""
+    codec = Codec(F16, F16)
+    shapes = (Shape("f16acc", 16, 8, 16, 32, 8, 4, 4, codec=codec),)
+
+    def bf16_unit(layout, a, b, c, shape):
+        d = engine.multiply(layout, a, b, c, shape).astype(np.float32)
+        return (d.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32).astype(np.float64)
+
+    ds = run_unit(shapes, hidden(shapes, 3), unit=bf16_unit)
+    assert ds["recovered"].values.tolist() == [0]
+    assert not ds["gemm_exact"].values.any()
+
+
+def test_f64_packing_is_the_old_double_view() -> None:
+    """The archive's f64 launches passed doubles viewed as uint32 pairs: the codec packs
+    them into the same words, low word first."""
+    values = np.random.default_rng(0).integers(-2**40, 2**40, (3, 32, 8)).astype(np.float64)
+    np.testing.assert_array_equal(elements.pack(F64, values), values.view(np.uint32))
+
+
+@pytest.mark.parametrize("element", list(elements.ELEMENTS.values()), ids=lambda e: e.name)
+def test_every_element_round_trips_its_levels_and_refuses_the_rest(element) -> None:
+    values = np.concatenate([[0], element.levels[:300]]).astype(np.float64)
+    regs = elements.pack(element, values[None])
+    assert regs.shape == (1, elements.words(element, values.size))
+    back = element.decode(elements.unpack(element, regs, values.size))
+    np.testing.assert_array_equal(back[0], values)
+    if element is F64:
+        return  # the host's own doubles: nothing finer to refuse
+    # one fraction bit more than the type has / one above its largest integer
+    beyond = 1 + 2.0 ** -(element.fraction + 1) if element.floating else \
+        2**element.bits + element.lowest
+    with pytest.raises(ValueError, match="cannot hold"):
+        element.encode(np.array([beyond]))
+
+
+def test_fp8_codes_decode_as_the_ocp_formats_say() -> None:
+    """OCP fp8 (arXiv 2209.05433): e4m3 max 448, NaN S.1111.111, no Inf; e5m2 max 57344,
+    Inf S.11111.00; the smallest subnormals 2**-9 and 2**-16."""
+    assert E4M3.decode(np.array([0x7E, 0x01]))[[0, 1]].tolist() == [448.0, 2.0**-9]
+    assert np.isnan(E4M3.decode(np.array([0x7F, 0xFF]))).all()
+    assert E5M2.decode(np.array([0x7B, 0x01])).tolist() == [57344.0, 2.0**-16]
+    assert E5M2.decode(np.array([0x7C, 0xFC])).tolist() == [np.inf, -np.inf]
+    assert E4M3.encode(np.array([-0.0, 0.0])).tolist() == [0x80, 0x00]
+    assert TF32.encode(np.array([2049.0 - 1])).tolist() == [np.float32(2048).view(np.uint32)]
+    with pytest.raises(ValueError):
+        TF32.encode(np.array([2049.0]))  # 11 significant bits: one too many for tf32
+    assert S32.encode(np.array([-1])).tolist() == [0xFFFFFFFF]
+
+
+F16_PROBE = '''"""f16-lanes: a test-only dense f16 lane-map probe, declared with the lane-id kit."""
+
+from pathlib import Path
+
+from probelab.kits.elements import F16, F32, Codec
+from probelab.kits.lane_id.probe import LaneIdProbe, Shape
+from probelab.probe import Evidence
+
+HERE = Path(__file__).parent
+PROBE = LaneIdProbe(
+    id="f16-lanes", version="1", summary="test-only: f16 m16n8k16 lane map",
+    targets=("sm_90",), vendor="nvidia", source=HERE / "f16_lanes.cu",
+    shapes=(Shape("m16n8k16", 16, 8, 16, 32, 8, 4, 4, codec=Codec(F16, F32)),),
+    evidence=lambda shape: Evidence(r"HMMA\\.16816\\.F32"), seed=11)
+'''
+
+
+def test_a_new_element_type_needs_only_a_probe_folder(tmp_path: Path, monkeypatch) -> None:
+    """An f16 probe in a lab of its own (nothing in probelab/ changed for it): swept on the
+    simulated device, its hidden layout comes back, the registers packed two halves each."""
+    from probelab.sweep import run_sweep
+
+    monkeypatch.delenv("PROBELAB_GIT_HEAD", raising=False)
+    folder = tmp_path / "lab" / "probes" / "f16_lanes"
+    folder.mkdir(parents=True)
+    (folder / "probe.py").write_text(F16_PROBE)
+    (folder / "f16_lanes.cu").write_text("// the sim backend never compiles this\n")
+    (tmp_path / "lab" / "preregistrations").mkdir()
+    monkeypatch.setenv("PROBELAB_ROOT", str(tmp_path / "lab"))
+    catalog.cache_clear()
+    try:
+        result = run_sweep("f16-lanes", "sim", target="sm_90", out_root=tmp_path / "out")
+        probe = catalog().get("f16-lanes")
+        launch = probe.launch(probe.stimulus())
+        assert launch.inputs["a"].shape[-1] == 4  # 8 halves per lane in 4 registers
+        ds = result.dataset
+        assert ds["recovered"].values.all(), ds["recovered"].attrs["why"]
+        assert ds["gemm_exact"].values.all()
+        shape = probe.shapes[0]
+        assert_same_up_to_relabeling(ds, shape, probe.hidden_layout(shape))
+    finally:
+        sys.modules.pop("probelab_probe_f16_lanes_probe", None)
+        catalog.cache_clear()
