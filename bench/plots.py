@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))  # probelab itself, when not installed
 from probelab import dataset, ledger
 from probelab.check import not_applicable
 from probelab.errors import LabError
-from probelab.figures import plot_kinds
 from probelab.hypothesis import load_hypothesis
+from probelab.plot import plot_kinds
 from probelab.probe import get_probe
 
 TARGET_S = 3.0

@@ -21,6 +21,7 @@ from probelab.hypothesis import LITERAL, Hypothesis, Tables, load_hypothesis, re
 from probelab.paths import data_dir, lab_root, relative, shown
 from probelab.prereg import Record, retired_observables
 from probelab.probe import Probe, get_probe
+from probelab.records import Provenance, Verdict
 from probelab.storage import atomic_write_text
 
 CONFIRMED, REFUTED = "CONFIRMED", "REFUTED"
@@ -86,7 +87,7 @@ def score(ds: xr.Dataset, kernel: str, tables: Tables, scopes: Tables | None = N
     return scores
 
 
-def _measured_at(prov: dict) -> datetime | None:
+def _measured_at(prov: Provenance) -> datetime | None:
     """The measurement time, only if it is an unambiguous (timezone-aware) instant."""
     try:
         when = datetime.fromisoformat(prov["utc"])
@@ -106,7 +107,7 @@ def _changed_since(seal: str | None, judged: "Judged", record: Record) -> list[s
                                     measuring_code(judged.prov, judged.head, record))
 
 
-def probe_folders(prov: dict[str, Any]) -> tuple[str, ...]:
+def probe_folders(prov: Provenance) -> tuple[str, ...]:
     """The probe folders a dataset's kernels came from, as its provenance says (a static
     dataset before 2026-12 named its source file alone: found in its recorded code tree)."""
     tree = prov.get("code_tree") if codetree.valid(prov.get("code_tree")) else {}
@@ -122,7 +123,7 @@ def probe_folders(prov: dict[str, Any]) -> tuple[str, ...]:
     return tuple(sorted(folders))
 
 
-def measuring_code(prov: dict[str, Any], commit: str, record: Record | None = None
+def measuring_code(prov: Provenance, commit: str, record: Record | None = None
                    ) -> tuple[str, ...]:
     """The files that could shape a dataset's data at `commit`: its probe folders', and the
     core modules they and the sweep import there (codetree.measuring_code)."""
@@ -196,7 +197,7 @@ def _order_problems(entry: dict, judged: "Judged", record: Record) -> tuple[list
     return problems + (_code_problems(prov, head, record) if head else []), commit
 
 
-def _code_problems(prov: dict, head: str, record: Record) -> list[str]:
+def _code_problems(prov: Provenance, head: str, record: Record) -> list[str]:
     """The data must have been decoded by the code of the commit they name: a decode edited
     in a dirty tree would otherwise turn any verdict."""
     if "code_tree" not in prov:  # datasets from before the code was recorded
@@ -215,7 +216,8 @@ def _code_problems(prov: dict, head: str, record: Record) -> list[str]:
             f"({', '.join(differing[:5])}{', ...' if len(differing) > 5 else ''})"]
 
 
-def observed_dims(ds: xr.Dataset, prov: dict, probe: Probe) -> dict[str, tuple[str, ...]]:
+def observed_dims(ds: xr.Dataset, prov: Provenance, probe: Probe
+                  ) -> dict[str, tuple[str, ...]]:
     """The grid dims of each observable, as the dataset records them (older datasets: as
     the probe declares them, and for an observable it has retired, the variable's own dims
     after `kernel`): a verdict on data that observed it never depends on today's probe."""
@@ -287,7 +289,7 @@ class Judged:
 
     path: Path
     ds: xr.Dataset
-    prov: dict[str, Any]
+    prov: Provenance
     problem: str | None
 
     @cached_property
@@ -308,7 +310,7 @@ def judge(path: Path, history: bool = True, pins: list[dict[str, Any]] | None = 
 
 
 def _edited_seal(hypothesis_path: Path, judged: Judged,
-                 entries: list[dict[str, Any]]) -> dict[str, Any] | None:
+                 entries: list[dict[str, Any]]) -> Verdict | None:
     """A sealed file whose bytes no longer hash to its ledger entry is TAMPERED before it is
     parsed: re-encoded or corrupted, it must not pass for a mere usage error."""
     try:
@@ -336,7 +338,7 @@ def _edited_seal(hypothesis_path: Path, judged: Judged,
 
 
 def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = None,
-          record: Record | None = None) -> dict[str, Any]:
+          record: Record | None = None) -> Verdict:
     """The verdict of a sealed hypothesis on a dataset. `judged` and `record` are the dataset
     and the sealed record as already read, for a run of checks (otherwise read here)."""
     try:
@@ -363,7 +365,7 @@ def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = Non
     kernels = [str(k) for k in ds.kernel.values]
     if why := not_applicable(h, ds):
         raise UsageError(f"{h.id} does not apply to {dataset_path}: {why}")
-    doc: dict[str, Any] = {"hypothesis": _hypothesis_doc(h, hypothesis_path, kernels),
+    doc: Verdict = {"hypothesis": _hypothesis_doc(h, hypothesis_path, kernels),
                            "dataset": _dataset_doc(judged), "reasons": []}
     if record is None:
         return doc | {"verdict": TAMPERED, "reasons": [f"ledger: {ledger_error}"]}
@@ -401,7 +403,7 @@ def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = Non
     return _scored(doc)
 
 
-def _scored(doc: dict[str, Any]) -> dict[str, Any]:
+def _scored(doc: Verdict) -> Verdict:
     """The verdict the scores give, for a dataset whose seal and order hold."""
     claimed = [doc["kernels"][k] for k in doc["hypothesis"]["kernels"]]
     # nothing claimed, or nothing to score, confirms nothing
@@ -427,7 +429,7 @@ def separation(claimed: list[dict[str, Any]]) -> dict[str, int]:
     return {"refuting_cells": refuting, "cells": cells}
 
 
-def verdict_words(doc: dict[str, Any]) -> str:
+def verdict_words(doc: Verdict) -> str:
     """The verdict, with the separation count when it is a refutation."""
     if doc["verdict"] == REFUTED and "separation" in doc:
         sep = doc["separation"]
@@ -435,7 +437,7 @@ def verdict_words(doc: dict[str, Any]) -> str:
     return str(doc["verdict"])
 
 
-def kernel_statuses(doc: dict[str, Any]) -> dict[str, str]:
+def kernel_statuses(doc: Verdict) -> dict[str, str]:
     """{kernel: status} for a verdict, kernels outside the claim marked as such."""
     return {k: v["status"] if v["in_claim"] else f"not claimed, would be {v['status']}"
             for k, v in doc.get("kernels", {}).items()}
@@ -467,11 +469,11 @@ def verdict_path(dataset_path: Path, hypothesis_id: str) -> Path:
     return dataset_path.with_name(f"{dataset_path.stem}.{hypothesis_id}.verdict.json")
 
 
-def render_json(doc: dict[str, Any]) -> str:
+def render_json(doc: Verdict) -> str:
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
-def recordable(doc: dict[str, Any]) -> bool:
+def recordable(doc: Verdict) -> bool:
     """Whether a verdict may be recorded: a result (CONFIRMED or REFUTED) anywhere, and
     NOT-EVIDENCE beside simulated data only, never in the archive. TAMPERED and POST-HOC
     never are: a verdict file must not claim what does not count."""
@@ -481,7 +483,7 @@ def recordable(doc: dict[str, Any]) -> bool:
         (lab_root() / doc["dataset"]["path"]).resolve().is_relative_to(data_dir().resolve())
 
 
-def save_verdict(doc: dict[str, Any], dataset_path: Path) -> Path | None:
+def save_verdict(doc: Verdict, dataset_path: Path) -> Path | None:
     """Save a verdict beside its dataset if it is `recordable`; None where it is not, so that
     nothing that does not count is ever recorded as if it did."""
     if not recordable(doc):

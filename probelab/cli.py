@@ -457,7 +457,7 @@ def verify(
     recorded verdict is reproduced; 3 otherwise. Refuted hypotheses are results, not
     failures.
     """
-    from probelab.archive import verify_archive
+    from probelab.verify import verify_archive
 
     result = verify_archive(write=write)
     if as_json:
@@ -497,7 +497,7 @@ def plot(
     """Draw a dataset's figures (PNG and SVG): the probe's maps, lane maps for datasets that
     carry them (`probelab plot lanemap DATASET`), and hypothesis mismatch maps when --prereg
     is given. Without KIND, every plot the dataset offers."""
-    from probelab.figures import draw
+    from probelab.plot import draw
 
     usage = "probelab plot [KIND]... DATASET"
     if dataset_path == Path():

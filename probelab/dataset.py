@@ -7,13 +7,13 @@ variable gets a fill value, so uint32 0xFFFFFFFF is data, never "missing".
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
 import h5py
 import numpy as np
 import xarray as xr
 
 from probelab.errors import UsageError
+from probelab.records import Provenance
 from probelab.storage import atomic_write_bytes
 
 SCHEMA = 1
@@ -69,7 +69,7 @@ def _feed_canonical(h: "hashlib._Hash", values: np.ndarray) -> None:
         _feed(h, values, None)
 
 
-def content_sha256(ds: xr.Dataset, prov: dict[str, Any]) -> str:
+def content_sha256(ds: xr.Dataset, prov: Provenance) -> str:
     """What a sweep wrote: every variable and coordinate (name, dims, shape, values) and the
     provenance itself (less this hash). Recorded at save; `tampered` recomputes it."""
     h = hashlib.sha256()
@@ -102,13 +102,13 @@ def computed_content_sha256(ds: xr.Dataset) -> str:
     return content_sha256(ds, provenance(ds))
 
 
-def simulated(prov: dict[str, Any]) -> bool:
+def simulated(prov: Provenance) -> bool:
     """Whether a dataset counts as simulated: anything but an explicit `false` does (a
     missing, null, 0 or "" flag must never pass for a measurement)."""
     return prov.get("simulated", True) is not False
 
 
-def contradictions(prov: dict[str, Any]) -> list[str]:
+def contradictions(prov: Provenance) -> list[str]:
     """Where a dataset that says it is a measurement (`simulated: false`) says elsewhere
     what only a simulated run says: a flipped flag must not make a model's output count."""
     if not isinstance(prov.get("simulated", True), bool):
@@ -137,7 +137,7 @@ def contradictions(prov: dict[str, Any]) -> list[str]:
     return [f"it says simulated: false, but {why}" for why in found]
 
 
-def provenance(ds: xr.Dataset) -> dict[str, Any]:
+def provenance(ds: xr.Dataset) -> Provenance:
     try:
         prov = json.loads(ds.attrs["provenance"])
     except (KeyError, TypeError, json.JSONDecodeError, RecursionError) as exc:
@@ -160,13 +160,13 @@ def _nesting(value: object) -> int:
     return deepest
 
 
-def with_provenance(ds: xr.Dataset, prov: dict[str, Any]) -> xr.Dataset:
+def with_provenance(ds: xr.Dataset, prov: Provenance) -> xr.Dataset:
     ds = ds.copy()
     ds.attrs = {"probelab_schema": SCHEMA, "provenance": json.dumps(prov, sort_keys=True)}
     return ds
 
 
-def save(ds: xr.Dataset, path: Path, prov: dict[str, Any], exclusive: bool = False) -> Path:
+def save(ds: xr.Dataset, path: Path, prov: Provenance, exclusive: bool = False) -> Path:
     """Write atomically: a failed write leaves nothing at `path`. The provenance gains the
     content hash of what is written."""
     prov = {k: v for k, v in prov.items() if k != CONTENT_KEY}
@@ -181,7 +181,7 @@ def save(ds: xr.Dataset, path: Path, prov: dict[str, Any], exclusive: bool = Fal
     return path
 
 
-def save_new(ds: xr.Dataset, stem: Path, prov: dict[str, Any]) -> Path:
+def save_new(ds: xr.Dataset, stem: Path, prov: Provenance) -> Path:
     """Save under `stem`.nc, or `stem`-2.nc, -3, ... if that name is taken: never over an
     existing dataset, even when two sweeps finish in the same second."""
     for n in range(1, 1000):
@@ -195,7 +195,7 @@ def save_new(ds: xr.Dataset, stem: Path, prov: dict[str, Any]) -> Path:
     raise UsageError(f"{stem}: no free dataset name")
 
 
-def stored_provenance(path: Path) -> dict[str, Any]:
+def stored_provenance(path: Path) -> Provenance:
     """The provenance a saved file carries, read from its attributes alone (no variable is
     read): what `save` recorded, content hash included."""
     with h5py.File(path, "r") as handle:

@@ -17,6 +17,7 @@ from probelab import dataset
 from probelab.errors import UsageError
 from probelab.paths import shown
 from probelab.probe import get_probe
+from probelab.records import Provenance
 
 FIRST_SHOWN = 8
 MAX_INDEX_DECIMAL = 256  # index-like dimension coordinates shorter than this print in decimal
@@ -31,7 +32,7 @@ class Side:
     ds: xr.Dataset = field(repr=False)
 
     @property
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> Provenance:
         return dataset.provenance(self.ds)
 
     @property
@@ -237,7 +238,7 @@ def _stem(side: dict[str, Any], path: Path) -> str:
 def plot(doc: dict[str, Any], a: Side, b: Side, results: list[PairDiff], out_dir: Path
          ) -> list[Path]:
     """The probe's mismatch-map per pair, with B's values standing in for A's prediction."""
-    from probelab.plot import save_figure
+    from probelab.drawing import save_figure
 
     probe = get_probe(doc["probe"])
     if "mismatch-map" not in probe.plots:

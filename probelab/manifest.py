@@ -24,6 +24,7 @@ from typing import Any
 from probelab import chain
 from probelab.errors import CannotWrite
 from probelab.paths import data_dir, relative
+from probelab.records import Provenance
 
 NAME = "MANIFEST.jsonl"
 FORMS: chain.Forms = chain.CHAIN_FORMS | {
@@ -108,7 +109,7 @@ def pin_form_problem(entry: dict[str, Any]) -> str | None:
     return None
 
 
-def placement_problem(path: Path, prov: dict[str, Any]) -> str | None:
+def placement_problem(path: Path, prov: Provenance) -> str | None:
     """A dataset lives at data/PROBE/TARGET/NAME.nc of its own probe and target."""
     parts = Path(relative(path)).parts
     if len(parts) != 4 or parts[1:3] != (prov.get("probe"), prov.get("target")) \

@@ -17,6 +17,7 @@ from probelab import codetree, dataset, gitinfo, manifest, storage
 from probelab.errors import IntegrityError, UsageError
 from probelab.paths import data_dir, shown
 from probelab.probe import Probe
+from probelab.records import Provenance
 
 Step = Callable[[str], None]
 
@@ -56,7 +57,7 @@ def check_root(root: Path, simulated: bool) -> None:
                          "itself (data/PROBE/TARGET/), or outside the archive")
 
 
-def save_sweep(probe: Probe, ds: xr.Dataset, prov: dict, root: Path, step: Step,
+def save_sweep(probe: Probe, ds: xr.Dataset, prov: Provenance, root: Path, step: Step,
                command: list[str] | None) -> SweepResult:
     """Add what every dataset records about where and when it was made, and save it."""
     head, dirty = gitinfo.head()

@@ -10,12 +10,13 @@ from typing import Any
 from probelab.check import check, render_json, verdict_words
 from probelab.errors import LabError, UsageError
 from probelab.paths import lab_root, shown
+from probelab.records import Verdict
 
 
 @dataclass
 class Rechecked:
     path: Path  # the recorded verdict file
-    doc: dict[str, Any] | None  # the re-check; None where none could be made
+    doc: Verdict | None  # the re-check; None where none could be made
     warnings: list[str] = field(default_factory=list)  # why the file is not to be trusted
 
     def render(self) -> str:
@@ -83,7 +84,7 @@ def _mismatch_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def render(doc: dict[str, Any], warnings: list[str] | None = None) -> str:
+def render(doc: Verdict, warnings: list[str] | None = None) -> str:
     h, d = doc["hypothesis"], doc["dataset"]
     out = [f"### {h['probe']} · `{h['id']}` — **{verdict_words(doc)}**", ""]
     out += [f"**⚠ {warning}**" for warning in warnings or []] + ([""] if warnings else [])

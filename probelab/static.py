@@ -17,6 +17,7 @@ from probelab.evidence import gate
 from probelab.measurement import Step, SweepResult, blindness_gate, check_root, save_sweep
 from probelab.paths import data_dir, shown
 from probelab.probe import supports
+from probelab.records import Provenance
 from probelab.vendors import of
 
 KERNEL = "static"  # the single `kernel` label of a static dataset
@@ -71,7 +72,7 @@ def run_static_sweep(probe, target: str | None, *, out_root: Path | None = None,
     ds["instruction"] = ("case", np.array(text, dtype=str))
     ds["diagnostic"] = ("case", np.array(diagnostic, dtype=str))
     source = probe.variant({c: int(grid[c].values[0]) for c in numeric}).source
-    prov = {
+    prov: Provenance = {
         "backend": "toolchain",
         "device": "none: static probe, measured on the compiler's output",
         "target": target,

@@ -8,7 +8,6 @@ probelab.measurement.
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -23,6 +22,7 @@ from probelab.limits import DEFAULT_TIMEOUT_S
 from probelab.measurement import Step, SweepResult, blindness_gate, check_root, save_sweep
 from probelab.paths import data_dir, shown, sim_data_dir
 from probelab.probe import Kernel, Launch, Probe, get_probe, require_target
+from probelab.records import KernelRecord, Provenance
 
 __all__ = ["SweepResult", "run_sweep"]
 
@@ -93,7 +93,7 @@ def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | N
     if "decode_problems" in ds and ds["decode_problems"].size:  # kept, and shown
         step(f"the decode could not read everything ({ds['decode_problems'].size} problems, "
              "recorded in the dataset as decode_problems)")
-    prov = {
+    prov: Provenance = {
         "backend": backend.name,
         "device": device.name,
         "target": device.target,
@@ -138,14 +138,14 @@ def _open(probe: Probe, backend: Backend, target: str | None, step: Step
 
 
 def _compile_and_gate(backend: Backend, kernels: list[Kernel], target: str, step: Step
-                      ) -> tuple[dict[str, dict[str, Any]], dict[str, CodeObject]]:
+                      ) -> tuple[dict[str, KernelRecord], dict[str, CodeObject]]:
     """Every kernel compiled and, on a real device, its code object through the evidence
     gate: {kernel: its provenance record}, {kernel: its code object}."""
     records, codes = {}, {}
     for kernel in kernels:
         step(f"compiling {kernel.name} for {target}")
         code = backend.compile(kernel, target)
-        record: dict[str, Any] = {
+        record: KernelRecord = {
             "symbol": kernel.symbol,
             "source": shown(kernel.source),
             "source_sha256": hashlib.sha256(kernel.source.read_bytes()).hexdigest(),

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from toylab import DELETE, ToyLab, invoke
 
-from probelab import archive, check, ledger, prereg
+from probelab import check, ledger, prereg, verify
 from probelab.errors import Exit, LabError, UsageError
 
 N_CELLS = 16 * 8
@@ -283,7 +283,7 @@ def test_saved_verdict_and_archive_verification(toylab: ToyLab) -> None:
     assert saved.name == f"{data.stem}.sum.verdict.json"
     assert json.loads(saved.read_text()) == json.loads(check.render_json(doc))
 
-    result = archive.verify_archive()
+    result = verify.verify_archive()
     assert result["problems"] == []
     assert [(c["hypothesis"], c["verdict"], c["recorded"]) for c in result["checks"]] == \
         [("sum", check.CONFIRMED, "same")]
@@ -291,7 +291,7 @@ def test_saved_verdict_and_archive_verification(toylab: ToyLab) -> None:
     recorded = json.loads(saved.read_text())
     recorded["verdict"] = check.REFUTED
     saved.write_text(json.dumps(recorded))
-    result = archive.verify_archive()
+    result = verify.verify_archive()
     assert [c["recorded"] for c in result["checks"]] == ["differs"]
     assert len(result["problems"]) == 1 and "differs" in result["problems"][0]
 
@@ -299,12 +299,12 @@ def test_saved_verdict_and_archive_verification(toylab: ToyLab) -> None:
 def test_archive_write_records_missing_verdicts(toylab: ToyLab) -> None:
     sealed(toylab, "sum", "a + b")
     data = measured_after_seal(toylab)
-    first = archive.verify_archive()
+    first = verify.verify_archive()
     assert [c["recorded"] for c in first["checks"]] == ["missing"]
     assert any("no recorded verdict" in n for n in first["notes"])
-    assert [c["recorded"] for c in archive.verify_archive(write=True)["checks"]] == ["written"]
+    assert [c["recorded"] for c in verify.verify_archive(write=True)["checks"]] == ["written"]
     assert check.verdict_path(data, "sum").exists()
-    assert [c["recorded"] for c in archive.verify_archive()["checks"]] == ["same"]
+    assert [c["recorded"] for c in verify.verify_archive()["checks"]] == ["same"]
 
 
 def test_simulated_dataset_in_archive_is_a_problem(toylab: ToyLab) -> None:
@@ -313,7 +313,7 @@ def test_simulated_dataset_in_archive_is_a_problem(toylab: ToyLab) -> None:
     placed = toylab.data / "toy" / "sm_90" / sim.name
     placed.parent.mkdir(parents=True)
     placed.write_bytes(sim.read_bytes())
-    result = archive.verify_archive()
+    result = verify.verify_archive()
     assert any("simulated dataset among measurements" in p for p in result["problems"])
     assert result["checks"] == []
 
@@ -322,7 +322,7 @@ def test_unreadable_dataset_in_archive_is_a_problem(toylab: ToyLab) -> None:
     bad = toylab.data / "toy" / "sm_90" / "broken.nc"
     bad.parent.mkdir(parents=True)
     bad.write_bytes(b"not a dataset")
-    result = archive.verify_archive()
+    result = verify.verify_archive()
     assert any("broken.nc" in p for p in result["problems"])
 
 
@@ -331,7 +331,7 @@ def test_stray_file_in_archive_is_a_note(toylab: ToyLab) -> None:
     data = measured_after_seal(toylab)
     check.save_verdict(check.check(toylab.root / "preregistrations/toy/sum.toml", data), data)
     (data.parent / "notes.txt").write_text("hello")
-    result = archive.verify_archive()
+    result = verify.verify_archive()
     assert result["problems"] == []
     assert any("stray file" in n and "notes.txt" in n for n in result["notes"])
 
@@ -341,7 +341,7 @@ def test_tampered_hypothesis_is_an_archive_problem(toylab: ToyLab) -> None:
     data = measured_after_seal(toylab)
     check.save_verdict(check.check(hyp, data), data)
     hyp.write_bytes(hyp.read_bytes() + b" ")
-    result = archive.verify_archive()
+    result = verify.verify_archive()
     assert any("edited after sealing" in p for p in result["problems"])
     assert any("TAMPERED" in c["verdict"] for c in result["checks"])
 
@@ -350,14 +350,14 @@ def test_broken_ledger_is_an_archive_problem(toylab: ToyLab) -> None:
     sealed(toylab, "sum", "a + b")
     measured_after_seal(toylab)
     toylab.ledger.write_text(toylab.ledger.read_text() + "garbage\n")
-    result = archive.verify_archive()
+    result = verify.verify_archive()
     assert len(result["problems"]) == 1 and result["problems"][0].startswith("ledger:")
 
 
 def test_post_hoc_is_not_an_archive_problem(toylab: ToyLab) -> None:
     data = toylab.as_measured(toylab.sim_dataset())
     sealed(toylab, "sum", "a + b")
-    result = archive.verify_archive(write=True)
+    result = verify.verify_archive(write=True)
     assert [c["verdict"] for c in result["checks"]] == [check.POST_HOC]
     assert result["problems"] == []
     assert not check.verdict_path(data, "sum").exists()  # it does not count: never recorded
@@ -368,7 +368,7 @@ def test_corrupt_recorded_verdict_is_an_archive_problem(toylab: ToyLab) -> None:
     data = measured_after_seal(toylab)
     check.save_verdict(check.check(hyp, data), data)
     check.verdict_path(data, "sum").write_text("{not json")
-    result = archive.verify_archive()
+    result = verify.verify_archive()
     assert any("sum" in p for p in result["problems"])
 
 
@@ -381,7 +381,7 @@ def test_a_recorded_verdict_that_differs_says_how(toylab: ToyLab, recorded, says
     data = measured_after_seal(toylab)
     doc = check.check(hyp, data)
     check.verdict_path(data, "sum").write_text(json.dumps(doc | recorded))
-    assert any(says in p for p in archive.verify_archive()["problems"])
+    assert any(says in p for p in verify.verify_archive()["problems"])
 
 
 def test_dataset_with_no_cells_cannot_confirm(toylab: ToyLab) -> None:

@@ -10,8 +10,8 @@ from matplotlib.figure import Figure
 from toylab import copy_probe
 
 from probelab.dataset import load
+from probelab.drawing import Labels, cell_table, new_figure, save_figure
 from probelab.hypothesis import load_hypothesis, predict
-from probelab.plot import Labels, cell_table, new_figure, save_figure
 from probelab.probe import catalog, load_sibling
 
 ROOT = Path(__file__).resolve().parents[1]

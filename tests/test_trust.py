@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from toylab import ToyLab, invoke
 
 from probelab import dataset, prereg
-from probelab.archive import verify_archive
 from probelab.backends import KernelTimeout, wait_for
 from probelab.errors import UsageError
 from probelab.hypothesis import parse_hypothesis
+from probelab.verify import verify_archive
 
 
 def sealed(lab: ToyLab, hyp_id: str, expr: str) -> Path:

@@ -11,8 +11,8 @@ import pytest
 from toylab import DELETE, ToyLab, invoke
 
 from probelab import dataset, manifest, prereg
-from probelab.archive import verify_archive
 from probelab.check import check
+from probelab.verify import verify_archive
 
 
 def sealed(lab: ToyLab, hyp_id: str = "sum", expr: str = "a + b") -> Path:

@@ -10,10 +10,10 @@ import pytest
 from toylab import TOY_MODULE, ToyLab, invoke
 
 from probelab import dataset, prereg
-from probelab.archive import verify_archive
 from probelab.check import check
 from probelab.errors import UsageError
 from probelab.probe import catalog
+from probelab.verify import verify_archive
 
 HONEST = 'ds["value"] = (("kernel", "a", "b"), values)'
 

@@ -11,8 +11,8 @@ import pytest
 from toylab import ToyLab, invoke
 
 from probelab import prereg
-from probelab.archive import verify_archive
 from probelab.probe import catalog
+from probelab.verify import verify_archive
 
 
 class Backdated:

@@ -13,9 +13,9 @@ import xarray as xr
 from toylab import ToyLab, invoke
 
 from probelab import dataset, ledger, prereg
-from probelab.archive import verify_archive
 from probelab.errors import UsageError
 from probelab.hypothesis import evaluate_claim, parse_hypothesis
+from probelab.verify import verify_archive
 
 ESC = "\x1b"
 

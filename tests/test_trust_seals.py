@@ -14,11 +14,11 @@ import pytest
 from toylab import ToyLab
 
 from probelab import ledger, prereg
-from probelab.archive import verify_archive
 from probelab.check import check
 from probelab.errors import IntegrityError
 from probelab.hypothesis import load_hypothesis
 from probelab.paths import relative
+from probelab.verify import verify_archive
 
 
 def forged_entry(lab: ToyLab, path: Path, sealed_at: str) -> tuple[dict, str]:

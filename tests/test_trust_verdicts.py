@@ -9,8 +9,8 @@ import pytest
 from toylab import ToyLab, invoke
 
 from probelab import prereg
-from probelab.archive import verify_archive
 from probelab.check import check, render_json, verdict_path
+from probelab.verify import verify_archive
 
 
 def sealed(lab: ToyLab, hyp_id: str = "sum", expr: str = "a + b") -> Path:

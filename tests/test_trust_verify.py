@@ -11,9 +11,9 @@ import pytest
 from toylab import ToyLab
 
 from probelab import codetree, dataset, gitinfo, prereg
-from probelab.archive import verify_archive
 from probelab.check import check
 from probelab.hypothesis import Evaluations, load_hypothesis
+from probelab.verify import verify_archive
 
 
 def sealed(lab: ToyLab, hyp_id: str = "sum", expr: str = "a + b") -> Path:

@@ -12,7 +12,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from probelab.plot import cell_table, dataset_header, new_figure
+from probelab.drawing import cell_table, dataset_header, new_figure
 
 STRUCTURED = ("msb_none", "msb_all", *(f"msb_byte{k}" for k in range(8)))
 NIBBLES = np.arange(16, dtype=np.uint32)

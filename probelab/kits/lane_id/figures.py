@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from probelab.plot import cell_table, dataset_header, new_figure
+from probelab.drawing import cell_table, dataset_header, new_figure
 
 OPERANDS = {"a": ("A", "row", "k"), "b": ("B", "k", "col"), "c": ("C", "row", "col"),
             "d": ("D", "row", "col")}

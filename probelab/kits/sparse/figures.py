@@ -15,8 +15,8 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
+from probelab.drawing import cell_table, dataset_header, new_figure
 from probelab.kits.sparse.engine import AMBIGUOUS, CODES, NONE
-from probelab.plot import cell_table, dataset_header, new_figure
 
 CELL_IN = 0.42
 SHOWN_WORDS = 2
