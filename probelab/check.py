@@ -107,31 +107,34 @@ def _changed_since(seal: str | None, judged: "Judged", record: Record) -> list[s
                                     measuring_code(judged.prov, judged.head, record))
 
 
-def probe_folders(prov: Provenance) -> tuple[str, ...]:
-    """The probe folders a dataset's kernels came from, as its provenance says (a static
-    dataset before 2026-12 named its source file alone: found in its recorded code tree)."""
-    tree = prov.get("code_tree") if codetree.valid(prov.get("code_tree")) else {}
+def probe_folders(prov: Provenance, commit: str) -> tuple[str, ...]:
+    """The probe folders a dataset's kernels came from, as its provenance names their
+    sources (lab-relative paths; a static dataset before 2026-12 named the file alone,
+    found among the files `commit` has under probes/). Empty where none is found."""
     kernels = prov.get("kernels") if isinstance(prov.get("kernels"), dict) else {}
-    folders = set()
-    for record in kernels.values():
-        source = str(record.get("source", "")) if isinstance(record, dict) else ""
-        if "/" in source:
-            folders.add(source.rpartition("/")[0])
-        else:
-            folders |= {p.rpartition("/")[0] for p in tree
-                        if p.startswith("probes/") and p.endswith(f"/{source}")}
+    sources = {str(r.get("source", "")) for r in kernels.values() if isinstance(r, dict)}
+    folders = {s.rpartition("/")[0] for s in sources if s.startswith("probes/")}
+    if bare := {s for s in sources if s and "/" not in s}:
+        try:
+            listed = gitinfo.git("ls-tree", "-r", "--name-only", commit, "--", "probes")
+        except (RuntimeError, OSError):
+            listed = ""
+        folders |= {p.rpartition("/")[0] for p in listed.splitlines()
+                    if p.rpartition("/")[2] in bare}
     return tuple(sorted(folders))
 
 
 def measuring_code(prov: Provenance, commit: str, record: Record | None = None
                    ) -> tuple[str, ...]:
     """The files that could shape a dataset's data at `commit`: its probe folders', and the
-    core modules they and the sweep import there (codetree.measuring_code)."""
-    key = (*probe_folders(prov), commit)
+    core modules they and the sweep import there (codetree.measuring_code). Where its
+    folders cannot be found, the whole scope (probes/ and probelab/): never nothing."""
+    key = (*probe_folders(prov, commit), commit)
     if record is not None and key in record.code:
         return record.code[key]
     files = tuple(sorted({f for folder in key[:-1]
                           for f in codetree.measuring_code(folder, commit)}))
+    files = files or codetree.SCOPE
     if record is not None:
         record.code[key] = files
     return files
@@ -249,8 +252,8 @@ def not_applicable(h: Hypothesis, ds: xr.Dataset) -> str | None:
     observables the probe no longer has: sealed for an earlier version of it)."""
     retired = retired_observables(h)  # also refuses a probe that retires a live observable
     prov = dataset.provenance(ds)
-    if isinstance(prov.get("retired"), dict):  # as the dataset's own probe version said
-        retired = sorted(set(h.predict) & set(prov["retired"]))
+    if isinstance(prov.get("retired"), dict):  # and as the dataset's own probe version said
+        retired = sorted(set(retired) | (set(h.predict) & set(prov["retired"])))
     if absent := sorted(set(h.predict) - set(map(str, ds.data_vars))):
         if retired:
             return (f"it predicts {retired}, which {h.probe} no longer observes, and this "
@@ -366,7 +369,7 @@ def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = Non
     if why := not_applicable(h, ds):
         raise UsageError(f"{h.id} does not apply to {dataset_path}: {why}")
     doc: Verdict = {"hypothesis": _hypothesis_doc(h, hypothesis_path, kernels),
-                           "dataset": _dataset_doc(judged), "reasons": []}
+                    "dataset": _dataset_doc(judged), "reasons": []}
     if record is None:
         return doc | {"verdict": TAMPERED, "reasons": [f"ledger: {ledger_error}"]}
     entry = ledger.find(entries, doc["hypothesis"]["path"])

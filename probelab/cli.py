@@ -494,9 +494,9 @@ def plot(
     out_dir: Annotated[Path | None, typer.Option("--out", help="Folder for PNG and SVG "
                                                  "(default: figures/ beside the dataset).")] = None,
 ) -> None:
-    """Draw a dataset's figures (PNG and SVG): the probe's maps, lane maps for datasets that
-    carry them (`probelab plot lanemap DATASET`), and hypothesis mismatch maps when --prereg
-    is given. Without KIND, every plot the dataset offers."""
+    """Draw a dataset's figures (PNG and SVG): the maps its probe offers (lane maps for the
+    lane-id probes: `probelab plot lanemap DATASET`), and hypothesis mismatch maps when
+    --prereg is given. Without KIND, every plot the dataset offers."""
     from probelab.plot import draw
 
     usage = "probelab plot [KIND]... DATASET"

@@ -8,6 +8,7 @@ takes the commit on trust (PROBELAB_GIT_HEAD).
 """
 
 import ast
+import contextlib
 import functools
 import hashlib
 import os
@@ -114,15 +115,15 @@ def measuring_code(probe_folder: str, commit: str | None = None) -> list[str]:
 
 
 def _listing(commit: str | None, folders: tuple[str, ...]) -> list[str]:
-    """The files under lab-relative `folders`, on disk or at `commit`."""
-    if commit is not None:
-        try:
-            return gitinfo.git("ls-tree", "-r", "--name-only", commit, "--",
-                               *folders).splitlines()
-        except (RuntimeError, OSError):
-            return []
+    """The files under lab-relative `folders`, on disk or at `commit` (each folder on its
+    own: one that cannot be listed lists nothing, and takes no other with it)."""
     out = []
     for folder in folders:
+        if commit is not None:
+            with contextlib.suppress(RuntimeError, OSError):
+                out += gitinfo.git("ls-tree", "-r", "--name-only", commit, "--",
+                                   folder).splitlines()
+            continue
         base = _on_disk(folder)
         out += [f"{folder}/{p.relative_to(base).as_posix()}" for p in base.rglob("*")
                 if p.is_file()]
@@ -172,15 +173,17 @@ def _imports_of(data: bytes) -> list[str]:
     files = []
     for name in names:
         parts = name.split(".")
-        if parts[0] == "probelab":
-            base = "/".join(parts)
-            files += [f"{base}.py", f"{base}/__init__.py"]
+        if parts[0] == "probelab":  # the module, and every package Python runs on the way
+            files += [f"{'/'.join(parts[:i])}/__init__.py" for i in range(1, len(parts))]
+            files += [f"{'/'.join(parts)}.py", f"{'/'.join(parts)}/__init__.py"]
     return files
 
 
 @functools.cache
 def changed_between(older: str, newer: str, paths: tuple[str, ...]) -> list[str]:
-    """Files among `paths` (folders or files) that differ between two commits."""
+    """Files among `paths` (folders or files; none given: the whole SCOPE) that differ
+    between two commits."""
+    paths = paths or SCOPE
     try:
         out = gitinfo.git("diff", "--name-only", older, newer, "--", *paths)
     except (RuntimeError, OSError):

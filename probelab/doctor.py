@@ -10,7 +10,6 @@ from typing import Any
 from probelab.errors import LabError, UsageError
 from probelab.paths import lab_root, ledger_path
 
-SIM = "simulated devices; data are never evidence"
 PACKAGES = {
     "numpy": "core", "xarray": "core", "h5netcdf": "core", "h5py": "core", "typer": "core",
     "rich": "core", "matplotlib": "core",
@@ -25,7 +24,7 @@ def backend_presence() -> dict[str, dict[str, Any]]:
     """Whether each backend's driver and bindings are installed (the vendor table says
     what to look for), opening no device and importing no backend (`list` stays instant;
     `doctor` and `sweep` open the device and say what it is)."""
-    from probelab.vendors import VENDORS
+    from probelab.vendors import SIMULATED, VENDORS
 
     status = {}
     for driver in (d for vendor in VENDORS.values() for d in vendor.drivers):
@@ -35,7 +34,7 @@ def backend_presence() -> dict[str, dict[str, Any]]:
                  f"{driver.package} {'installed' if has_bindings else 'not installed'}"]
         status[driver.backend] = {"found": has_driver and has_bindings, "detail":
                                   ", ".join(parts) + " (`probelab doctor` opens the device)"}
-    status["sim"] = {"found": True, "detail": SIM}
+    status["sim"] = {"found": True, "detail": SIMULATED}
     return status
 
 

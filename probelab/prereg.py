@@ -238,8 +238,8 @@ class Record:
     """The sealed record as one run of checks reads it, each part once however many checks
     ask: the ledger's entries (chain and seal history verified), each entry's seal commit,
     the history that orders seals and measurements, the claims evaluated so far
-    (probelab.hypothesis.Evaluations), and, as first asked, each probe's measuring code (as
-    it is during the run) and each measured commit's code tree."""
+    (probelab.hypothesis.Evaluations), and, as first asked, the measuring code of each probe
+    folder at each measured commit (read from git) and each measured commit's code tree."""
 
     entries: list[dict[str, Any]]
     commits: dict[str, str | None]  # entry hash -> seal commit

@@ -13,6 +13,8 @@ from probelab import targets
 from probelab.disasm import Instruction, parse_gcn, parse_sass
 from probelab.evidence import GCN, SASS, Isa
 
+SIMULATED = "simulated devices; data are never evidence"  # the sim backend, every vendor's
+
 
 @dataclass(frozen=True)
 class Driver:

@@ -130,7 +130,8 @@ def _flips(counted: dict[tuple, list[tuple]], result: dict[str, Any]) -> None:
             flip = (f"{hypothesis}: {verdict_a} on {a} but {verdict_b} on {b} ({probe} "
                     f"version {version_a}, {target})")
             changed = codetree.changed_between(head_a, head_b, tuple(sorted(
-                set(measuring_code(prov_a, head_a)) | set(measuring_code(prov_b, head_b)))))
+                set(measuring_code(prov_a, head_a)) | set(measuring_code(prov_b, head_b))))
+            ) if head_a and head_b else []
             if changed:
                 result["problems"].append(
                     f"{flip}, decoded by code that differs in {len(changed)} files "

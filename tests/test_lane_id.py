@@ -203,10 +203,17 @@ def test_canonical_labels_are_the_documented_ones_for_documented_units() -> None
                 np.testing.assert_array_equal(found, getattr(layouts[s.name], n))
 
 
-def test_a_shape_too_big_for_the_id_encoding_is_refused() -> None:
-    """1,024 A slots of f64 now travel in two digit waves (tests/test_lane_id_codecs.py);
-    an accumulator too narrow to carry two C digits beside an operand digit is refused."""
+def test_a_shape_too_big_for_one_id_digit_is_carried_in_digit_waves() -> None:
+    """1,024 A slots once exceeded the f64 encoding (C's scale was 1024); now their ids
+    travel in two digit waves, as they do for 1,024 f16 A slots into an f16 accumulator
+    (C's scale 512, three C levels), and the hidden layout is recovered."""
     from probelab.kits.elements import F16, Codec
 
-    with pytest.raises(ValueError, match="C digits of base 0"):
-        Shape("big", 64, 16, 16, 64, 16, 4, 16, codec=Codec(F16, F16))  # 1,024 A slots
+    for codec in (lane_id.F64_CODEC, Codec(F16, F16)):
+        shapes = (Shape("big", 64, 16, 16, 64, 16, 4, 16, codec=codec),)  # 1,024 A slots
+        layouts = hidden(shapes, 2)
+        ds = run_unit(shapes, layouts)
+        assert ds.sizes["digit"] >= 2
+        assert ds["recovered"].values.tolist() == [1], ds["recovered"].attrs["why"]
+        assert ds["gemm_exact"].values.all()
+        assert_same_up_to_relabeling(ds, shapes[0], layouts["big"])

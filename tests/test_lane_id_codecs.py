@@ -82,6 +82,8 @@ def test_a_codec_that_cannot_name_a_slot_is_refused() -> None:
         Shape("b1", 8, 8, 128, 32, 32, 32, 2, codec=Codec(B1, S32))
     with pytest.raises(ValueError, match="random GEMM waves reach"):
         Shape("deep", 16, 8, 256, 32, 128, 64, 4, codec=Codec(E4M3, F16))
+    with pytest.raises(ValueError, match="base 1"):  # one level names nothing: no endless loop
+        Codec(B1, S32).digits(3)
     with pytest.raises(ValueError, match="one element codec"):
         engine.codec_of([Shape("x", 16, 8, 16, 32, 8, 4, 4, codec=Codec(F16, F32)),
                          Shape("y", 16, 8, 16, 32, 8, 4, 4, codec=Codec(BF16, F32))])
@@ -100,6 +102,19 @@ def test_a_unit_that_rounds_an_id_is_not_read_as_one() -> None:
     ds = run_unit(shapes, hidden(shapes, 3), unit=bf16_unit)
     assert ds["recovered"].values.tolist() == [0]
     assert not ds["gemm_exact"].values.any()
+
+
+def test_a_c_missing_from_one_digit_wave_spoils_both_names() -> None:
+    """Two digit waves; the C digit is absent from the second only: neither the C slot nor
+    the A slot is read from that cell (one value names both, in every digit)."""
+    plan = engine.Plan(base=16, scale=1024, c_base=1000, digits=2)
+    good = 1024 * (3 + 1) + (5 + 1)  # C slot 3, A digit 5, in the first digit wave
+    values = np.array([[[good]], [[0 + 1]]], np.float64)  # second wave: A digit 0, no C
+    c, x = engine._names(values, plan, slots=200, c_slots=200)
+    assert c.tolist() == [[engine.INVALID]] and x.tolist() == [[engine.INVALID]]
+    whole = np.array([[[good]], [[1024 * 1 + 1]]], np.float64)  # C digit 0 there too
+    c, x = engine._names(whole, plan, slots=200, c_slots=200)
+    assert c.tolist() == [[3]] and x.tolist() == [[5]]
 
 
 def test_f64_packing_is_the_old_double_view() -> None:
@@ -137,6 +152,14 @@ def test_fp8_codes_decode_as_the_ocp_formats_say() -> None:
     with pytest.raises(ValueError):
         TF32.encode(np.array([2049.0]))  # 11 significant bits: one too many for tf32
     assert S32.encode(np.array([-1])).tolist() == [0xFFFFFFFF]
+    with pytest.raises(ValueError):
+        F64.encode(np.array([2**53 + 1]))  # an integer no double holds is refused, not rounded
+    assert E5M2.encode(np.array([np.inf, -np.inf])).tolist() == [0x7C, 0xFC]
+    with pytest.raises(ValueError):
+        E4M3.encode(np.array([np.inf]))  # e4m3 has no infinity
+    assert np.isnan(E4M3.decode(E4M3.encode(np.array([np.nan])))).all()
+    assert np.isnan(BF16.decode(BF16.encode(np.array([np.nan])))).all()
+    assert TF32.decode(np.array([np.float32(1.0).view(np.uint32) | 0x1FFF])).tolist() == [1.0]
 
 
 F16_PROBE = '''"""f16-lanes: a test-only dense f16 lane-map probe, declared with the lane-id kit."""

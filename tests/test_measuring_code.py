@@ -63,3 +63,21 @@ def test_a_change_to_a_module_the_old_code_imported_is_still_seen(lab: Path) -> 
     assert codetree.changed_between(seal, measured, files) == ["probelab/kits/old_engine.py"]
     today = tuple(codetree.measuring_code("probes/p", _git(lab, "rev-parse", "HEAD")))
     assert "probelab/kits/old_engine.py" not in today  # what reading today's code would miss
+
+
+def test_a_source_named_alone_is_found_at_the_commit_and_none_found_means_all(lab: Path
+                                                                              ) -> None:
+    """Static datasets before 2026-12 named their kernel source without its folder: the
+    folder is found among the files the measured commit has; where nothing is found, the
+    whole scope is compared (never nothing, which would hide every change)."""
+    from probelab.check import measuring_code, probe_folders
+
+    head = _commit(lab, {"probes/p/probe.py": "", "probes/p/k.hip": "",
+                         "probes/q/probe.py": ""}, "two probes")
+    named_alone = {"kernels": {"static": {"source": "k.hip"}}}
+    assert probe_folders(named_alone, head) == ("probes/p",)
+    assert probe_folders({"kernels": {"m": {"source": "probes/q/q.cu"}}}, head) == ("probes/q",)
+    unknown = {"kernels": {"static": {"source": "gone.hip"}}}
+    assert probe_folders(unknown, head) == ()
+    assert measuring_code(unknown, head) == codetree.SCOPE
+    assert codetree.changed_between(head, head, ()) == []  # no paths: the scope, unchanged

@@ -86,7 +86,7 @@ class HipBackend:
             self._routes[kernel.name] = "offline clang"
         except Unavailable as offline:  # no clang, or the kernel needs HIP's headers
             code = hiprtc.build(kernel, self._target_id(target),
-                                self.device().details["hip_runtime"], offline)
+                                lambda: self.device().details["hip_runtime"], offline)
             self._routes[kernel.name] = "hiprtc"
         return code
 

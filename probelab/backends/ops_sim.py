@@ -10,11 +10,10 @@ from probelab import targets
 from probelab.backends import DeviceInfo
 from probelab.backends.guards import framed, unframe
 from probelab.codeobject import CodeObject
-from probelab.doctor import SIM
 from probelab.errors import IntegrityError, UsageError
 from probelab.limits import DEFAULT_TIMEOUT_S
 from probelab.probe import Kernel, Launch, Probe, supports
-from probelab.vendors import VENDORS
+from probelab.vendors import SIMULATED, VENDORS
 
 
 class SimBackend:
@@ -62,4 +61,4 @@ def make(probe: Probe, target: str | None) -> SimBackend:
 
 
 def status() -> dict[str, object]:
-    return {"usable": True, "detail": SIM}
+    return {"usable": True, "detail": SIMULATED}

@@ -66,19 +66,21 @@ class Element:
                                                dtype=np.int64)])
 
     def encode(self, values: np.ndarray) -> np.ndarray:
-        """Values -> raw bit patterns (uint64), refusing any the format does not hold."""
+        """Values -> raw bit patterns (uint64), refusing any the format does not hold
+        exactly (NaN and infinities are held where the format has them)."""
         values = np.asarray(values)
         if self.floating:
-            raw = self._encode_float(values.astype(np.float64))
-        else:
-            ints = values.astype(np.int64)
-            if (ints != values).any() or (ints < self.lowest).any() or \
-                    (ints > 2**self.bits - 1 + self.lowest).any():
-                bad = values[(ints != values) | (ints < self.lowest) |
-                             (ints > 2**self.bits - 1 + self.lowest)]
-                raise ValueError(f"{self.name} cannot hold {bad.reshape(-1)[0]!r} exactly")
-            raw = ints & (2**self.bits - 1)
-        return raw.astype(np.uint64)
+            as_float = values.astype(np.float64)
+            if values.dtype.kind in "iu":  # an integer a double cannot hold is no value here
+                big = np.abs(as_float) >= 2.0**63
+                back = np.where(big, 0, as_float).astype(np.int64)
+                self._refuse(values, ~big & (back == values))
+            return self._encode_float(as_float)
+        ints = values.astype(np.int64)
+        exact = (ints == values) & (ints >= self.lowest) & (ints <= 2**self.bits - 1 +
+                                                            self.lowest)
+        self._refuse(values, exact)
+        return (ints & (2**self.bits - 1)).astype(np.uint64)
 
     def decode(self, raw: np.ndarray) -> np.ndarray:
         """Raw bit patterns -> numbers: float64 for floats, int64 otherwise."""
@@ -88,31 +90,51 @@ class Element:
             if self.kind == "signed":
                 ints = np.where(ints >= 2 ** (self.bits - 1), ints - 2**self.bits, ints)
             return ints
-        if self.stored_in == 32:  # tf32: an f32 whose low fraction bits the unit ignores
-            return raw.astype(np.uint32).view(np.float32).astype(np.float64)
-        if self.bits in _NATIVE and self.fraction == np.finfo(_NATIVE[self.bits]).nmant:
-            width = {64: np.uint64, 32: np.uint32, 16: np.uint16}[self.bits]
-            return raw.astype(width).view(_NATIVE[self.bits]).astype(np.float64)
-        if self.name == "bf16":
-            return (raw.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+        if native := self._native:
+            dtype, width = native
+            return raw.astype(width).view(dtype).astype(np.float64)
+        if self.bits > 8:  # bf16, tf32: the top bits of an f32 (tf32's low 13 are ignored)
+            word = raw.astype(np.uint32) << np.uint32(32 - self.bits) if self.name == "bf16" \
+                else raw.astype(np.uint32) & np.uint32(~(2**self._dropped - 1) & 0xFFFFFFFF)
+            return word.view(np.float32).astype(np.float64)
         return self._decode_small(raw)
 
-    # ---- floats: native numpy where one exists, bit arithmetic for bf16 and fp8 ----
+    # ---- floats: native numpy where one exists, f32 bits for bf16/tf32, a table for fp8 ----
+
+    @property
+    def _native(self) -> tuple[type, type] | None:
+        """(numpy float type, unsigned type of its width) where numpy has this format."""
+        if self.bits in _NATIVE and self.fraction == np.finfo(_NATIVE[self.bits]).nmant:
+            return _NATIVE[self.bits], {64: np.uint64, 32: np.uint32, 16: np.uint16}[self.bits]
+        return None
+
+    @property
+    def _dropped(self) -> int:
+        """The f32 fraction bits a format stored as an f32's top bits lacks."""
+        return 23 - self.fraction
 
     def _encode_float(self, values: np.ndarray) -> np.ndarray:
-        if self.stored_in == 32 or self.name == "bf16":
-            raw = values.astype(np.float32).view(np.uint32).astype(np.uint64)
-            dropped = 32 - 1 - 8 - self.fraction  # f32 fraction bits the format lacks
-            exact = (values.astype(np.float32).astype(np.float64) == values) & \
-                (raw & np.uint64(2**dropped - 1) == 0)
-            self._refuse(values, exact)
-            return raw >> np.uint64(16) if self.name == "bf16" else raw
-        if self.bits in _NATIVE and self.fraction == np.finfo(_NATIVE[self.bits]).nmant:
-            native = values.astype(_NATIVE[self.bits])
-            self._refuse(values, (native.astype(np.float64) == values) | np.isnan(values))
-            width = {64: np.uint64, 32: np.uint32, 16: np.uint16}[self.bits]
-            return native.view(width).astype(np.uint64)
+        if native := self._native:
+            dtype, width = native
+            held = values.astype(dtype)
+            self._refuse(values, (held.astype(np.float64) == values) | np.isnan(values))
+            return held.view(width).astype(np.uint64)
+        if self.bits > 8:  # bf16, tf32
+            f32 = values.astype(np.float32)
+            raw = f32.view(np.uint32).astype(np.uint64)
+            low = raw & np.uint64(2**self._dropped - 1)
+            nan = np.isnan(values)
+            self._refuse(values, ((f32.astype(np.float64) == values) & (low == 0)) | nan)
+            raw = np.where(nan, np.uint64(0x7FC00000), raw)  # one quiet NaN, low bits clear
+            return raw >> np.uint64(32 - self.bits) if self.name == "bf16" else raw
         return self._encode_small(values)
+
+    def nearest(self, values: np.ndarray) -> np.ndarray:
+        """Values rounded to this format as numpy rounds (round to nearest even), for a
+        simulated unit's result; only formats numpy has (f64, f32, f16)."""
+        if not (native := self._native):
+            raise ValueError(f"no numpy rounding to {self.name}")
+        return np.asarray(values).astype(native[0]).astype(np.float64)
 
     def _refuse(self, values: np.ndarray, exact: np.ndarray) -> None:
         if not exact.all():
@@ -141,17 +163,30 @@ class Element:
         return sign * value
 
     def _encode_small(self, values: np.ndarray) -> np.ndarray:
-        """The one code each value decodes from (searching all 2**bits codes: fp8 only)."""
+        """The one code each value decodes from (searching all 2**bits codes: fp8 only);
+        NaN as the format's all-ones code, an infinity where the format has one."""
         codes = np.arange(2**self.bits, dtype=np.uint64)
         table = self._decode_small(codes)
-        finite = np.isfinite(table)
-        order = np.argsort(table[finite], kind="stable")
-        known, which = table[finite][order], codes[finite][order]
+        held = ~np.isnan(table)
+        order = np.argsort(table[held], kind="stable")
+        known, which = table[held][order], codes[held][order]
         pos = np.clip(np.searchsorted(known, values), 0, len(known) - 1)
-        exact = known[pos] == values
-        self._refuse(values, exact)
+        nan = np.isnan(values)
+        self._refuse(values, (known[pos] == values) | nan)
         zero = np.where(np.signbit(values), np.uint64(1 << (self.bits - 1)), np.uint64(0))
-        return np.where(values == 0, zero, which[pos]).astype(np.uint64)  # -0.0 == +0.0
+        out = np.where(values == 0, zero, which[pos])  # -0.0 == +0.0: keep the sign
+        return np.where(nan, np.uint64(2**(self.bits - 1) - 1), out).astype(np.uint64)
+
+
+def digits(slots: int, base: int) -> int:
+    """How many digits of `base` name `slots` distinct ids (ValueError for a base below 2:
+    one level names nothing)."""
+    if base < 2:
+        raise ValueError(f"digits of base {base} cannot name {slots} ids")
+    n = 1
+    while base**n < slots:
+        n += 1
+    return n
 
 
 F64 = Element("f64", 64, "float", 11, 52)
@@ -228,10 +263,7 @@ class Codec:
 
     def digits(self, slots: int) -> int:
         """Digit waves that name `slots` slots, one nonzero level per digit."""
-        base, n = len(self.levels), 1
-        while base**n < slots:
-            n += 1
-        return n
+        return digits(slots, len(self.levels))
 
     def pack(self, values: np.ndarray) -> np.ndarray:
         """(..., n) operand values -> (..., registers) uint32."""
@@ -251,7 +283,3 @@ class Codec:
     def write(self, values: np.ndarray) -> np.ndarray:
         """Accumulator values -> registers (a simulated unit's D, or a C operand)."""
         return pack(self.accumulator, values)
-
-    def accumulator_raw(self, registers: np.ndarray, n: int) -> np.ndarray:
-        """Accumulator registers -> the raw bit pattern of each value (bit-for-bit checks)."""
-        return unpack(self.accumulator, registers, n)

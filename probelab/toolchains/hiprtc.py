@@ -3,6 +3,8 @@ clang route does not carry). It runs where ROCm is, on the device machine; the c
 it returns is disassembled by the offline toolchain like any other, so the evidence gate
 sees the bytes that will run."""
 
+from collections.abc import Callable
+
 from probelab import rocm
 from probelab.codeobject import CodeObject
 from probelab.errors import Unavailable
@@ -16,10 +18,13 @@ def version() -> str:
     return f"hiprtc {major}.{minor}"
 
 
-def build(kernel: Kernel, target_id: str, runtime: str, offline: Exception) -> CodeObject:
+def build(kernel: Kernel, target_id: str, runtime: Callable[[], str], offline: Exception
+          ) -> CodeObject:
     """Compile `kernel` for `target_id` (with its xnack/sramecc features) with hiprtc;
-    `offline` is why the offline route refused it (recorded), `runtime` the HIP runtime's
-    version (recorded). Unavailable where hiprtc cannot be loaded or cannot compile it."""
+    `offline` is why the offline route refused it (recorded), `runtime` gives the HIP
+    runtime's version (recorded; asked once hiprtc has loaded, so a machine without ROCm
+    hears why neither route builds the kernel). Unavailable where hiprtc cannot be loaded
+    or cannot compile it."""
     try:
         rtc, compiler = rocm.hiprtc(), version()
     except (RuntimeError, Unavailable) as exc:  # neither route can build this kernel
@@ -46,7 +51,7 @@ def build(kernel: Kernel, target_id: str, runtime: str, offline: Exception) -> C
         destroyed = rtc.hiprtcDestroyProgram(prog.createRef())
     rocm.check(destroyed, "hiprtcDestroyProgram")
     toolchain = {"route": "hiprtc (on the device)", "compiler": compiler,
-                 "hip_runtime": runtime, "options": " ".join(options),
+                 "hip_runtime": runtime(), "options": " ".join(options),
                  "offline_refused": " ".join(str(offline).split())}
     try:  # the bytes that will run, disassembled; without a disassembler, no evidence
         functions = VENDORS["amd"].parse(amdgpu.disassemble(bytes(blob), target_id))

@@ -1,15 +1,21 @@
 """Lane-id layout recovery for dense matrix multiply-accumulate instructions, D = A·B + C.
 
-Nothing about the layout is assumed. A *slot* is one (lane, register) of an operand's
-fragment, numbered `slot = register * lanes + lane`; every value is an exact integer-valued
-double, so each output names its sources:
+Nothing about the layout is assumed. A *slot* is one (lane, value) of an operand's
+fragment (a value is one element, CuTe's value: an f64 spans two registers, an f16 half of
+one), numbered `slot = value * lanes + lane`; every value the waves carry is an integer the
+operand's element type holds exactly (probelab.kits.elements), so each output names its
+sources:
 
-- "a named" waves, one per B slot: every A slot holds its id (slot + 1), B is 1.0 in that
-  one slot and 0 elsewhere, every C slot holds CSCALE * (slot + 1). Each D slot then reads
-  CSCALE * (c + 1) + (a + 1): the C slot that landed there and the A slot the hot B slot
-  paired with (a + 1 = 0: none).
+- "a named" waves, one per B slot (and per digit, below): every A slot holds its id
+  (slot + 1), B is 1 in that one slot and 0 elsewhere, every C slot holds scale * (its id
+  + 1). Each D slot then reads scale * (c + 1) + (a + 1): the C slot that landed there and
+  the A slot the hot B slot paired with (a + 1 = 0: none).
 - "b named" waves, one per A slot: the same with A and B swapped.
 - "gemm" waves: random small integers in every slot, an independent check.
+
+Where a type cannot hold a slot id whole (fp8, s4, ...) or the accumulator cannot hold C's
+beside it (f16), ids travel as digits, one wave per digit (`Plan`); the scale is CSCALE for
+wide accumulators (f64, f32, s32), so the f64 grids are the archive's.
 
 The computation alone fixes a layout only up to renumbering rows, columns and k (any
 consistent renumbering multiplies the same), so what is measured, and what hypotheses
@@ -29,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from probelab.kits.elements import F64, Codec, pack, unpack, words
+from probelab.kits.elements import F64, Codec, digits, pack, unpack, words
 
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
     import xarray as xr
@@ -134,28 +140,24 @@ class Plan:
     def of(cls, codec: Codec, size: Sizes, k: int = 1, name: str = "probe") -> Plan:
         op, acc = codec.operand, codec.accumulator
         largest = min(op.exact, max(size.slots("a"), size.slots("b")))  # operand value
-        # a wide accumulator keeps C's digit at CSCALE; a narrow one, just above the operand's
-        scale = CSCALE if acc.exact // CSCALE - 1 >= 2 else 1 << largest.bit_length()
+        if acc.exact // CSCALE - 1 >= 2:  # a wide accumulator: C's digit at CSCALE
+            scale = CSCALE
+        else:  # a narrow one: just above the largest operand value, leaving C two levels
+            room = 1 << (((acc.exact + 1) // 3).bit_length() - 1)  # 3 * scale - 1 <= exact
+            scale = min(1 << largest.bit_length(), room)
         base = min(op.exact, scale - 1)
         c_base = (acc.exact - (scale - 1)) // scale
         if base < 2 or c_base < (2 if size.slots("d") > 1 else 1):
             raise ValueError(f"{name}: {op.name} operands into a {acc.name} accumulator "
                              f"cannot carry lane ids: operand digits of base {base}, C "
                              f"digits of base {c_base} (the encoding needs 2 or more)")
-        digits = max(_digits(size.slots("a"), base), _digits(size.slots("b"), base),
-                     _digits(size.slots("d"), c_base))
+        n = max(digits(size.slots("a"), base), digits(size.slots("b"), base),
+                digits(size.slots("d"), c_base))
         gemm = k * 16 + 64  # the largest |A·B + C| of the random GEMM waves
         if gemm > acc.exact:
             raise ValueError(f"{name}: the random GEMM waves reach {gemm}, beyond what a "
                              f"{acc.name} accumulator holds exactly ({acc.exact})")
-        return cls(base, scale, c_base, digits)
-
-
-def _digits(slots: int, base: int) -> int:
-    n = 1
-    while base**n < slots:
-        n += 1
-    return n
+        return cls(base, scale, c_base, n)
 
 
 def _digit(ids: np.ndarray, p: int, base: int) -> np.ndarray:
@@ -163,6 +165,12 @@ def _digit(ids: np.ndarray, p: int, base: int) -> np.ndarray:
 
 
 def plan_of(grid: xr.Dataset, codec: Codec) -> Plan:
+    """The plan a grid was made with, refusing a codec it was not made for."""
+    named = tuple(str(grid[c].values) if c in grid.coords else F64.name
+                  for c in ("operand_type", "accumulator_type"))
+    if named != (codec.operand.name, codec.accumulator.name):
+        raise ValueError(f"the grid is for {named[0]} -> {named[1]}, not "
+                         f"{codec.operand.name} -> {codec.accumulator.name}")
     plan = Plan.of(codec, _sizes(grid))
     if grid.sizes.get("digit", 1) != plan.digits:
         raise ValueError(f"the grid has {grid.sizes.get('digit', 1)} digit waves, the "
@@ -196,6 +204,9 @@ def stimulus(shapes: Sequence[Shape], trials: int, seed: int) -> xr.Dataset:
         "gemm_c": (("trial", "d_reg", "d_lane"), 16 * rng.integers(
             c_low, 5, (trials, size.d_values, size.lanes)).astype(np.int32)),
     }
+    if codec != F64_CODEC:  # the grid names its codec (f64's stay the archive's grids)
+        coords |= {"operand_type": ((), codec.operand.name),
+                   "accumulator_type": ((), codec.accumulator.name)}
     if plan.digits > 1:  # several waves per hot slot, one per digit of the ids
         coords["digit"] = ("digit", u32(plan.digits))
     ds = xr.Dataset(coords=coords)
@@ -214,14 +225,14 @@ def waves(grid: xr.Dataset, codec: Codec = F64_CODEC) -> dict[str, np.ndarray]:
     (digit, hot A slot), gemm: a (W, A slots), b, c."""
     size, plan = _sizes(grid), plan_of(grid, codec)
     na, nb, nd = size.slots("a"), size.slots("b"), size.slots("d")
-    trials, digits = grid.sizes["trial"], range(plan.digits)
-    named = {n: [_digit(_ids(s), p, plan.base) + 1 for p in digits] for n, s in
+    trials, rounds = grid.sizes["trial"], range(plan.digits)
+    named = {n: [_digit(_ids(s), p, plan.base) + 1 for p in rounds] for n, s in
              (("a", na), ("b", nb))}
-    c_ids = [plan.scale * (_digit(_ids(nd), p, plan.c_base) + 1) for p in digits]
+    c_ids = [plan.scale * (_digit(_ids(nd), p, plan.c_base) + 1) for p in rounds]
     a = np.concatenate([*(np.broadcast_to(v, (nb, na)) for v in named["a"]),
-                        *(np.eye(na) for _ in digits),
+                        *(np.eye(na) for _ in rounds),
                         grid["gemm_a"].values.reshape(trials, na)])
-    b = np.concatenate([*(np.eye(nb) for _ in digits),
+    b = np.concatenate([*(np.eye(nb) for _ in rounds),
                         *(np.broadcast_to(v, (na, nb)) for v in named["b"]),
                         grid["gemm_b"].values.reshape(trials, nb)])
     c = np.concatenate([*(np.broadcast_to(v, (nb, nd)) for v in c_ids),
@@ -306,11 +317,11 @@ def random_layout(shape: Shape, rng: np.random.Generator, size: Sizes | None = N
 
 # ---- decode ----
 
-def _combine(parts: np.ndarray, base: int, digits: int, slots: int) -> np.ndarray:
+def _combine(parts: np.ndarray, base: int, slots: int) -> np.ndarray:
     """Per-digit names (P, ...) (-1: nothing) -> one slot id, NONE where nothing arrived in
     any digit, INVALID where some digits are missing, a digit beyond the id's is not 0, or
     the id is out of range."""
-    used = _digits(slots, base) if parts.shape[0] > 1 else 1
+    used = digits(slots, base) if parts.shape[0] > 1 else 1
     none = (parts < 0).all(0)
     weights = np.array([base**p for p in range(used)], np.int64).reshape(-1, *[1] * parts[0].ndim)
     ids = (np.clip(parts[:used], 0, None) * weights).sum(0)
@@ -329,15 +340,12 @@ def _names(values: np.ndarray, plan: Plan, slots: int, c_slots: int
     v = np.where(finite, values, 0).astype(np.int64)
     c, x = v // plan.scale - 1, v % plan.scale - 1
     bad = ~finite | (x >= plan.base) | (c >= plan.c_base)
-    c_id = _combine(np.where(bad, 0, c), plan.c_base, plan.digits, c_slots)
-    x_id = _combine(np.where(bad, 0, x), plan.base, plan.digits, slots)
-    if plan.digits == 1:  # one value names both: one unreadable part spoils both
-        both = bad[0] | (c_id == INVALID) | (x_id == INVALID)
-        return np.where(both, INVALID, c_id).astype(np.uint32), \
-            np.where(both, INVALID, x_id).astype(np.uint32)
-    bad = bad.any(0)
-    return np.where(bad, INVALID, c_id).astype(np.uint32), \
-        np.where(bad, INVALID, x_id).astype(np.uint32)
+    c_id = _combine(np.where(bad, 0, c), plan.c_base, c_slots)
+    x_id = _combine(np.where(bad, 0, x), plan.base, slots)
+    # each value names both: one unreadable part, in any digit, spoils both
+    both = bad.any(0) | (c_id == INVALID) | (x_id == INVALID)
+    return np.where(both, INVALID, c_id).astype(np.uint32), \
+        np.where(both, INVALID, x_id).astype(np.uint32)
 
 
 def _related(src: np.ndarray, slots: int) -> np.ndarray:

@@ -1,6 +1,6 @@
-"""Lane maps: figures of which lane and register holds which matrix element, for any dataset
-that carries them (`<operand>_row` / `<operand>_col` over (kernel, lane, reg), -1 for an
-empty slot; probelab.lane_id writes them).
+"""Lane maps: figures of which lane and register holds which matrix element, for the lane-id
+kit's datasets (`<operand>_row` / `<operand>_col` over (kernel, lane, value), -1 for an
+empty slot; the kit's engine writes them).
 
 Two views per kernel, in CuTe's vocabulary (thread, value) -> coordinate:
 - matrix: each operand drawn as its matrix, cells coloured by lane and labelled
@@ -22,10 +22,6 @@ OPERANDS = {"a": ("A", "row", "k"), "b": ("B", "k", "col"), "c": ("C", "row", "c
 LANES_PER_ROW = 16
 CELL_IN = 0.42  # inches per cell: labels stay at >= 6 pt when printed
 EMPTY = "#eeeeee"
-
-
-def has_lane_maps(ds: xr.Dataset) -> bool:
-    return all(f"{n}_{x}" in ds for n in ("a", "b", "d") for x in ("row", "col"))
 
 
 def operands(ds: xr.Dataset, kernel: str) -> list[str]:

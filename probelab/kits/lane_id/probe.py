@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from probelab.kits import Declared, lazy_figures
 from probelab.kits.elements import words
 from probelab.kits.lane_id import engine
 from probelab.kits.lane_id.engine import Layout, Shape, Sizes
@@ -27,21 +27,8 @@ if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery need
 __all__ = ["LaneIdProbe", "Shape"]
 
 
-def _lane_maps(ds: xr.Dataset, **options: object) -> dict[str, object]:
-    """The lane-map figures, importing matplotlib only when a figure is drawn."""
-    from probelab.kits.lane_id import figures
-
-    return figures.lane_map_figures(ds, **options)
-
-
 @dataclass
-class LaneIdProbe:
-    id: str
-    version: str
-    summary: str
-    targets: tuple[str, ...]
-    vendor: str
-    source: Path
+class LaneIdProbe(Declared):
     shapes: tuple[Shape, ...]
     evidence: Callable[[Shape], Evidence]
     seed: int
@@ -54,7 +41,8 @@ class LaneIdProbe:
     observables: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(engine.OBSERVABLES))
     plots: Mapping[str, Callable[..., object]] = field(
-        default_factory=lambda: {"lanemap": _lane_maps})
+        default_factory=lambda: {"lanemap": lazy_figures("probelab.kits.lane_id.figures",
+                                                         "lane_map_figures")})
 
     def __post_init__(self) -> None:
         self.codec = engine.codec_of(self.shapes)  # one codec: the kernels share buffers

@@ -199,6 +199,7 @@ def stimulus(design: Design) -> xr.Dataset:
     words = [meta.uniform(v) for v in meta.valid]
     dense = len(words) + design.trials
     top = 3 if design.codec.floating else 2 ** (design.codec.bits - 1)
+    low = max(-top, design.codec.operand.lowest)  # unsigned types: no negative values
     coords = {
         "kernel": ("kernel", np.array([u.name for u in units])),
         **{k: ("kernel", np.array(v, np.uint32)) for k, v in per_kernel.items()},
@@ -218,7 +219,7 @@ def stimulus(design: Design) -> xr.Dataset:
                  rng.permutation(design.b_slots).reshape(LANES, -1).astype(np.uint32)),
         "dense": ("dense", u32(dense)),
         "dense_a": (("dense", "a_lane", "a_elem"),
-                    rng.integers(-top, top, (dense, LANES, design.a_elems)).astype(np.int32)),
+                    rng.integers(low, top, (dense, LANES, design.a_elems)).astype(np.int32)),
     }
     return xr.Dataset(coords=coords)
 
@@ -591,7 +592,7 @@ def multiply(law: Law, unit: Unit, codec: Codec, a: np.ndarray, b: np.ndarray,
         acc.reshape(w, -1)
     full = dense_a @ dense_b + dense_c
     d = full[:, law.d_mn[..., 0], law.d_mn[..., 1]]
-    if codec.floating:
-        return codec.write(d)
+    if codec.floating:  # rounded as the accumulator would, where numpy has its format
+        return codec.write(codec.accumulator.nearest(d))
     wrapped = (np.rint(d).astype(np.int64) + 2**31) % 2**32 - 2**31  # s32 arithmetic wraps
     return codec.write(wrapped)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from probelab.kits import Declared, lazy_figures
 from probelab.kits.sparse import engine as sparse
 from probelab.kits.sparse.engine import LANES, Design, Unit
 from probelab.probe import Evidence, Kernel, Launch
@@ -23,21 +23,8 @@ if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery need
     import xarray as xr
 
 
-def _pairing_map(ds: xr.Dataset, **options: object) -> dict[str, object]:
-    """The pairing map, importing matplotlib only when a figure is drawn."""
-    from probelab.kits.sparse import figures as pairing_map
-
-    return pairing_map.figures(ds, **options)
-
-
 @dataclass
-class SparseProbe:
-    id: str
-    version: str
-    summary: str
-    targets: tuple[str, ...]
-    vendor: str
-    source: Path
+class SparseProbe(Declared):
     design: Design
     evidence: Callable[[Unit], Evidence]
     symbol: Callable[[Unit], str] = lambda unit: f"probe_{unit.name}"
@@ -49,7 +36,8 @@ class SparseProbe:
     observables: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(sparse.OBSERVABLES))
     plots: Mapping[str, Callable[..., object]] = field(
-        default_factory=lambda: {"pairing-map": _pairing_map})
+        default_factory=lambda: {"pairing-map": lazy_figures("probelab.kits.sparse.figures",
+                                                             "figures")})
     # observables an earlier version of the probe had: {name: why they are gone}. Sealed
     # hypotheses that predict them are kept, marked as for that version, never scored.
     retired: Mapping[str, str] = field(default_factory=dict)
