@@ -20,7 +20,7 @@ from probelab.errors import Exit, HistoryError, IntegrityError, LabError, UsageE
 from probelab.hypothesis import LITERAL, Hypothesis, Tables, load_hypothesis, read_capped
 from probelab.paths import data_dir, lab_root, relative, shown
 from probelab.prereg import Record, retired_observables
-from probelab.probe import Probe, get_probe
+from probelab.probe import get_probe
 from probelab.records import Provenance, Verdict
 from probelab.storage import atomic_write_text
 
@@ -219,21 +219,23 @@ def _code_problems(prov: Provenance, head: str, record: Record) -> list[str]:
             f"({', '.join(differing[:5])}{', ...' if len(differing) > 5 else ''})"]
 
 
-def observed_dims(ds: xr.Dataset, prov: Provenance, probe: Probe
+def observed_dims(ds: xr.Dataset, prov: Provenance, probe_id: str
                   ) -> dict[str, tuple[str, ...]]:
-    """The grid dims of each observable, as the dataset records them (older datasets: as
-    the probe declares them, and for an observable it has retired, the variable's own dims
-    after `kernel`): a verdict on data that observed it never depends on today's probe."""
+    """The grid dims of each observable, as the dataset records them: a verdict on data
+    that observed it never depends on today's probe. Only a dataset older than that record
+    (or one whose record its variables contradict) takes them from the probe's
+    declaration, and for an observable the probe has retired, the variable's own dims
+    after `kernel`."""
     own = {name: tuple(d for d in ds[name].dims if d != "kernel") for name in
            map(str, ds.data_vars)}
-    dims = own | dict(probe.observables)
     recorded = prov.get("observables")
-    for name, value in (recorded.items() if isinstance(recorded, dict) else ()):
-        fits = isinstance(value, list) and name in own and \
-            tuple(d for d in value if d != "kernel") == own[name]
-        if fits:  # a record the variable contradicts is not believed
-            dims[name] = tuple(map(str, value))
-    return dims
+    fitted = {name: tuple(map(str, value)) for name, value in
+              (recorded.items() if isinstance(recorded, dict) else ())
+              if isinstance(value, list) and name in own and
+              tuple(d for d in value if d != "kernel") == own[name]}
+    if isinstance(recorded, dict) and len(fitted) == len(recorded):
+        return own | fitted
+    return own | dict(get_probe(probe_id).observables) | fitted
 
 
 def _shape_misfit(ds: xr.Dataset, tables: Tables) -> str | None:
@@ -364,9 +366,8 @@ def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = Non
     if prov.get("probe") != h.probe:
         raise UsageError(f"{dataset_path} is a {prov.get('probe')!r} dataset; "
                          f"{hypothesis_path} is about {h.probe!r}")
-    probe = get_probe(h.probe)
     kernels = [str(k) for k in ds.kernel.values]
-    if why := not_applicable(h, ds):
+    if why := not_applicable(h, ds):  # today's probe: its declarations against the archive
         raise UsageError(f"{h.id} does not apply to {dataset_path}: {why}")
     doc: Verdict = {"hypothesis": _hypothesis_doc(h, hypothesis_path, kernels),
                     "dataset": _dataset_doc(judged), "reasons": []}
@@ -378,7 +379,7 @@ def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = Non
     doc["hypothesis"] |= {"ledger_hash": entry["hash"], "sealed_at": entry["sealed_at"]}
     grid_sealed = doc["dataset"]["grid_sha256"] == entry["grid_sha256"]
     doc["dataset"]["grid_matches_seal"] = grid_sealed
-    claim = record.claims.claim(h, ds, observed_dims(ds, prov, probe))
+    claim = record.claims.claim(h, ds, observed_dims(ds, prov, h.probe))
     tables, scopes = claim.tables, claim.scopes
     if misfit := _shape_misfit(ds, tables):
         return doc | {"verdict": TAMPERED, "reasons": [misfit]}

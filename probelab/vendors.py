@@ -1,7 +1,8 @@
 """The vendors the lab knows, in one table: what a vendor's targets are called, how its
 disassembly is read (the parser and the register/load tables the evidence gate uses), which
 toolchain builds its code objects offline, and which backends run its devices. A new vendor
-is a row here, a toolchain module and a backend file (`backends/ops_<name>.py`).
+is its target list (probelab.targets, kept light for `probelab list`), a row here, a
+toolchain module and a backend file (`backends/ops_<name>.py`).
 """
 
 import importlib

@@ -45,6 +45,7 @@ CASES = {
     "s4-s32": (Codec(S4, S32), 16, 8, 64, 32, 16, 4),
     "u4-s32": (Codec(U4, S32), 8, 8, 32, 8, 8, 2),
     "f64-1024": (Codec(F64, F64), 64, 16, 16, 16, 4, 16),  # 1,024 A slots: two digits
+    "b1-s32": (Codec(B1, S32), 8, 8, 128, 32, 32, 2),  # bits, after a presence wave
 }
 
 
@@ -59,7 +60,7 @@ def test_every_codec_recovers_a_hidden_layout(case: str) -> None:
     assert ds["gemm_exact"].values.all()
     assert_same_up_to_relabeling(ds, shapes[0], layouts[case])
     plan = engine.Plan.of(codec, engine.Sizes.widest(shapes))
-    assert ds.sizes.get("digit", 1) == plan.digits
+    assert ds.sizes.get("digit", 1) == plan.rounds
     # every operand value the waves carry is exact in its type (encode refuses otherwise)
     w = engine.waves(ds, codec)
     for operand in "abc":
@@ -77,9 +78,14 @@ def test_narrow_types_need_digit_waves_and_f64_needs_none() -> None:
     assert digits(Codec(F16, F16), 16, 8, 16, 32, 8, 4, 4) > 1  # C digits: base 3
 
 
-def test_a_codec_that_cannot_name_a_slot_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"b1 operands .* operand digits of base 1"):
-        Shape("b1", 8, 8, 128, 32, 32, 32, 2, codec=Codec(B1, S32))
+def test_b1_carries_bits_after_a_presence_wave_and_impossible_plans_are_refused() -> None:
+    """b1's one nonzero value cannot also say "no slot": its ids go bit by bit, after a
+    wave in which every operand slot is 1."""
+    plan = engine.Plan.of(Codec(B1, S32), engine.Sizes(32, 32, 32, 2))
+    assert plan.presence and plan.base == 2 and plan.rounds == plan.digits + 1 == 11
+    tiny = elements.Element("s3acc", 3, "signed")  # holds 0..3: no room for C beside an id
+    with pytest.raises(ValueError, match=r"C digits of base \d .*needs 2"):
+        engine.Plan.of(Codec(S8, tiny), engine.Sizes(32, 8, 4, 4))
     with pytest.raises(ValueError, match="random GEMM waves reach"):
         Shape("deep", 16, 8, 256, 32, 128, 64, 4, codec=Codec(E4M3, F16))
     with pytest.raises(ValueError, match="base 1"):  # one level names nothing: no endless loop
@@ -115,6 +121,27 @@ def test_a_c_missing_from_one_digit_wave_spoils_both_names() -> None:
     whole = np.array([[[good]], [[1024 * 1 + 1]]], np.float64)  # C digit 0 there too
     c, x = engine._names(whole, plan, slots=200, c_slots=200)
     assert c.tolist() == [[3]] and x.tolist() == [[5]]
+
+
+def test_a_b1_unit_that_answers_the_presence_wave_everywhere_is_refused() -> None:
+    """A unit that reports a product in every D slot of the presence waves (an OR where an
+    AND belongs) names slot 0 where nothing arrived: no one layout explains that."""
+    codec = Codec(B1, S32)
+    shapes = (Shape("b1", 8, 8, 128, 32, 32, 32, 2, codec=codec),)
+    size = engine.Sizes.widest(shapes)
+    plan = engine.Plan.of(codec, size)
+
+    def everywhere(layout, a, b, c, shape):
+        d = engine.multiply(layout, a, b, c, shape)
+        nb, na = size.slots("b"), size.slots("a")
+        d[:nb] = c[:nb] + 1  # round 0 of the a-named waves: every D slot "met" something
+        start = plan.rounds * nb
+        d[start:start + na] = c[start:start + na] + 1  # and of the b-named ones
+        return d
+
+    ds = run_unit(shapes, hidden(shapes, 4), unit=everywhere)
+    assert ds["recovered"].values.tolist() == [0]
+    assert not ds["gemm_exact"].values.any()
 
 
 def test_f64_packing_is_the_old_double_view() -> None:

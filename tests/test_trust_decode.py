@@ -175,3 +175,14 @@ def test_a_committed_link_among_the_probes_is_recorded_as_git_keeps_it(toylab: T
     committed(toylab, "a link")
     hyp = sealed(toylab, "sum", "a + b")
     assert check(hyp, toylab.as_measured(toylab.sim_dataset()))["verdict"] == "CONFIRMED"
+
+
+def test_a_verdict_reads_the_dims_its_dataset_records_not_todays(toylab: ToyLab,
+                                                                  monkeypatch) -> None:
+    """The dataset records each observable's dims: a probe edited afterwards to declare
+    other dims (here transposed) changes nothing about the verdict on data already taken."""
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset())
+    assert dataset.stored_provenance(data)["observables"] == {"value": ["a", "b"]}
+    monkeypatch.setattr(toylab.probe(), "observables", {"value": ("b", "a")})
+    assert check(hyp, data)["verdict"] == "CONFIRMED"

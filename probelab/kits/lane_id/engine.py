@@ -129,12 +129,27 @@ class Plan:
     """How slot ids travel. Operand slot s carries digit p of s as the value digit+1 (0:
     no slot), base `base`; C slot c carries (digit p of c, +1) * `scale`, base `c_base`, so
     D = C + (the one A or B value it met) names both. `digits` waves per hot slot carry
-    every digit; one (the f64 case) keeps the grid free of a `digit` dim."""
+    every digit; one (the f64 case) keeps the grid free of a `digit` dim.
+
+    A type whose one nonzero value is 1 (b1) cannot say "no slot" beside a digit: it
+    carries bits as they are (base 2), after a presence wave (round 0: every operand slot
+    1, C its digit 0) that says which D slots the hot slot reaches at all."""
 
     base: int
     scale: int
     c_base: int
     digits: int
+    presence: bool = False
+
+    @property
+    def rounds(self) -> int:
+        """Waves per hot slot: the digits, and the presence wave where there is one."""
+        return self.digits + self.presence
+
+    @property
+    def offset(self) -> int:
+        """What an operand value adds to its digit: 1 (0 is "no slot"), 0 with presence."""
+        return 0 if self.presence else 1
 
     @classmethod
     def of(cls, codec: Codec, size: Sizes, k: int = 1, name: str = "probe") -> Plan:
@@ -145,7 +160,8 @@ class Plan:
         else:  # a narrow one: just above the largest operand value, leaving C two levels
             room = 1 << (((acc.exact + 1) // 3).bit_length() - 1)  # 3 * scale - 1 <= exact
             scale = min(1 << largest.bit_length(), room)
-        base = min(op.exact, scale - 1)
+        presence = op.exact < 2  # its only nonzero value cannot also say "no slot"
+        base = 2 if presence else min(op.exact, scale - 1)
         c_base = (acc.exact - (scale - 1)) // scale
         if base < 2 or c_base < (2 if size.slots("d") > 1 else 1):
             raise ValueError(f"{name}: {op.name} operands into a {acc.name} accumulator "
@@ -157,10 +173,13 @@ class Plan:
         if gemm > acc.exact:
             raise ValueError(f"{name}: the random GEMM waves reach {gemm}, beyond what a "
                              f"{acc.name} accumulator holds exactly ({acc.exact})")
-        return cls(base, scale, c_base, n)
+        return cls(base, scale, c_base, n, presence)
 
 
 def _digit(ids: np.ndarray, p: int, base: int) -> np.ndarray:
+    """Digit p of each id (0 beyond the largest id's digits: no overflow for wide bases)."""
+    if base**p > int(ids.max(initial=0)):
+        return np.zeros_like(ids)
     return (ids // base**p) % base
 
 
@@ -172,9 +191,9 @@ def plan_of(grid: xr.Dataset, codec: Codec) -> Plan:
         raise ValueError(f"the grid is for {named[0]} -> {named[1]}, not "
                          f"{codec.operand.name} -> {codec.accumulator.name}")
     plan = Plan.of(codec, _sizes(grid))
-    if grid.sizes.get("digit", 1) != plan.digits:
+    if grid.sizes.get("digit", 1) != plan.rounds:
         raise ValueError(f"the grid has {grid.sizes.get('digit', 1)} digit waves, the "
-                         f"{codec.operand.name} plan {plan.digits}")
+                         f"{codec.operand.name} plan {plan.rounds}")
     return plan
 
 
@@ -190,7 +209,8 @@ def stimulus(shapes: Sequence[Shape], trials: int, seed: int) -> xr.Dataset:
                                ("b_regs", "b_values"), ("d_regs", "d_values"))}
     u32 = lambda n: np.arange(n, dtype=np.uint32)  # noqa: E731
     low = max(-4, codec.operand.lowest)  # unsigned types: no negative values
-    small = lambda *shape: rng.integers(low, 5, shape).astype(np.int32)  # noqa: E731
+    high = min(5, codec.operand.exact + 1)  # b1: 0 and 1
+    small = lambda *shape: rng.integers(low, high, shape).astype(np.int32)  # noqa: E731
     c_low = max(-4, codec.accumulator.lowest)
     coords = {
         "kernel": ("kernel", np.array([s.name for s in shapes])), **per_kernel,
@@ -207,8 +227,10 @@ def stimulus(shapes: Sequence[Shape], trials: int, seed: int) -> xr.Dataset:
     if codec != F64_CODEC:  # the grid names its codec (f64's stay the archive's grids)
         coords |= {"operand_type": ((), codec.operand.name),
                    "accumulator_type": ((), codec.accumulator.name)}
-    if plan.digits > 1:  # several waves per hot slot, one per digit of the ids
-        coords["digit"] = ("digit", u32(plan.digits))
+    if plan.rounds > 1:  # several waves per hot slot, one per digit of the ids
+        coords["digit"] = ("digit", u32(plan.rounds), {"long_name": (
+            "round 0: presence (every operand slot 1); round r: digit r - 1" if plan.presence
+            else "digit of the slot ids the wave carries")})
     ds = xr.Dataset(coords=coords)
     for n in "abd":  # the archive's dim names: a lane-id "reg" is a value (an element)
         ds[f"{n}_reg"].attrs["long_name"] = (f"value (element) of a lane's {n.upper()} "
@@ -225,10 +247,14 @@ def waves(grid: xr.Dataset, codec: Codec = F64_CODEC) -> dict[str, np.ndarray]:
     (digit, hot A slot), gemm: a (W, A slots), b, c."""
     size, plan = _sizes(grid), plan_of(grid, codec)
     na, nb, nd = size.slots("a"), size.slots("b"), size.slots("d")
-    trials, rounds = grid.sizes["trial"], range(plan.digits)
-    named = {n: [_digit(_ids(s), p, plan.base) + 1 for p in rounds] for n, s in
-             (("a", na), ("b", nb))}
-    c_ids = [plan.scale * (_digit(_ids(nd), p, plan.c_base) + 1) for p in rounds]
+    trials = grid.sizes["trial"]
+    presence = [0] if plan.presence else []  # round 0 repeats C's digit 0
+    rounds = range(plan.rounds)
+    named = {n: [np.ones(s)] * plan.presence +
+             [_digit(_ids(s), p, plan.base) + plan.offset for p in range(plan.digits)]
+             for n, s in (("a", na), ("b", nb))}
+    c_ids = [plan.scale * (_digit(_ids(nd), p, plan.c_base) + 1)
+             for p in [*presence, *range(plan.digits)]]
     a = np.concatenate([*(np.broadcast_to(v, (nb, na)) for v in named["a"]),
                         *(np.eye(na) for _ in rounds),
                         grid["gemm_a"].values.reshape(trials, na)])
@@ -338,12 +364,16 @@ def _names(values: np.ndarray, plan: Plan, slots: int, c_slots: int
     finite = np.isfinite(values) & (values == np.floor(values)) & (values >= 0) & \
         (values < top)
     v = np.where(finite, values, 0).astype(np.int64)
-    c, x = v // plan.scale - 1, v % plan.scale - 1
-    bad = ~finite | (x >= plan.base) | (c >= plan.c_base)
+    c, x = v // plan.scale - 1, v % plan.scale - plan.offset
+    bad = (~finite | (x >= plan.base) | (c >= plan.c_base)).any(0)
+    if plan.presence:  # round 0 says whether a slot arrived; absent, every digit reads 0
+        here = x[0] == 1
+        bad |= (c[0] != c[1]) | (~here & (x[1:] != 0).any(0))
+        c, x = c[1:], np.where(here, x[1:], -1)
     c_id = _combine(np.where(bad, 0, c), plan.c_base, c_slots)
     x_id = _combine(np.where(bad, 0, x), plan.base, slots)
     # each value names both: one unreadable part, in any digit, spoils both
-    both = bad.any(0) | (c_id == INVALID) | (x_id == INVALID)
+    both = bad | (c_id == INVALID) | (x_id == INVALID)
     return np.where(both, INVALID, c_id).astype(np.uint32), \
         np.where(both, INVALID, x_id).astype(np.uint32)
 
@@ -522,7 +552,7 @@ def _decode(grid: xr.Dataset, shape: Shape, plan: Plan, d: np.ndarray
     """One kernel's D slots (W, D slots) as numbers -> its variables, and how its lane map
     fared."""
     size = _sizes(grid)
-    na, nb, p = size.slots("a"), size.slots("b"), plan.digits
+    na, nb, p = size.slots("a"), size.slots("b"), plan.rounds
     d_a = d[:p * nb].reshape(p, nb, -1)
     d_b = d[p * nb:p * (nb + na)].reshape(p, na, -1)
     d_g = d[p * (nb + na):]
@@ -576,7 +606,7 @@ def assemble(grid: xr.Dataset, shapes: Sequence[Shape],
         reasons.append(f"{shape.name}: {why}")
         for k, v in values.items():
             per.setdefault(k, []).append(v)
-    digit = ("digit",) if plan.digits > 1 else ()
+    digit = ("digit",) if plan.rounds > 1 else ()
     for k, dims in (RAW_DIMS | OBSERVABLES).items():
         dims = (dims[0], *digit, *dims[1:]) if k in NAMED else dims
         ds[k] = (dims, np.stack(per[k]))
