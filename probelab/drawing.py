@@ -1,12 +1,16 @@
-"""Figures for any probe: save them (PNG + SVG, atomically) and draw labelled cell tables.
+"""Figures for any probe: save them (PNG + SVG, atomically) and draw labelled cell tables;
+`Table`: the machine-readable rows beside a figure (CSV + JSON).
 
 Rendering is headless: the Agg backend is selected before pyplot is imported. Figures are
 built with `new_figure` (no pyplot state), so a notebook or a test can make many of them
 without leaking; `save_figure` closes them anyway.
 """
 
+import csv
 import io
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -49,6 +53,33 @@ ALIGN = {"left": 0.0, "center": 0.5, "right": 1.0, "bottom": 0.0, "top": 1.0}
 def new_figure(width: float, height: float) -> Figure:
     """A figure outside pyplot's registry (nothing to leak if it is never closed)."""
     return Figure(figsize=(width, height), dpi=100)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A machine-readable companion of a figure: rows of named columns, written beside it as
+    `stem`.csv and `stem`.json (people diff them against their own tables)."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[object, ...], ...]
+
+    def save(self, stem: Path) -> list[Path]:
+        """Write both files (reproducible bytes; a file already holding them is left alone)."""
+        text = io.StringIO()
+        csv.writer(text, lineterminator="\n").writerows([self.columns, *self.rows])
+        records = [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+        paths = []
+        for fmt, data in (("csv", text.getvalue()), ("json", json.dumps(records, indent=1))):
+            path = stem.with_name(f"{stem.name}.{fmt}")
+            if not (path.is_file() and path.read_bytes() == data.encode()):
+                atomic_write_bytes(path, data.encode())
+            paths.append(path)
+        return paths
+
+
+def save_output(output: Figure | Table, stem: Path) -> list[Path]:
+    """What a plot function returned, written: a figure as PNG + SVG, a table as CSV + JSON."""
+    return output.save(stem) if isinstance(output, Table) else save_figure(output, stem)
 
 
 def save_figure(fig: Figure, stem: Path) -> list[Path]:

@@ -22,7 +22,7 @@ def plot_kinds(ds: xr.Dataset, probe: Probe) -> dict[str, Callable[..., dict]]:
 
 def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scoring: str,
          out_dir: Path | None) -> list[Path]:
-    from probelab.drawing import save_figure
+    from probelab.drawing import save_output
 
     ds = dataset.load(dataset_path)
     probe = get_probe(dataset.provenance(ds)["probe"])
@@ -63,5 +63,5 @@ def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scori
         suffix = tag if kind.startswith("mismatch") else ""  # only these depend on it
         extra = {"about": about} if kind.startswith("mismatch") else {}
         for name, figure in plots[kind](ds, tables=tables, scoring=scoring, **extra).items():
-            written += save_figure(figure, folder / f"{dataset_path.stem}.{kind}{suffix}.{name}")
+            written += save_output(figure, folder / f"{dataset_path.stem}.{kind}{suffix}.{name}")
     return written

@@ -40,7 +40,7 @@ def test_matrix_table_inverts_the_lane_map(sim_path: Path) -> None:
 def test_register_table_rows_are_register_and_lane_block(sim_path: Path) -> None:
     ds = dataset.load(sim_path)
     text, labels, shade = register_table(ds, "m8n8k4", "d")
-    assert labels == ["r0 · L0-15", "r0 · L16-31", "r1 · L0-15", "r1 · L16-31"]
+    assert labels == ["v0 · L0-15", "v0 · L16-31", "v1 · L0-15", "v1 · L16-31"]
     k = ds.sel(kernel="m8n8k4")
     assert text[3][5] == f"{int(k.d_row[21, 1])},{int(k.d_col[21, 1])}"  # lane 21, reg 1
     assert shade[3][5] == int(k.d_row[21, 1])
@@ -64,4 +64,23 @@ def test_a_refused_kernel_gets_no_lane_map(sim_path: Path) -> None:
     ds["recovered"].values[0] = 0  # as if m8n8k4 had formed no layout
     assert sorted(lane_map_figures(ds)) == [f"{k}.{v}" for k in ("m16n8k16", "m16n8k4",
                                                                  "m16n8k8")
-                                            for v in ("matrix", "registers")]
+                                            for v in ("matrix", "registers", "table")]
+
+
+def test_the_lane_map_table_holds_every_element_once_with_its_register_bits(
+        sim_path: Path) -> None:
+    """The machine-readable export: one row per (operand, lane, value) holding an element,
+    f64 values spanning two registers; every (row, col) of each operand exactly once."""
+    from probelab.kits.lane_id.figures import lane_map_table
+
+    ds = dataset.load(sim_path)
+    table = lane_map_table(ds, "m16n8k16")
+    assert table.columns == ("operand", "lane", "value", "register", "bits", "row", "col")
+    by = {}
+    for operand, _lane, value, register, bits, row, col in table.rows:
+        assert register == 2 * value and bits == "0-63"
+        by.setdefault(operand, []).append((row, col))
+    assert sorted(by) == ["A", "B", "C/D"]
+    for operand, size in (("A", 16 * 16), ("B", 16 * 8), ("C/D", 16 * 8)):
+        assert len(by[operand]) == len(set(by[operand])) == size
+

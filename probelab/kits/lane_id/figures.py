@@ -1,12 +1,16 @@
-"""Lane maps: figures of which lane and register holds which matrix element, for the lane-id
+"""Lane maps: figures of which lane and value holds which matrix element, for the lane-id
 kit's datasets (`<operand>_row` / `<operand>_col` over (kernel, lane, value), -1 for an
 empty slot; the kit's engine writes them).
 
 Two views per kernel, in CuTe's vocabulary (thread, value) -> coordinate:
 - matrix: each operand drawn as its matrix, cells coloured by lane and labelled
-  "L<lane>" over "r<register>";
+  "L<lane>" over "v<value>" (a value is one element: CuTe's value; `lane_map_table` says
+  which register and bits hold it);
 - registers: each operand's slots, lanes in blocks of LANES_PER_ROW (columns: lane % 16,
-  rows: register and lane block), cells labelled "row,col" and coloured by row.
+  rows: value and lane block), cells labelled "row,col" and coloured by row.
+Labels are canonical (rows and k numbered by first appearance over A's slots, columns over
+B's): a consistent renumbering of any documented table, which the verdicts, label-free,
+compare with.
 The tables behind them are plain functions (matrix_table, register_table), so they can be
 checked without reading pixels.
 """
@@ -15,7 +19,8 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from probelab.drawing import cell_table, dataset_header, new_figure
+from probelab.drawing import Table, cell_table, dataset_header, new_figure
+from probelab.kits.elements import ELEMENTS, F64
 
 OPERANDS = {"a": ("A", "row", "k"), "b": ("B", "k", "col"), "c": ("C", "row", "col"),
             "d": ("D", "row", "col")}
@@ -77,7 +82,7 @@ def register_table(ds: xr.Dataset, kernel: str, operand: str
             text.append([f"{rows[ln, reg]},{cols[ln, reg]}" if rows[ln, reg] >= 0 else "-"
                          for ln in span])
             shade.append([rows[ln, reg] if rows[ln, reg] >= 0 else np.nan for ln in span])
-            labels.append(f"r{reg} · L{span[0]}-{span[-1]}")
+            labels.append(f"v{reg} · L{span[0]}-{span[-1]}")
     return np.array(text, dtype=object), labels, np.array(shade, float)
 
 
@@ -93,7 +98,7 @@ def _matrix_figure(ds: xr.Dataset, kernel: str) -> Figure:
         ax = fig.add_subplot(grid[0, i])
         _, rows_are, cols_are = OPERANDS[name]
         text = np.where(lane >= 0, np.char.add(np.char.add("L", lane.astype(str)),
-                                               np.char.add("\nr", reg.astype(str))), "")
+                                               np.char.add("\nv", reg.astype(str))), "")
         colours = np.where(lane >= 0, lane, np.nan).astype(float)
         cell_table(ax, colours, text, [f"{rows_are} {r}" for r in range(lane.shape[0])],
                    [str(c) for c in range(lane.shape[1])], cmap="twilight_shifted", vmin=0,
@@ -103,7 +108,7 @@ def _matrix_figure(ds: xr.Dataset, kernel: str) -> Figure:
                       fontsize=11, fontweight="bold")
         if i == 0:
             dataset_header(ax, kernel, "lane map, matrix view", ds,
-                           "each element: the lane (L) and register (r) that hold it; "
+                           "each element: the lane (L) and value (v) that hold it; "
                            "colour = lane")
     return fig
 
@@ -125,16 +130,43 @@ def _register_figure(ds: xr.Dataset, kernel: str) -> Figure:
         ax.set_xlabel(f"lane % {LANES_PER_ROW}; cell: {rows_are},{cols_are}; colour = {rows_are}")
         if i == 0:
             dataset_header(ax, kernel, "lane map, register view", ds,
-                           "each (lane, register): the element it holds")
+                           "each (lane, value): the element it holds")
     return fig
 
 
-def lane_map_figures(ds: xr.Dataset, tables=None, scoring: str = "literal") -> dict[str, Figure]:
-    """{"<kernel>.matrix" | "<kernel>.registers": figure} for every kernel whose lane map was
-    recovered (a refused one has no map to draw)."""
-    figures = {}
+def element_bits(ds: xr.Dataset, operand: str) -> int:
+    """Bits per value of an operand, as the dataset names its codec (the lane-id kit's f64
+    grids name none)."""
+    coord = "operand_type" if operand in "ab" else "accumulator_type"
+    name = str(ds[coord].values) if coord in ds.coords else F64.name
+    return ELEMENTS[name].bits
+
+
+def lane_map_table(ds: xr.Dataset, kernel: str) -> Table:
+    """Every slot that holds an element, per operand: (lane, value, register, bits) ->
+    (row, col), the register being the first 32-bit register the value occupies and bits
+    its bit range counted from that register's bit 0 (a 64-bit value spans two)."""
+    rows = []
+    for operand in operands(ds, kernel) if "c_row" in ds else ["a", "b", "d"]:
+        bits = element_bits(ds, operand)
+        r, c = _cells(ds, kernel, operand)
+        for (lane, value), row in np.ndenumerate(r):
+            if row >= 0:
+                start = value * bits
+                rows.append((title(operand, operands(ds, kernel)), lane, value, start // 32,
+                             f"{start % 32}-{start % 32 + bits - 1}", int(row),
+                             int(c[lane, value])))
+    return Table(("operand", "lane", "value", "register", "bits", "row", "col"), tuple(rows))
+
+
+def lane_map_figures(ds: xr.Dataset, tables=None, scoring: str = "literal"
+                     ) -> dict[str, Figure | Table]:
+    """{"<kernel>.matrix" | "<kernel>.registers": figure, "<kernel>.table": its rows as CSV
+    and JSON} for every kernel whose lane map was recovered (a refused one has no map)."""
+    figures: dict[str, Figure | Table] = {}
     for kernel in (str(k) for k in ds["kernel"].values):
         if recovered(ds, kernel):
             figures[f"{kernel}.matrix"] = _matrix_figure(ds, kernel)
             figures[f"{kernel}.registers"] = _register_figure(ds, kernel)
+            figures[f"{kernel}.table"] = lane_map_table(ds, kernel)
     return figures
