@@ -1,0 +1,38 @@
+"""mma-tf32: which lane and which register holds each element of A, B and C/D in NVIDIA's
+dense tf32 mma.sync into f32 (SASS HMMA ... TF32) on sm_90, m16n8k4 and m16n8k8, measured
+with the lane-id kit's waves and no layout assumed; tf32 elements go one per register as
+f32 bit patterns (probelab.kits.elements.TF32).
+"""
+
+from pathlib import Path
+
+from probelab.kits.elements import F32, TF32, Codec
+from probelab.kits.lane_id.probe import LaneIdProbe, Shape
+from probelab.probe import Evidence
+
+HERE = Path(__file__).parent
+CODEC = Codec(TF32, F32)
+SHAPES = (Shape("tf32_m16n8k4", 16, 8, 4, 32, a_values=2, b_values=1, d_values=4, codec=CODEC),
+          Shape("tf32_m16n8k8", 16, 8, 8, 32, a_values=4, b_values=2, d_values=4, codec=CODEC))
+
+
+def evidence(shape: Shape) -> Evidence:
+    """Exactly one tf32 HMMA of this shape and no other MMA; A, B and C each straight from
+    32-bit loads, every register of the fragment."""
+    mnk = f"{shape.M}{shape.N}{shape.K}"
+    return Evidence(rf"HMMA\.{mnk}\.F32\.TF32",
+                    forbidden=(rf"HMMA\.(?!{mnk}\.F32\.TF32$).*", r"IMMA.*", r"DMMA.*",
+                               r"FFMA.*"),
+                    operands=("unmodified",) * 3,
+                    spans=tuple(shape.registers(n) for n in "abd"))
+
+
+PROBE = LaneIdProbe(
+    id="mma-tf32", version="1",
+    summary="tf32 -> f32 mma.sync m16n8k4, m16n8k8: (lane, value) <-> (row, col)",
+    targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_tf32.cu", shapes=SHAPES,
+    evidence=evidence, seed=0x5EED_0317, block=128,
+    excluded={"sm_[0-7]*": "tf32 mma.sync needs sm_80; measured and sealed for sm_90",
+              "sm_8*": "measured and sealed for sm_90",
+              "sm_1??*": "measured and sealed for sm_90"},
+)
