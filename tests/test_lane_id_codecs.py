@@ -46,6 +46,7 @@ CASES = {
     "u4-s32": (Codec(U4, S32), 8, 8, 32, 8, 8, 2),
     "f64-1024": (Codec(F64, F64), 64, 16, 16, 16, 4, 16),  # 1,024 A slots: two digits
     "b1-s32": (Codec(B1, S32), 8, 8, 128, 32, 32, 2),  # bits, after a presence wave
+    "s8xu8-s32": (Codec(S8, S32, b=U8), 16, 8, 32, 16, 8, 4),  # mixed signedness
 }
 
 
@@ -142,6 +143,18 @@ def test_a_b1_unit_that_answers_the_presence_wave_everywhere_is_refused() -> Non
     ds = run_unit(shapes, hidden(shapes, 4), unit=everywhere)
     assert ds["recovered"].values.tolist() == [0]
     assert not ds["gemm_exact"].values.any()
+
+
+def test_mixed_signedness_packs_each_operand_in_its_own_type() -> None:
+    """s8 x u8: A's values are s8 bit patterns, B's u8 ones; the GEMM waves stay within
+    what both hold (no negative value for the unsigned side), and the grid names both."""
+    codec = Codec(S8, S32, b=U8)
+    assert codec.element("a") is S8 and codec.element("b") is U8 and codec.lowest == 0
+    shapes = (Shape("mixed", 16, 8, 32, 32, 16, 8, 4, codec=codec),)
+    grid = engine.stimulus(shapes, trials=2, seed=1)
+    assert str(grid["b_operand_type"].values) == "u8" and (grid["gemm_b"].values >= 0).all()
+    with pytest.raises(ValueError, match="codec is not"):
+        engine.waves(grid, Codec(S8, S32))
 
 
 def test_f64_packing_is_the_old_double_view() -> None:

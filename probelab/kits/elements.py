@@ -244,10 +244,34 @@ def unpack(element: Element, registers: np.ndarray, n: int) -> np.ndarray:
 @dataclass(frozen=True)
 class Codec:
     """An instruction's operand type and accumulator type: ids go in as operand elements,
-    come back as accumulator values."""
+    come back as accumulator values. `b` names B's type where it is not A's (mixed
+    signedness: s8 x u8)."""
 
     operand: Element
     accumulator: Element
+    b: Element | None = None
+
+    def element(self, operand: str) -> Element:
+        """The element type of operand "a", "b", "c" or "d"."""
+        if operand in "cd":
+            return self.accumulator
+        return self.b or self.operand if operand == "b" else self.operand
+
+    @property
+    def exact(self) -> int:
+        """The largest n every integer 0..n of which both A and B hold exactly."""
+        return min(self.operand.exact, self.element("b").exact)
+
+    @property
+    def lowest(self) -> int:
+        """The most negative integer both A and B hold (0 if either is unsigned)."""
+        return max(self.operand.lowest, self.element("b").lowest)
+
+    @property
+    def name(self) -> str:
+        """e.g. "f16 -> f32", "s8 x u8 -> s32"."""
+        b = f" x {self.b.name}" if self.b else ""
+        return f"{self.operand.name}{b} -> {self.accumulator.name}"
 
     @property
     def bits(self) -> int:

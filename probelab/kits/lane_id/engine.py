@@ -77,8 +77,7 @@ class Shape:
     def registers(self, operand: str) -> int:
         """32-bit registers per lane that the operand's values fill."""
         values = {"a": self.a_values, "b": self.b_values}.get(operand, self.d_values)
-        element = self.codec.operand if operand in "ab" else self.codec.accumulator
-        return words(element, values)
+        return words(self.codec.element(operand), values)
 
 
 @dataclass(frozen=True)
@@ -120,7 +119,7 @@ def codec_of(shapes: Sequence[Shape]) -> Codec:
     codecs = {s.codec for s in shapes}
     if len(codecs) != 1:
         raise ValueError("one probe, one element codec (kernels share their input buffers): "
-                         f"got {sorted(f'{c.operand.name}->{c.accumulator.name}' for c in codecs)}")
+                         f"got {sorted(c.name for c in codecs)}")
     return codecs.pop()
 
 
@@ -153,19 +152,19 @@ class Plan:
 
     @classmethod
     def of(cls, codec: Codec, size: Sizes, k: int = 1, name: str = "probe") -> Plan:
-        op, acc = codec.operand, codec.accumulator
-        largest = min(op.exact, max(size.slots("a"), size.slots("b")))  # operand value
+        exact, acc = codec.exact, codec.accumulator  # of A and B, the narrower
+        largest = min(exact, max(size.slots("a"), size.slots("b")))  # operand value
         if acc.exact // CSCALE - 1 >= 2:  # a wide accumulator: C's digit at CSCALE
             scale = CSCALE
         else:  # a narrow one: just above the largest operand value, leaving C two levels
             room = 1 << (((acc.exact + 1) // 3).bit_length() - 1)  # 3 * scale - 1 <= exact
             scale = min(1 << largest.bit_length(), room)
-        presence = op.exact < 2  # its only nonzero value cannot also say "no slot"
-        base = 2 if presence else min(op.exact, scale - 1)
+        presence = exact < 2  # its only nonzero value cannot also say "no slot"
+        base = 2 if presence else min(exact, scale - 1)
         c_base = (acc.exact - (scale - 1)) // scale
         if base < 2 or c_base < (2 if size.slots("d") > 1 else 1):
-            raise ValueError(f"{name}: {op.name} operands into a {acc.name} accumulator "
-                             f"cannot carry lane ids: operand digits of base {base}, C "
+            raise ValueError(f"{name}: {codec.name} cannot carry lane ids: operand "
+                             f"digits of base {base}, C "
                              f"digits of base {c_base} (the encoding needs 2 or more)")
         n = max(digits(size.slots("a"), base), digits(size.slots("b"), base),
                 digits(size.slots("d"), c_base))
@@ -187,13 +186,14 @@ def plan_of(grid: xr.Dataset, codec: Codec) -> Plan:
     """The plan a grid was made with, refusing a codec it was not made for."""
     named = tuple(str(grid[c].values) if c in grid.coords else F64.name
                   for c in ("operand_type", "accumulator_type"))
-    if named != (codec.operand.name, codec.accumulator.name):
-        raise ValueError(f"the grid is for {named[0]} -> {named[1]}, not "
-                         f"{codec.operand.name} -> {codec.accumulator.name}")
+    b = str(grid["b_operand_type"].values) if "b_operand_type" in grid.coords else None
+    if named != (codec.operand.name, codec.accumulator.name) or \
+            b != (codec.b.name if codec.b else None):
+        raise ValueError(f"the grid's codec is not {codec.name}")
     plan = Plan.of(codec, _sizes(grid))
     if grid.sizes.get("digit", 1) != plan.rounds:
         raise ValueError(f"the grid has {grid.sizes.get('digit', 1)} digit waves, the "
-                         f"{codec.operand.name} plan {plan.rounds}")
+                         f"{codec.name} plan {plan.rounds}")
     return plan
 
 
@@ -208,8 +208,8 @@ def stimulus(shapes: Sequence[Shape], trials: int, seed: int) -> xr.Dataset:
                   for k, v in (("M", "M"), ("N", "N"), ("K", "K"), ("a_regs", "a_values"),
                                ("b_regs", "b_values"), ("d_regs", "d_values"))}
     u32 = lambda n: np.arange(n, dtype=np.uint32)  # noqa: E731
-    low = max(-4, codec.operand.lowest)  # unsigned types: no negative values
-    high = min(5, codec.operand.exact + 1)  # b1: 0 and 1
+    low = max(-4, codec.lowest)  # unsigned types: no negative values
+    high = min(5, codec.exact + 1)  # b1: 0 and 1
     small = lambda *shape: rng.integers(low, high, shape).astype(np.int32)  # noqa: E731
     c_low = max(-4, codec.accumulator.lowest)
     coords = {
@@ -227,6 +227,8 @@ def stimulus(shapes: Sequence[Shape], trials: int, seed: int) -> xr.Dataset:
     if codec != F64_CODEC:  # the grid names its codec (f64's stay the archive's grids)
         coords |= {"operand_type": ((), codec.operand.name),
                    "accumulator_type": ((), codec.accumulator.name)}
+        if codec.b:  # mixed signedness: B's own type
+            coords["b_operand_type"] = ((), codec.b.name)
     if plan.rounds > 1:  # several waves per hot slot, one per digit of the ids
         coords["digit"] = ("digit", u32(plan.rounds), {"long_name": (
             "round 0: presence (every operand slot 1); round r: digit r - 1" if plan.presence
@@ -281,13 +283,12 @@ def from_lane_major(values: np.ndarray) -> np.ndarray:
 def registers(codec: Codec, operand: str, values: np.ndarray, lanes: int) -> np.ndarray:
     """(W, slots) numbers -> (W, lanes, registers) uint32, as a kernel's fragment holds them
     (A and B in the operand type, C and D in the accumulator's)."""
-    element = codec.operand if operand in "ab" else codec.accumulator
-    return pack(element, to_lane_major(values, lanes))
+    return pack(codec.element(operand), to_lane_major(values, lanes))
 
 
 def numbers(codec: Codec, operand: str, regs: np.ndarray, values: int) -> np.ndarray:
     """(W, lanes, registers) uint32 -> (W, slots) numbers: `registers` undone."""
-    element = codec.operand if operand in "ab" else codec.accumulator
+    element = codec.element(operand)
     return from_lane_major(element.decode(unpack(element, regs, values)))
 
 
@@ -612,8 +613,7 @@ def assemble(grid: xr.Dataset, shapes: Sequence[Shape],
         ds[k] = (dims, np.stack(per[k]))
     for k in ("a_src", "b_src", "c_src"):
         ds[k].attrs |= FLAGS
-    ds["d_anamed"].attrs |= {"encoding": f"{codec.operand.name} operands, "
-                             f"{codec.accumulator.name} accumulator; D = {plan.scale} * (C "
+    ds["d_anamed"].attrs |= {"encoding": f"{codec.name}; D = {plan.scale} * (C "
                              f"digit + 1) + (operand digit + 1); operand digits base "
                              f"{plan.base}, C digits base {plan.c_base}"}
     for n in OPERANDS:

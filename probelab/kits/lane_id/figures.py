@@ -137,7 +137,9 @@ def _register_figure(ds: xr.Dataset, kernel: str) -> Figure:
 def element_bits(ds: xr.Dataset, operand: str) -> int:
     """Bits per value of an operand, as the dataset names its codec (the lane-id kit's f64
     grids name none)."""
-    coord = "operand_type" if operand in "ab" else "accumulator_type"
+    coord = {"a": "operand_type", "b": "b_operand_type"}.get(operand, "accumulator_type")
+    if coord not in ds.coords and operand == "b":  # B is A's type unless it names its own
+        coord = "operand_type"
     name = str(ds[coord].values) if coord in ds.coords else F64.name
     return ELEMENTS[name].bits
 
