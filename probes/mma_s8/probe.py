@@ -1,0 +1,59 @@
+"""mma-s8: which lane and which value of its registers holds each element of A, B and C/D
+in NVIDIA's dense 8-bit integer mma.sync into s32 (SASS IMMA) on sm_90, at m8n8k16,
+m16n8k16 and m16n8k32, measured with the lane-id kit's waves and no layout assumed. Four
+probes share the folder and its kernel source, one per signedness (the kernels of one probe
+share their buffers): s8 x s8, u8 x u8, and the mixed s8 x u8 and u8 x s8.
+"""
+
+from pathlib import Path
+
+from probelab.kits.elements import S8, S32, U8, Codec
+from probelab.kits.lane_id.probe import LaneIdProbe, Shape
+from probelab.probe import Evidence
+
+HERE = Path(__file__).parent
+TYPES = {"s8s8": (S8, S8), "u8u8": (U8, U8), "s8u8": (S8, U8), "u8s8": (U8, S8)}
+SEEDS = {"s8s8": 0x5EED_0417, "u8u8": 0x5EED_0517, "s8u8": 0x5EED_0617, "u8s8": 0x5EED_0717}
+# (name, M, N, K, A values, B values, D values) per lane
+SHAPES = (("m8n8k16", 8, 8, 16, 4, 4, 2), ("m16n8k16", 16, 8, 16, 8, 4, 4),
+          ("m16n8k32", 16, 8, 32, 16, 8, 4))
+
+
+def codec(kind: str) -> Codec:
+    a, b = TYPES[kind]
+    return Codec(a, S32, b if b is not a else None)
+
+
+def shapes(kind: str) -> tuple[Shape, ...]:
+    return tuple(Shape(f"{kind}_{name}", m, n, k, 32, a_values=av, b_values=bv, d_values=dv,
+                       codec=codec(kind)) for name, m, n, k, av, bv, dv in SHAPES)
+
+
+def evidence(kind: str):
+    a, b = (t.name.upper() for t in TYPES[kind])
+
+    def of(shape: Shape) -> Evidence:
+        """Exactly one IMMA of this shape and signedness and no other MMA; A, B and C each
+        straight from 32-bit loads, every register of the fragment."""
+        form = rf"IMMA\.{shape.M}{shape.N}{shape.K}\.{a}\.{b}"
+        return Evidence(form, forbidden=(rf"IMMA\.(?!{shape.M}{shape.N}{shape.K}\.{a}\.{b}$).*",
+                                         r"HMMA.*", r"DMMA.*"),
+                        operands=("unmodified",) * 3,
+                        spans=tuple(shape.registers(n) for n in "abd"))
+    return of
+
+
+def probe(kind: str) -> LaneIdProbe:
+    a, b = TYPES[kind]
+    return LaneIdProbe(
+        id=f"mma-{kind}", version="1",
+        summary=f"{a.name} x {b.name} -> s32 mma.sync m8n8k16, m16n8k16, m16n8k32: "
+                "(lane, value) <-> (row, col)",
+        targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_s8.cu", shapes=shapes(kind),
+        evidence=evidence(kind), seed=SEEDS[kind], block=128,
+        excluded={"sm_[0-7]*": "measured and sealed for sm_90 (m16n8k32 needs sm_80)",
+                  "sm_8*": "measured and sealed for sm_90",
+                  "sm_1??*": "measured and sealed for sm_90"})
+
+
+PROBES = tuple(probe(kind) for kind in TYPES)
