@@ -1,0 +1,60 @@
+"""mma-fp8: which lane and which value of its registers holds each element of A, B and C/D
+in NVIDIA's dense fp8 mma.sync m16n8k32 (e4m3 and e5m2, into f32 and f16) on sm_90,
+measured with the lane-id kit's waves and no layout assumed. Four probes share the folder
+and its kernel source, one per codec.
+
+sm_90 has no fp8 mma.sync unit: ptxas unpacks A and B to f16 (F2FP.F16.E4M3/E5M2.UNPACK_B),
+issues two f16 HMMA m16n8k16 whose C is zero, and adds C after them (FADD for f32, HADD2 for
+f16 accumulators). The evidence gate proves exactly that realisation from the disassembly
+and records it (`lowered`), as the sparse s4 probe does.
+"""
+
+from pathlib import Path
+
+from probelab.kits.elements import E4M3, E5M2, F16, F32, Codec
+from probelab.kits.lane_id.probe import LaneIdProbe, Shape
+from probelab.probe import Evidence
+
+HERE = Path(__file__).parent
+KINDS = {"e4m3-f32": (E4M3, F32), "e5m2-f32": (E5M2, F32), "e4m3-f16": (E4M3, F16),
+         "e5m2-f16": (E5M2, F16)}
+SEEDS = {"e4m3-f32": 0x5EED_0817, "e5m2-f32": 0x5EED_0917, "e4m3-f16": 0x5EED_0A17,
+         "e5m2-f16": 0x5EED_0B17}
+
+
+def evidence(kind: str):
+    element, acc = KINDS[kind]
+    suffix, add = (r"\.F32", "FADD") if acc is F32 else (r"\.F16", "HADD2")
+
+    def of(shape: Shape) -> Evidence:
+        """Two f16 HMMA m16n8k16 (the lowering), no other MMA; their A and B from the
+        kernel's loads through the unpacking, C recorded (zero, then the first's result)."""
+        return Evidence(
+            rf"HMMA\.16816{suffix}", count=2,
+            lowered=f"sm_90 has no fp8 mma.sync unit: ptxas unpacks A and B to f16 "
+                    f"(F2FP.F16.{element.name.upper()}.UNPACK_B), issues two f16 HMMA "
+                    f"m16n8k16 with a zero C and adds C after them ({add})",
+            forbidden=(rf"HMMA\.(?!16816{suffix}$).*", r"IMMA.*", r"DMMA.*", r"QGMMA.*",
+                       r"HGMMA.*"),
+            operands=("from_memory", "from_memory", "any"),
+            spans=(4, 2, shape.registers("d")))
+    return of
+
+
+def probe(kind: str) -> LaneIdProbe:
+    element, acc = KINDS[kind]
+    name = kind.replace("-", "_")
+    return LaneIdProbe(
+        id=f"mma-{kind}", version="1",
+        summary=f"{element.name} -> {acc.name} mma.sync m16n8k32 (lowered on sm_90): "
+                "(lane, value) <-> (row, col)",
+        targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_fp8.cu",
+        shapes=(Shape(f"{name}_m16n8k32", 16, 8, 32, 32, a_values=16, b_values=8,
+                      d_values=4, codec=Codec(element, acc)),),
+        evidence=evidence(kind), seed=SEEDS[kind], block=128,
+        excluded={"sm_[0-7]*": "fp8 mma.sync needs sm_89; measured and sealed for sm_90",
+                  "sm_8*": "measured and sealed for sm_90 (sm_89 has a native fp8 unit)",
+                  "sm_1??*": "measured and sealed for sm_90"})
+
+
+PROBES = tuple(probe(kind) for kind in KINDS)
