@@ -1,0 +1,68 @@
+"""mma-s4: which lane and which value of its registers holds each element of A, B and C/D
+in NVIDIA's dense 4-bit integer mma.sync into s32 on sm_90, at m8n8k32, m16n8k32 and
+m16n8k64, measured with the lane-id kit's waves and no layout assumed. Four probes share
+the folder and its kernel source, one per signedness pair (s4 x s4, u4 x u4, s4 x u4,
+u4 x s4).
+
+sm_90 has no 4-bit integer unit: ptxas unpacks A and B to 8 bits and issues two 8-bit IMMA
+of half the K (same signedness, u4 as u8). The evidence gate proves exactly that
+realisation from the disassembly and records it (`lowered`).
+"""
+
+from pathlib import Path
+
+from probelab.kits.elements import S4, S32, U4, Codec
+from probelab.kits.lane_id.probe import LaneIdProbe, Shape
+from probelab.probe import Evidence
+
+HERE = Path(__file__).parent
+TYPES = {"s4s4": (S4, S4), "u4u4": (U4, U4), "s4u4": (S4, U4), "u4s4": (U4, S4)}
+SEEDS = {"s4s4": 0x5EED_0C17, "u4u4": 0x5EED_0D17, "s4u4": 0x5EED_0E17, "u4s4": 0x5EED_0F17}
+# (name, M, N, K, A values, B values, D values) per lane
+SHAPES = (("m8n8k32", 8, 8, 32, 8, 8, 2), ("m16n8k32", 16, 8, 32, 16, 8, 4),
+          ("m16n8k64", 16, 8, 64, 32, 16, 4))
+
+
+def codec(kind: str) -> Codec:
+    a, b = TYPES[kind]
+    return Codec(a, S32, b if b is not a else None)
+
+
+def shapes(kind: str) -> tuple[Shape, ...]:
+    return tuple(Shape(f"{kind}_{name}", m, n, k, 32, a_values=av, b_values=bv, d_values=dv,
+                       codec=codec(kind)) for name, m, n, k, av, bv, dv in SHAPES)
+
+
+def evidence(kind: str):
+    a, b = (t.name.upper().replace("4", "8") for t in TYPES[kind])
+
+    def of(shape: Shape) -> Evidence:
+        """Two 8-bit IMMA of half the K (the lowering) and no other 4-bit or other MMA. The
+        unpacking mixes each loaded register with constant masks (LOP3, PRMT), so no
+        operand is a pure load chain: their paths are recorded, not required."""
+        form = rf"IMMA\.{shape.M}{shape.N}{shape.K // 2}\.{a}\.{b}"
+        return Evidence(
+            form, count=2,
+            lowered=f"sm_90 has no 4-bit integer unit: ptxas unpacks A and B to 8 bits and "
+                    f"issues two {a} x {b} IMMA m{shape.M}n{shape.N}k{shape.K // 2}",
+            forbidden=(rf"IMMA\.(?!{shape.M}{shape.N}{shape.K // 2}\.{a}\.{b}$).*",
+                       r"IMMA.*\.[SU]4.*", r"HMMA.*", r"DMMA.*"),
+            operands=("any", "any", "any"),
+            spans=(shape.registers("a") * 2, shape.registers("b") * 2, shape.registers("d")))
+    return of
+
+
+def probe(kind: str) -> LaneIdProbe:
+    a, b = TYPES[kind]
+    return LaneIdProbe(
+        id=f"mma-{kind}", version="1",
+        summary=f"{a.name} x {b.name} -> s32 mma.sync m8n8k32, m16n8k32, m16n8k64 (lowered on "
+                "sm_90): (lane, value) <-> (row, col)",
+        targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_s4.cu", shapes=shapes(kind),
+        evidence=evidence(kind), seed=SEEDS[kind], block=128,
+        excluded={"sm_[0-7]*": "measured and sealed for sm_90 (4-bit mma.sync needs sm_75+)",
+                  "sm_8*": "measured and sealed for sm_90 (sm_8x has a native 4-bit unit)",
+                  "sm_1??*": "measured and sealed for sm_90"})
+
+
+PROBES = tuple(probe(kind) for kind in TYPES)
