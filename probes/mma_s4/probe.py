@@ -4,9 +4,11 @@ m16n8k64, measured with the lane-id kit's waves and no layout assumed. Four prob
 the folder and its kernel source, one per signedness pair (s4 x s4, u4 x u4, s4 x u4,
 u4 x s4).
 
-sm_90 has no 4-bit integer unit: ptxas unpacks A and B to 8 bits and issues two 8-bit IMMA
-of half the K (same signedness, u4 as u8). The evidence gate proves exactly that
-realisation from the disassembly and records it (`lowered`).
+sm_90 has no 4-bit integer mma.sync unit: ptxas (NVRTC 13) unpacks A and B to 8 bits and
+issues two 8-bit IMMA of half the K (same signedness, u4 as u8) from a zero C, then adds
+the kernel's C (IADD3). The evidence gate proves the two IMMA and A and B reaching them from
+their loads, and records the lowering (`lowered`). Version 2: version 1's gate traced
+operand spans twice too wide and so could not require A and B from memory.
 """
 
 from pathlib import Path
@@ -37,25 +39,26 @@ def evidence(kind: str):
     a, b = (t.name.upper().replace("4", "8") for t in TYPES[kind])
 
     def of(shape: Shape) -> Evidence:
-        """Two 8-bit IMMA of half the K (the lowering) and no other 4-bit or other MMA. The
-        unpacking mixes each loaded register with constant masks (LOP3, PRMT), so no
-        operand is a pure load chain: their paths are recorded, not required."""
+        """Two 8-bit IMMA of half the K (the lowering) and no other MMA; their A and B from
+        the kernel's loads through the unpacking (LOP3/SHF), C recorded (zero: ptxas adds
+        the kernel's C after them, IADD3)."""
         form = rf"IMMA\.{shape.M}{shape.N}{shape.K // 2}\.{a}\.{b}"
         return Evidence(
             form, count=2,
-            lowered=f"sm_90 has no 4-bit integer unit: ptxas unpacks A and B to 8 bits and "
-                    f"issues two {a} x {b} IMMA m{shape.M}n{shape.N}k{shape.K // 2}",
+            lowered=f"sm_90 has no 4-bit integer mma.sync unit: ptxas (NVRTC 13) unpacks A "
+                    f"and B to 8 bits and issues two {a} x {b} IMMA "
+                    f"m{shape.M}n{shape.N}k{shape.K // 2} from a zero C, then adds C (IADD3)",
             forbidden=(rf"IMMA\.(?!{shape.M}{shape.N}{shape.K // 2}\.{a}\.{b}$).*",
                        r"IMMA.*\.[SU]4.*", r"HMMA.*", r"DMMA.*"),
-            operands=("any", "any", "any"),
-            spans=(shape.registers("a") * 2, shape.registers("b") * 2, shape.registers("d")))
+            operands=("from_memory", "from_memory", "any"),
+            spans=(shape.registers("a"), shape.registers("b"), shape.registers("d")))
     return of
 
 
 def probe(kind: str) -> LaneIdProbe:
     a, b = TYPES[kind]
     return LaneIdProbe(
-        id=f"mma-{kind}", version="1",
+        id=f"mma-{kind}", version="2",
         summary=f"{a.name} x {b.name} -> s32 mma.sync m8n8k32, m16n8k32, m16n8k64 (lowered on "
                 "sm_90): (lane, value) <-> (row, col)",
         targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_s4.cu", shapes=shapes(kind),
