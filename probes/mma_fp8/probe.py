@@ -33,7 +33,8 @@ def evidence(kind: str):
             rf"HMMA\.16816{suffix}", count=2,
             lowered=f"sm_90 has no fp8 mma.sync unit: ptxas unpacks A and B to f16 "
                     f"(F2FP.F16.{element.name.upper()}.UNPACK_B), issues two f16 HMMA "
-                    f"m16n8k16 with a zero C and adds C after them ({add})",
+                    f"m16n8k16, the first from a zero C and the second accumulating on it, "
+                    f"and adds C after them ({add})",
             forbidden=(rf"HMMA\.(?!16816{suffix}$).*", r"IMMA.*", r"DMMA.*", r"QGMMA.*",
                        r"HGMMA.*"),
             operands=("from_memory", "from_memory", "any"),

@@ -166,6 +166,9 @@ class Design:
         problems += [f"{u.name}: reads {u.regs} A / {u.b_regs or u.regs} B registers, the "
                      f"buffers hold {self.a_regs} / {self.b_regs}" for u in self.units
                      if u.regs > self.a_regs or (u.b_regs or u.regs) > self.b_regs]
+        if self.codec.b is not None:  # one element type for A and B in this kit's waves
+            problems.append(f"the codec names B's own type ({self.codec.name}): the sparse "
+                            "kit packs A and B in one type")
         if not set(self.meta.contrast) <= set(self.meta.valid):
             problems.append(f"contrast {self.meta.contrast} must be valid group values")
         x, y = self.meta.contrast
