@@ -1,0 +1,19 @@
+"""The evidence gates of the lane-id probes trace each operand over exactly the registers its
+fragment fills: a span too wide pulls unrelated registers into the trace (and then the gate
+cannot require the operand from memory: mma-s4 version 1), a span too narrow leaves
+registers unchecked."""
+
+from probelab.kits.lane_id.probe import LaneIdProbe
+from probelab.probe import catalog
+
+
+def test_every_lane_id_gate_spans_its_fragments_registers(repo_lab) -> None:
+    probes = [p for p in catalog().probes.values() if isinstance(p, LaneIdProbe)]
+    assert len(probes) >= 10
+    wrong = {}
+    for probe in probes:
+        for shape, kernel in zip(probe.shapes, probe.kernels(probe.vendor), strict=True):
+            spans = kernel.evidence.spans
+            if spans and spans != tuple(shape.registers(n) for n in "abd"):
+                wrong[f"{probe.id}/{shape.name}"] = spans
+    assert wrong == {}
