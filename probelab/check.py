@@ -111,8 +111,7 @@ def probe_folders(prov: Provenance, commit: str) -> tuple[str, ...]:
     """The probe folders a dataset's kernels came from, as its provenance names their
     sources (lab-relative paths; a static dataset before 2026-12 named the file alone,
     found among the files `commit` has under probes/). Empty where none is found."""
-    kernels = prov.get("kernels") if isinstance(prov.get("kernels"), dict) else {}
-    sources = {str(r.get("source", "")) for r in kernels.values() if isinstance(r, dict)}
+    sources = _sources(prov)
     folders = {s.rpartition("/")[0] for s in sources if s.startswith("probes/")}
     if bare := {s for s in sources if s and "/" not in s}:
         try:
@@ -124,15 +123,21 @@ def probe_folders(prov: Provenance, commit: str) -> tuple[str, ...]:
     return tuple(sorted(folders))
 
 
+def _sources(prov: Provenance) -> frozenset[str]:
+    """The kernel sources a dataset's provenance names."""
+    kernels = prov.get("kernels") if isinstance(prov.get("kernels"), dict) else {}
+    return frozenset(str(r.get("source", "")) for r in kernels.values() if isinstance(r, dict))
+
+
 def measuring_code(prov: Provenance, commit: str, record: Record | None = None
                    ) -> tuple[str, ...]:
     """The files that could shape a dataset's data at `commit`: its probe folders', and the
     core modules they and the sweep import there (codetree.measuring_code). Where its
     folders cannot be found, the whole scope (probes/ and probelab/): never nothing."""
-    key = (*probe_folders(prov, commit), commit)
+    key = (*sorted(_sources(prov)), commit)  # asked before any git listing
     if record is not None and key in record.code:
         return record.code[key]
-    files = tuple(sorted({f for folder in key[:-1]
+    files = tuple(sorted({f for folder in probe_folders(prov, commit)
                           for f in codetree.measuring_code(folder, commit)}))
     files = files or codetree.SCOPE
     if record is not None:

@@ -245,7 +245,7 @@ class Record:
     commits: dict[str, str | None]  # entry hash -> seal commit
     history: gitinfo.History
     claims: Evaluations = field(default_factory=Evaluations)
-    # (probe folders..., commit) -> the files that could shape their data at that commit
+    # (kernel sources..., commit) -> the files that could shape their data at that commit
     code: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
     trees: dict[str, dict[str, str] | None] = field(default_factory=dict)  # codetree.committed
 

@@ -251,6 +251,10 @@ class Codec:
     accumulator: Element
     b: Element | None = None
 
+    def __post_init__(self) -> None:
+        if self.b == self.operand:  # B of A's own type is no mixed codec: one spelling each
+            object.__setattr__(self, "b", None)
+
     def element(self, operand: str) -> Element:
         """The element type of operand "a", "b", "c" or "d"."""
         if operand in "cd":

@@ -8,22 +8,16 @@ f16 (mma-f16-f16) and bf16 into f32 (mma-bf16-f32), each at m16n8k8 and m16n8k16
 from pathlib import Path
 
 from probelab.kits.elements import BF16, F16, F32, Codec
-from probelab.kits.lane_id.probe import LaneIdProbe, Shape
+from probelab.kits.lane_id.probe import LaneIdProbe, Shape, warp_shapes
 from probelab.probe import Evidence
 
 HERE = Path(__file__).parent
 CODECS = {"f16-f32": Codec(F16, F32), "f16-f16": Codec(F16, F16), "bf16-f32": Codec(BF16, F32)}
 # SASS on sm_90 per codec: the mnemonic's type suffix (sm_90 HMMA names the shape's MNK)
 SUFFIX = {"f16-f32": r"\.F32", "f16-f16": r"\.F16", "bf16-f32": r"\.F32\.BF16"}
+# (shape, M, N, K, A values, B values, D values) per lane
+SHAPES = (("m16n8k8", 16, 8, 8, 4, 2, 4), ("m16n8k16", 16, 8, 16, 8, 4, 4))
 SEEDS = {"f16-f32": 0x5EED_0017, "f16-f16": 0x5EED_0117, "bf16-f32": 0x5EED_0217}
-
-
-def shapes(kind: str) -> tuple[Shape, ...]:
-    codec, name = CODECS[kind], kind.replace("-", "_")
-    return (Shape(f"{name}_m16n8k8", 16, 8, 8, 32, a_values=4, b_values=2, d_values=4,
-                  codec=codec),
-            Shape(f"{name}_m16n8k16", 16, 8, 16, 32, a_values=8, b_values=4, d_values=4,
-                  codec=codec))
 
 
 def evidence(kind: str):
@@ -44,7 +38,8 @@ def probe(kind: str) -> LaneIdProbe:
         id=f"mma-{kind}", version="1",
         summary=f"{kind.replace('-', ' -> ')} mma.sync m16n8k8, m16n8k16: (lane, value) <-> "
                 "(row, col)",
-        targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_f16.cu", shapes=shapes(kind),
+        targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_f16.cu",
+        shapes=warp_shapes(kind.replace("-", "_"), SHAPES, CODECS[kind]),
         evidence=evidence(kind), seed=SEEDS[kind], block=128,
         excluded={"sm_[0-7]*": "measured and sealed for sm_90 (m16n8k16 needs sm_80, bf16 "
                                "sm_80, m16n8k8 f16 sm_75)",

@@ -14,7 +14,7 @@ operand spans twice too wide and so could not require A and B from memory.
 from pathlib import Path
 
 from probelab.kits.elements import S4, S32, U4, Codec
-from probelab.kits.lane_id.probe import LaneIdProbe, Shape
+from probelab.kits.lane_id.probe import LaneIdProbe, Shape, warp_shapes
 from probelab.probe import Evidence
 
 HERE = Path(__file__).parent
@@ -23,16 +23,6 @@ SEEDS = {"s4s4": 0x5EED_0C17, "u4u4": 0x5EED_0D17, "s4u4": 0x5EED_0E17, "u4s4": 
 # (name, M, N, K, A values, B values, D values) per lane
 SHAPES = (("m8n8k32", 8, 8, 32, 8, 8, 2), ("m16n8k32", 16, 8, 32, 16, 8, 4),
           ("m16n8k64", 16, 8, 64, 32, 16, 4))
-
-
-def codec(kind: str) -> Codec:
-    a, b = TYPES[kind]
-    return Codec(a, S32, b if b is not a else None)
-
-
-def shapes(kind: str) -> tuple[Shape, ...]:
-    return tuple(Shape(f"{kind}_{name}", m, n, k, 32, a_values=av, b_values=bv, d_values=dv,
-                       codec=codec(kind)) for name, m, n, k, av, bv, dv in SHAPES)
 
 
 def evidence(kind: str):
@@ -61,7 +51,8 @@ def probe(kind: str) -> LaneIdProbe:
         id=f"mma-{kind}", version="2",
         summary=f"{a.name} x {b.name} -> s32 mma.sync m8n8k32, m16n8k32, m16n8k64 (lowered on "
                 "sm_90): (lane, value) <-> (row, col)",
-        targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_s4.cu", shapes=shapes(kind),
+        targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_s4.cu",
+        shapes=warp_shapes(kind, SHAPES, Codec(a, S32, b)),
         evidence=evidence(kind), seed=SEEDS[kind], block=128,
         excluded={"sm_[0-7]*": "measured and sealed for sm_90 (4-bit mma.sync needs sm_75+)",
                   "sm_8*": "measured and sealed for sm_90 (sm_8x has a native 4-bit unit)",

@@ -8,7 +8,7 @@ share their buffers): s8 x s8, u8 x u8, and the mixed s8 x u8 and u8 x s8.
 from pathlib import Path
 
 from probelab.kits.elements import S8, S32, U8, Codec
-from probelab.kits.lane_id.probe import LaneIdProbe, Shape
+from probelab.kits.lane_id.probe import LaneIdProbe, Shape, warp_shapes
 from probelab.probe import Evidence
 
 HERE = Path(__file__).parent
@@ -17,16 +17,6 @@ SEEDS = {"s8s8": 0x5EED_0417, "u8u8": 0x5EED_0517, "s8u8": 0x5EED_0617, "u8s8": 
 # (name, M, N, K, A values, B values, D values) per lane
 SHAPES = (("m8n8k16", 8, 8, 16, 4, 4, 2), ("m16n8k16", 16, 8, 16, 8, 4, 4),
           ("m16n8k32", 16, 8, 32, 16, 8, 4))
-
-
-def codec(kind: str) -> Codec:
-    a, b = TYPES[kind]
-    return Codec(a, S32, b if b is not a else None)
-
-
-def shapes(kind: str) -> tuple[Shape, ...]:
-    return tuple(Shape(f"{kind}_{name}", m, n, k, 32, a_values=av, b_values=bv, d_values=dv,
-                       codec=codec(kind)) for name, m, n, k, av, bv, dv in SHAPES)
 
 
 def evidence(kind: str):
@@ -49,7 +39,8 @@ def probe(kind: str) -> LaneIdProbe:
         id=f"mma-{kind}", version="1",
         summary=f"{a.name} x {b.name} -> s32 mma.sync m8n8k16, m16n8k16, m16n8k32: "
                 "(lane, value) <-> (row, col)",
-        targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_s8.cu", shapes=shapes(kind),
+        targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_s8.cu",
+        shapes=warp_shapes(kind, SHAPES, Codec(a, S32, b)),
         evidence=evidence(kind), seed=SEEDS[kind], block=128,
         excluded={"sm_[0-7]*": "measured and sealed for sm_90 (m16n8k32 needs sm_80)",
                   "sm_8*": "measured and sealed for sm_90",

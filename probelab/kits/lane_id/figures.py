@@ -149,13 +149,14 @@ def lane_map_table(ds: xr.Dataset, kernel: str) -> Table:
     (row, col), the register being the first 32-bit register the value occupies and bits
     its bit range counted from that register's bit 0 (a 64-bit value spans two)."""
     rows = []
-    for operand in operands(ds, kernel) if "c_row" in ds else ["a", "b", "d"]:
+    names = operands(ds, kernel) if "c_row" in ds else ["a", "b", "d"]
+    for operand in names:
         bits = element_bits(ds, operand)
         r, c = _cells(ds, kernel, operand)
         for (lane, value), row in np.ndenumerate(r):
             if row >= 0:
                 start = value * bits
-                rows.append((title(operand, operands(ds, kernel)), lane, value, start // 32,
+                rows.append((title(operand, names), lane, value, start // 32,
                              f"{start % 32}-{start % 32 + bits - 1}", int(row),
                              int(c[lane, value])))
     return Table(("operand", "lane", "value", "register", "bits", "row", "col"), tuple(rows))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from probelab.kits import Declared, lazy_figures
-from probelab.kits.elements import words
+from probelab.kits.elements import Codec, words
 from probelab.kits.lane_id import engine
 from probelab.kits.lane_id.engine import Layout, Shape, Sizes
 from probelab.probe import Evidence, Kernel, Launch
@@ -24,7 +24,15 @@ from probelab.probe import Evidence, Kernel, Launch
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
     import xarray as xr
 
-__all__ = ["LaneIdProbe", "Shape"]
+__all__ = ["LaneIdProbe", "Shape", "warp_shapes"]
+
+
+def warp_shapes(prefix: str, rows: tuple[tuple[str, int, int, int, int, int, int], ...],
+                codec: Codec) -> tuple[Shape, ...]:
+    """One warp-wide (32-lane) family's shapes, named `<prefix>_<shape>`, from rows
+    (shape, M, N, K, A values, B values, D values per lane)."""
+    return tuple(Shape(f"{prefix}_{name}", m, n, k, 32, a_values=a, b_values=b, d_values=d,
+                       codec=codec) for name, m, n, k, a, b, d in rows)
 
 
 @dataclass
