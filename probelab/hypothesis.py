@@ -48,9 +48,12 @@ MAX_FILE_BYTES = 1 << 20
 MAX_VARIANTS = 8  # translations, and near misses, per file
 # What evaluating one file may cost over a grid, bounded before any of it runs: node-cells
 # (syntax nodes x cells, summed over observables and scorings: time) and value-cells
-# (definitions and temporaries alive at once x cells: memory, 8 bytes each).
-MAX_WORK = 1 << 31  # about 1.5 s on one core; the largest sealed file needs 0.64e9
-MAX_VALUES = 1 << 27  # 1 GiB of int64; the largest sealed file needs 31e6
+# (definitions and temporaries alive at once x cells: memory, 8 bytes each). A grid whose
+# cells x values alive exceed MAX_VALUES is evaluated in pieces along its longest dim (the
+# language is elementwise), so memory stays bounded; values alive per cell are capped too.
+MAX_WORK = 1 << 33  # about 6 s on one core; the largest sealed file needs 4.6e9 (b1 k256)
+MAX_VALUES = 1 << 27  # 1 GiB of int64 per piece; the largest sealed file needs 31e6
+MAX_ALIVE = 64  # values alive per cell; the largest sealed file keeps 24
 MASK = 0xFFFFFFFF
 LITERAL = "literal"
 _REQUIRED = {"schema": int, "id": str, "probe": str, "claim": str, "coordinates": str,
@@ -288,9 +291,11 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
                                          [*env, observable]) if observable in mapping else None
                 used = [program, *moves.values(), *([rename] if rename else [])]
                 work += cells * sum(p.nodes for p in used)
-                _bound_memory(h, observable, cells, len(env), used)
                 steps[scoring] = moves, rename
-            plans.append((observable, dims, program, steps))
+            pieces = _pieces(h, observable, grid, dims, len(env),
+                             [program, *(p for m, r in steps.values()
+                                         for p in [*m.values(), *([r] if r else [])])])
+            plans.append((observable, dims, program, steps, pieces))
         if work > MAX_WORK:
             raise UsageError(f"{h.path}: too costly to evaluate: {work:,} node-cells (syntax "
                              f"nodes x grid cells, over observables and scorings); at most "
@@ -381,30 +386,61 @@ def _validate(h: Hypothesis, known: set[str]) -> None:
         raise UsageError(f"{h.path}: {exc}") from exc
 
 
-def _bound_memory(h: Hypothesis, observable: str, cells: int, coordinates: int,
-                  programs: list[Program]) -> None:
+def _pieces(h: Hypothesis, observable: str, grid: xr.Dataset, dims: tuple[str, ...],
+            coordinates: int, programs: list[Program]) -> tuple[str | None, int]:
+    """(dim, length): evaluate the observable in pieces of `length` along `dim` so each
+    piece keeps at most MAX_VALUES values alive (None: in one go); refused, before anything
+    runs, when one value per cell too many is alive or one slice of the dim is still too
+    large."""
     alive = coordinates + max(len(p.definitions) + p.depth for p in programs)
-    if cells * alive > MAX_VALUES:
+    cells = int(np.prod([grid.sizes[d] for d in dims]))
+    dim = max(dims, key=lambda d: grid.sizes[d]) if dims else None
+    per_slice = cells // grid.sizes[dim] * alive if dim else cells * alive
+    if alive > MAX_ALIVE or per_slice > MAX_VALUES:
         raise UsageError(f"{h.path}: too large to evaluate: {observable} keeps about {alive} "
-                         f"values per cell alive over {cells:,} cells; at most "
-                         f"{MAX_VALUES:,} value-cells (fewer helpers, or shallower nesting)")
+                         f"values per cell alive over {cells:,} cells; at most {MAX_ALIVE} "
+                         f"per cell and {MAX_VALUES:,} value-cells per slice of the grid's "
+                         "longest dim (fewer helpers, or shallower nesting)")
+    if cells * alive <= MAX_VALUES:
+        return None, 0
+    return dim, MAX_VALUES // per_slice
+
+
+def _evaluate_piece(h: Hypothesis, observable: str, piece: xr.Dataset, dims: tuple[str, ...],
+                    program: Program, moves: dict, rename: Program | None
+                    ) -> tuple[np.ndarray, np.ndarray | None]:
+    env = _grid_env(piece, dims)
+    scoped = env | {coord: p.evaluate(env)["translated"] for coord, p in moves.items()}
+    values = program.evaluate(scoped, ("predicted", "in_scope"))
+    predicted = values["predicted"]
+    if rename is not None:  # the value itself is named in the other system
+        predicted = rename.evaluate(scoped | {observable: predicted})["renamed"]
+    scope = values["in_scope"] != 0 if h.where is not None else None
+    return (predicted & MASK).astype(np.uint32), scope
 
 
 def _run(h: Hypothesis, grid: xr.Dataset, plans: list) -> tuple[Tables, Tables | None]:
     tables: Tables = {s: {} for s in h.scorings()}
     scopes: Tables = {s: {} for s in h.scorings()}
-    keep = ("predicted", "in_scope")
-    for observable, dims, program, steps in plans:
-        env = _grid_env(grid, dims)
+    for observable, dims, program, steps, (dim, length) in plans:
+        pieces = [grid] if dim is None else [grid.isel({dim: slice(i, i + length)})
+                                            for i in range(0, grid.sizes[dim], length)]
+        axis = dims.index(dim) if dim is not None else 0
         for scoring, (moves, rename) in steps.items():
-            scoped = env | {coord: p.evaluate(env)["translated"] for coord, p in moves.items()}
-            values = program.evaluate(scoped, keep)
-            predicted = values["predicted"]
-            if rename is not None:  # the value itself is named in the other system
-                predicted = rename.evaluate(scoped | {observable: predicted})["renamed"]
-            tables[scoring][observable] = (predicted & MASK).astype(np.uint32)
+            parts = [_evaluate_piece(h, observable, piece, dims, program, moves, rename)
+                     for piece in pieces]
+            if len(parts) == 1:
+                tables[scoring][observable], scope = parts[0]
+            else:  # a constant comes back unbroadcast: give each piece its own shape
+                shapes = [tuple(piece.sizes[d] for d in dims) for piece in pieces]
+                tables[scoring][observable] = np.concatenate(
+                    [np.broadcast_to(p, shape) for (p, _), shape in zip(parts, shapes,
+                                                                        strict=True)], axis)
+                scope = None if h.where is None else np.concatenate(
+                    [np.broadcast_to(s, shape) for (_, s), shape in zip(parts, shapes,
+                                                                        strict=True)], axis)
             if h.where is not None:
-                scopes[scoring][observable] = values["in_scope"] != 0
+                scopes[scoring][observable] = scope
     return tables, (scopes if h.where is not None else None)
 
 

@@ -14,6 +14,7 @@ from toylab import ToyLab, invoke
 
 from probelab import dataset, ledger, prereg
 from probelab.errors import UsageError
+from probelab.expr import compile_program
 from probelab.hypothesis import evaluate_claim, parse_hypothesis
 from probelab.verify import verify_archive
 
@@ -267,3 +268,27 @@ def test_report_of_a_minimal_forged_verdict_is_marked_not_crashed_on(toylab: Toy
     result = invoke("report", forged)
     assert result.exit_code == 3 and "NOT RE-VERIFIED" in result.stdout
     assert "CONFIRMED" not in result.stdout
+
+
+def test_a_grid_too_large_for_one_go_is_evaluated_in_pieces_and_gives_the_same_tables(
+        monkeypatch) -> None:
+    """Memory stays bounded on a large grid (the b1 lane-id claims: 8.4 M cells): the
+    evaluation runs in slices of the longest dim, and the tables are the one-go tables."""
+    import probelab.hypothesis as hyp
+
+    h = hypothesis('[let]\nx = "a * 3 + b"\n[predict]\nvalue = "x % 7 == 1"\nconst = "5"\n'
+                   '[translations.swap]\na = "b"\nb = "a"\n')
+    grid = big_grid()
+    observables = {"value": ("a", "b"), "const": ("a", "b")}
+    whole = evaluate_claim(h, grid, observables)[0]
+    monkeypatch.setattr(hyp, "MAX_VALUES", 40_000)  # a few slices of 1024 cells x alive
+    pieces = hyp._pieces(h, "value", grid, ("a", "b"), 2, [compile_program(
+        [("x", "a * 3 + b"), ("predicted", "x % 7 == 1")], ["a", "b"])])
+    assert pieces[0] is not None and 1 <= pieces[1] < grid.sizes[pieces[0]]
+    sliced = evaluate_claim(h, grid, observables)[0]
+    for scoring in whole:
+        for name in observables:
+            got = sliced[scoring][name]
+            assert np.array_equal(np.broadcast_to(whole[scoring][name], got.shape), got), \
+                (scoring, name)
+    assert sliced["swap"]["value"].shape == (grid.sizes["a"], grid.sizes["b"])
