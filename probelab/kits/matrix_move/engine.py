@@ -221,7 +221,7 @@ def _decode_load(grid: xr.Dataset, raw: np.ndarray) -> tuple[dict[str, np.ndarra
     """raw (waves, lanes, regs) -> from_addr_lane, from_col (lanes, regs, halves); replayed."""
     ids = grid["role"].values == "ids"
     address = grid["address"].values.astype(np.int64)
-    tile = grid["tile"].values
+    tile = grid["tile"].values.astype(np.int64)
     v = _halves(raw).reshape(*raw.shape, HALVES).astype(np.int64)
     none = v == 0
     owner = np.full((len(address), ROWS), -1)
@@ -258,7 +258,7 @@ def _decode_store(grid: xr.Dataset, raw: np.ndarray) -> tuple[dict[str, np.ndarr
     """raw (waves, rows, words) -> from_lane/reg/half (addr lanes, cols); replayed; stray."""
     ids = grid["role"].values == "ids"
     address = grid["address"].values.astype(np.int64)
-    held = grid["held"].values
+    held = grid["held"].values.astype(np.int64)
     regs = grid.sizes["reg"]
     tile = _halves(raw).astype(np.int64)  # (waves, rows, cols)
     at = tile[np.arange(len(tile))[:, None], address]  # (waves, addr lanes, cols)
@@ -281,7 +281,7 @@ def _decode_store(grid: xr.Dataset, raw: np.ndarray) -> tuple[dict[str, np.ndarr
 def _decode_move(grid: xr.Dataset, raw: np.ndarray) -> tuple[dict[str, np.ndarray], bool]:
     """raw (waves, lanes, 1) -> from_lane, from_half (lanes, halves); replayed."""
     ids = grid["role"].values == "ids"
-    held = grid["held"].values[:, :, 0]  # (waves, lanes, halves)
+    held = grid["held"].values[:, :, 0].astype(np.int64)  # (waves, lanes, halves)
     v = _halves(raw).astype(np.int64)  # (waves, lanes, halves): one register
     none = v == 0
     lane, _, half = _source(v, 1)
