@@ -51,7 +51,7 @@ MAX_VARIANTS = 8  # translations, and near misses, per file
 # (definitions and temporaries alive at once x cells: memory, 8 bytes each). A grid whose
 # cells x values alive exceed MAX_VALUES is evaluated in pieces along its longest dim (the
 # language is elementwise), so memory stays bounded; values alive per cell are capped too.
-MAX_WORK = 1 << 33  # about 6 s on one core; the largest sealed file needs 4.6e9 (b1 k256)
+MAX_WORK = 1 << 33  # a few s on one core: the largest sealed file (b1 k256, 4.6e9) takes 2.2 s
 MAX_VALUES = 1 << 27  # 1 GiB of int64 per piece; the largest sealed file needs 31e6
 MAX_ALIVE = 64  # values alive per cell; the largest sealed file keeps 24
 MASK = 0xFFFFFFFF
@@ -279,7 +279,7 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
             extra = [("in_scope", h.where)] if h.where is not None else []
             targets = [("predicted", source), *extra]
             program = compile_program([*_needed(h.lets, targets), *targets], env)
-            steps = {}
+            steps, programs = {}, [program]
             for scoring in h.scorings():
                 mapping = h.translations.get(scoring, {})
                 # right-hand sides are evaluated over the raw coordinates, all at once (a
@@ -292,9 +292,8 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
                 used = [program, *moves.values(), *([rename] if rename else [])]
                 work += cells * sum(p.nodes for p in used)
                 steps[scoring] = moves, rename
-            pieces = _pieces(h, observable, grid, dims, len(env),
-                             [program, *(p for m, r in steps.values()
-                                         for p in [*m.values(), *([r] if r else [])])])
+                programs += used
+            pieces = _pieces(h, observable, grid, dims, len(env), programs)
             plans.append((observable, dims, program, steps, pieces))
         if work > MAX_WORK:
             raise UsageError(f"{h.path}: too costly to evaluate: {work:,} node-cells (syntax "
@@ -406,10 +405,9 @@ def _pieces(h: Hypothesis, observable: str, grid: xr.Dataset, dims: tuple[str, .
     return dim, MAX_VALUES // per_slice
 
 
-def _evaluate_piece(h: Hypothesis, observable: str, piece: xr.Dataset, dims: tuple[str, ...],
+def _evaluate_piece(h: Hypothesis, observable: str, env: dict[str, np.ndarray],
                     program: Program, moves: dict, rename: Program | None
                     ) -> tuple[np.ndarray, np.ndarray | None]:
-    env = _grid_env(piece, dims)
     scoped = env | {coord: p.evaluate(env)["translated"] for coord, p in moves.items()}
     values = program.evaluate(scoped, ("predicted", "in_scope"))
     predicted = values["predicted"]
@@ -419,6 +417,15 @@ def _evaluate_piece(h: Hypothesis, observable: str, piece: xr.Dataset, dims: tup
     return (predicted & MASK).astype(np.uint32), scope
 
 
+def _join(parts: list[np.ndarray], shapes: list[tuple[int, ...]], axis: int) -> np.ndarray:
+    """The pieces of one table as one (a constant comes back unbroadcast: each piece is
+    given its own shape first)."""
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate([np.broadcast_to(p, shape) for p, shape in zip(parts, shapes,
+                                                                           strict=True)], axis)
+
+
 def _run(h: Hypothesis, grid: xr.Dataset, plans: list) -> tuple[Tables, Tables | None]:
     tables: Tables = {s: {} for s in h.scorings()}
     scopes: Tables = {s: {} for s in h.scorings()}
@@ -426,21 +433,14 @@ def _run(h: Hypothesis, grid: xr.Dataset, plans: list) -> tuple[Tables, Tables |
         pieces = [grid] if dim is None else [grid.isel({dim: slice(i, i + length)})
                                             for i in range(0, grid.sizes[dim], length)]
         axis = dims.index(dim) if dim is not None else 0
+        shapes = [tuple(piece.sizes[d] for d in dims) for piece in pieces]
+        envs = [_grid_env(piece, dims) for piece in pieces]  # broadcast views: no copies
         for scoring, (moves, rename) in steps.items():
-            parts = [_evaluate_piece(h, observable, piece, dims, program, moves, rename)
-                     for piece in pieces]
-            if len(parts) == 1:
-                tables[scoring][observable], scope = parts[0]
-            else:  # a constant comes back unbroadcast: give each piece its own shape
-                shapes = [tuple(piece.sizes[d] for d in dims) for piece in pieces]
-                tables[scoring][observable] = np.concatenate(
-                    [np.broadcast_to(p, shape) for (p, _), shape in zip(parts, shapes,
-                                                                        strict=True)], axis)
-                scope = None if h.where is None else np.concatenate(
-                    [np.broadcast_to(s, shape) for (_, s), shape in zip(parts, shapes,
-                                                                        strict=True)], axis)
+            parts = [_evaluate_piece(h, observable, env, program, moves, rename)
+                     for env in envs]
+            tables[scoring][observable] = _join([p for p, _ in parts], shapes, axis)
             if h.where is not None:
-                scopes[scoring][observable] = scope
+                scopes[scoring][observable] = _join([s for _, s in parts], shapes, axis)
     return tables, (scopes if h.where is not None else None)
 
 

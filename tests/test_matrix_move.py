@@ -61,6 +61,38 @@ def test_addresses_and_row_places_are_not_confounded() -> None:
     assert (address[ids][0] != address[ids][1]).mean() > 0.9
 
 
+def test_a_unit_that_ignores_the_lanes_addresses_cannot_pass_for_one_that_follows_them() -> None:
+    """A unit that reads (or writes) row `lane` of the tile, whatever address the lane gave,
+    is the same law in every wave only if the addresses are ignored: the waves' rows differ,
+    so its sources are not one consistent address lane (INVALID), or its stores land in rows
+    nobody addressed (stray)."""
+    load, store = PROBES[0], PROBES[1]
+    grid = load.stimulus()
+
+    def by_lane(kernel: str, words: np.ndarray) -> None:  # row = lane, element = half
+        tile = grid["tile"].values
+        out = words.reshape(4, 32, 4)
+        for w in range(4):
+            for lane in range(32):
+                out[w, lane] = [tile[w, lane, 2 * r] | (tile[w, lane, 2 * r + 1] << 16)
+                                for r in range(4)]
+
+    _, ds = _run(load, by_lane)
+    got = ds["from_addr_lane"].values
+    assert np.count_nonzero(got == INVALID) > 0.9 * got.size
+    grid = store.stimulus()
+
+    def to_lane_rows(kernel: str, words: np.ndarray) -> None:
+        held = grid["held"].values
+        tile = words.reshape(4, 64, 4)
+        tile[:] = 0
+        for w in range(4):
+            tile[w, :32] = held[w, :, :, 0] | (held[w, :, :, 1] << 16)
+
+    _, ds = _run(store, to_lane_rows)
+    assert (ds["stray"].values > 0).all()
+
+
 def test_a_unit_that_differs_in_one_id_wave_is_marked_invalid_there() -> None:
     probe = PROBES[0]  # ldmatrix: out words (wave, lane, reg)
 

@@ -4,6 +4,7 @@ cannot require the operand from memory: mma-s4 version 1), a span too narrow lea
 registers unchecked."""
 
 from probelab.kits.lane_id.probe import LaneIdProbe
+from probelab.kits.matrix_move.probe import MatrixMoveProbe
 from probelab.probe import catalog
 
 
@@ -16,4 +17,18 @@ def test_every_lane_id_gate_spans_its_fragments_registers(repo_lab) -> None:
             spans = kernel.evidence.spans
             if spans and spans != tuple(shape.registers(n) for n in "abd"):
                 wrong[f"{probe.id}/{shape.name}"] = spans
+    assert wrong == {}
+
+
+def test_every_matrix_move_gate_spans_the_registers_its_form_moves(repo_lab) -> None:
+    """stmatrix .x4 stores four registers, movmatrix moves one: a gate over fewer leaves
+    registers unchecked, over more pulls in unrelated ones; a load has no register source."""
+    probes = [p for p in catalog().probes.values() if isinstance(p, MatrixMoveProbe)]
+    assert {p.op for p in probes} == {"load", "store", "move"}
+    wrong = {}
+    for probe in probes:
+        for form, kernel in zip(probe.forms, probe.kernels(probe.vendor), strict=True):
+            want = {"load": (), "store": (form.num,), "move": (1,)}[form.op]
+            if kernel.evidence.spans != want or len(kernel.evidence.operands) != len(want):
+                wrong[f"{probe.id}/{form.name}"] = kernel.evidence.spans
     assert wrong == {}

@@ -5,9 +5,12 @@ it): a probe imports one, and the core only sees the probe.
 """
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from probelab.probe import Evidence, Kernel
 
 
 @dataclass
@@ -20,6 +23,15 @@ class Declared:
     targets: tuple[str, ...]  # fnmatch patterns of ISA targets, e.g. "sm_90*"
     vendor: str  # the one vendor its kernels are for
     source: Path  # the kernel source every kernel of the probe is built from
+
+    def kernels_of(self, vendor: str, units: Iterable[Any], evidence: Callable[[Any], Evidence],
+                   symbol: Callable[[Any], str] = lambda unit: f"probe_{unit.name}"
+                   ) -> list[Kernel]:
+        """One kernel per declared unit (a shape, a form, ...) named as it is, for the
+        probe's own vendor only."""
+        if vendor != self.vendor:
+            return []
+        return [Kernel(u.name, symbol(u), self.source, vendor, evidence(u)) for u in units]
 
 
 def lazy_figures(module: str, function: str) -> Callable[..., dict[str, object]]:

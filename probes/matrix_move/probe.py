@@ -33,13 +33,13 @@ def evidence(form: Form) -> Evidence:
     .4 matrices) and none of the kit's other movement instructions or a shuffle; stored and
     moved registers straight from their loads, every register of the fragment (SASS names an
     address first, which the gate does not count as a source)."""
-    mnemonic = rf"{SASS[form.op]}\.16\.M{'T' if form.trans else ''}88" + \
-        {1: "", 2: r"\.2", 4: r"\.4"}[form.num]
-    others = [rf"{m}.*" for m in SASS.values() if m != SASS[form.op]]
+    sass = SASS[form.op]
+    form_suffix = rf"\.16\.M{'T' if form.trans else ''}88" + {1: "", 2: r"\.2", 4: r"\.4"}[form.num]
+    others = [rf"{m}.*" for m in SASS.values() if m != sass]
     operands = {"load": (), "store": ("unmodified",), "move": ("unmodified",)}
     spans = {"load": (), "store": (form.num,), "move": (1,)}
-    return Evidence(mnemonic, forbidden=(rf"{SASS[form.op]}(?!{mnemonic[len(SASS[form.op]):]}$).*",
-                                         *others, r"SHFL.*", r"PRMT.*"),
+    return Evidence(sass + form_suffix,
+                    forbidden=(rf"{sass}(?!{form_suffix}$).*", *others, r"SHFL.*", r"PRMT.*"),
                     operands=operands[form.op], spans=spans[form.op])
 
 

@@ -36,13 +36,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from probelab.kits.elements import F64, Codec, digits, pack, unpack, words
+from probelab.kits.sentinels import FLAGS, INVALID, NONE
 
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
     import xarray as xr
 
-NONE, INVALID = 0xFFFFFFFE, 0xFFFFFFFF
-FLAGS = {"flag_values": np.array([NONE, INVALID], np.uint32),
-         "flag_meanings": "none invalid"}  # none: nothing arrived; invalid: not one id
 CSCALE = 1024  # C's digit scale where the accumulator is wide: > every operand digit
 OPERANDS = ("a", "b", "c", "d")
 F64_CODEC = Codec(F64, F64)

@@ -60,10 +60,7 @@ class LaneIdProbe(Declared):
         return Sizes.widest(self.shapes)
 
     def kernels(self, vendor: str) -> list[Kernel]:
-        if vendor != self.vendor:
-            return []
-        return [Kernel(s.name, f"probe_{s.name}", self.source, vendor, self.evidence(s))
-                for s in self.shapes]
+        return self.kernels_of(vendor, self.shapes, self.evidence)
 
     def stimulus(self) -> xr.Dataset:
         return engine.stimulus(self.shapes, self.trials, self.seed)

@@ -35,15 +35,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from probelab.kits.sentinels import FLAGS, INVALID, NONE
+
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
     import xarray as xr
 
 LANES, ROWS, COLS, HALVES = 32, 64, 8, 2  # a row: 16 bytes, eight 16-bit elements
 WORDS = COLS // HALVES  # 32-bit words per row
 ROLES = ("ids", "ids", "random", "random")
-NONE, INVALID = 0xFFFFFFFE, 0xFFFFFFFF
-FLAGS = {"flag_values": np.array([NONE, INVALID], np.uint32),
-         "flag_meanings": "none invalid"}
 OPS = ("load", "store", "move")
 OBSERVABLES = {
     "load": {"from_addr_lane": ("kernel", "lane", "reg", "half"),

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 
 from probelab.drawing import Table, cell_table, dataset_header, new_figure
 from probelab.kits.matrix_move.engine import LANES
+from probelab.kits.sentinels import NONE
 
 CELL_IN = 0.55
 FIELDS = {"load": ("from_addr_lane", "from_col"), "store": ("from_lane", "from_reg", "from_half"),
@@ -48,7 +49,7 @@ def move_table(ds: xr.Dataset, kernel: str) -> Table:
     for (r, c), _ in np.ndenumerate(fields[0]):
         here = (r, *divmod(c, 2)) if op == "load" else (r, c)
         values = tuple(int(f[r, c]) if f[r, c] < 2**31 else
-                       ("none" if f[r, c] == 0xFFFFFFFE else "invalid") for f in fields)
+                       ("none" if f[r, c] == NONE else "invalid") for f in fields)
         out.append((*here, *values))
     return Table(names, tuple(out))
 

@@ -47,10 +47,7 @@ class MatrixMoveProbe(Declared):
         self.observables = dict(engine.OBSERVABLES[self.op])
 
     def kernels(self, vendor: str) -> list[Kernel]:
-        if vendor != self.vendor:
-            return []
-        return [Kernel(f.name, f"probe_{f.name}", self.source, vendor, self.evidence(f))
-                for f in self.forms]
+        return self.kernels_of(vendor, self.forms, self.evidence)
 
     def stimulus(self) -> xr.Dataset:
         return engine.stimulus(self.forms, self.seed)

@@ -43,10 +43,7 @@ class SparseProbe(Declared):
     retired: Mapping[str, str] = field(default_factory=dict)
 
     def kernels(self, vendor: str) -> list[Kernel]:
-        if vendor != self.vendor:
-            return []
-        return [Kernel(u.name, self.symbol(u), self.source, vendor, self.evidence(u))
-                for u in self.design.units]
+        return self.kernels_of(vendor, self.design.units, self.evidence, self.symbol)
 
     def stimulus(self) -> xr.Dataset:
         return sparse.stimulus(self.design)
