@@ -280,6 +280,9 @@ def asm(
                 continue
             say("\n".join(f"   {line}" for line in r.disassembly))
             say("   histogram: " + ", ".join(f"{k} {v}" for k, v in r.histogram.items()))
+            for c in r.evidence.get("companions", []):
+                say(f"   {c['place']} it: {len(c['found'])} x {c['pattern']} (needs "
+                    f"{c['count'] or 'at least 1'})")
             for t in r.evidence.get("operands", []):
                 say(f"   operand {t['operand']}: {t['reaches']} (needs "
                            f"{t['requirement']}) via {' <- '.join(t['path'])}")

@@ -97,6 +97,8 @@ class EvidenceReport:
     lowered: str | None = None  # the declared lowering the matches below show, if any
     matches: list[str] = field(default_factory=list)
     forbidden_found: list[str] = field(default_factory=list)
+    # per declared companion: {pattern, place, count, found (instruction texts)}
+    companions: list[dict] = field(default_factory=list)
     operands: list[OperandTrace] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -165,6 +167,8 @@ def gate(kernel: str, evidence: Evidence, code: list[Instruction], isa: Isa) -> 
             f"expected {evidence.count}")
     if report.forbidden_found:
         report.problems.append(f"{kernel}: forbidden relative present: {report.forbidden_found}")
+    if hits:
+        _companions(report, evidence, code, hits[-1])
     for i in hits:
         sources = code[i].operands[1:]
         spans = (*evidence.spans, *(1,) * max(0, len(evidence.operands) - len(evidence.spans)))
@@ -176,3 +180,18 @@ def gate(kernel: str, evidence: Evidence, code: list[Instruction], isa: Isa) -> 
                     f"{kernel}: operand {operand} of {code[i].text!r} must be {requirement}, "
                     f"but is {trace.reaches} (via {trace.path})")
     return report
+
+
+def _companions(report: EvidenceReport, evidence: Evidence, code: list[Instruction],
+                last: int) -> None:
+    """Each declared companion of a lowering, counted before or after the last match."""
+    for pattern, place, count in evidence.companions:
+        span = code[:last] if place == "before" else code[last + 1:]
+        found = [c.text for c in span if re.fullmatch(pattern, c.mnemonic)]
+        report.companions.append({"pattern": pattern, "place": place, "count": count,
+                                  "found": found})
+        if (not found) if count is None else len(found) != count:
+            report.problems.append(
+                f"{report.kernel}: {len(found)} instructions matching {pattern!r} "
+                f"{place} the last {report.instruction!r}, expected "
+                f"{'at least 1' if count is None else count}")

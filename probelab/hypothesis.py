@@ -250,6 +250,20 @@ def predict(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str
 Tables = dict[str, dict[str, np.ndarray]]
 
 
+def helper_values(h: Hypothesis, grid: xr.Dataset, helpers: Mapping[str, tuple[str, ...]]
+                  ) -> dict[str, np.ndarray]:
+    """Some of a file's [let] helpers evaluated over the grid, each over the dims named
+    with it, in the file's own coordinates (literal, no translation), as int64 (negative
+    values survive): e.g. the row and k a documented table gives each slot, so a figure can
+    be numbered as the table a verdict confirmed."""
+    if missing := set(helpers) - {name for name, _ in h.lets}:
+        raise UsageError(f"{h.path}: has no helper {sorted(missing)} in [let]")
+    asked = replace(h, predict={name: name for name in helpers}, translations={}, where=None,
+                    near_misses={})
+    tables = predict(asked, grid, helpers)["literal"]
+    return {name: tables[name].view(np.int32).astype(np.int64) for name in helpers}
+
+
 def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]]
                    ) -> tuple[Tables, Tables | None]:
     """(predictions, scopes): {scoring: {observable: uint32 values}} and the same shape of

@@ -32,7 +32,7 @@ def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scori
         raise UsageError(f"{probe.id} has no plot {sorted(unknown)} (it has {sorted(plots)})")
     tables, tag, about = None, "", None
     if prereg is not None:
-        from probelab.check import TAMPERED, check, not_applicable, verdict_words
+        from probelab.check import CONFIRMED, TAMPERED, check, not_applicable, verdict_words
         from probelab.hypothesis import load_hypothesis, predict
 
         h = load_hypothesis(prereg)
@@ -49,7 +49,10 @@ def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scori
             raise IntegrityError(f"{prereg} is TAMPERED ({'; '.join(doc['reasons'])}): no "
                                  "figure is drawn of it")
         about = {"id": h.id, "scoring": scoring, "verdict": verdict_words(doc),
-                 "claimed": doc["hypothesis"]["kernels"]}
+                 "claimed": doc["hypothesis"]["kernels"], "hypothesis": h,
+                 # a figure numbered as the file's table needs its literal scoring to hold
+                 "literal_confirmed": [k for k, r in doc["kernels"].items()
+                                       if r["status"] == CONFIRMED and r["via"] == "literal"]}
     chosen = kinds or [k for k in plots if tables is not None or not k.startswith("mismatch")]
     if not chosen:
         offered = f"it has {', '.join(sorted(plots))}, which need --prereg" if plots else \
@@ -61,7 +64,7 @@ def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scori
         if kind.startswith("mismatch") and tables is None:
             raise UsageError(f"{kind} compares with a hypothesis: give --prereg FILE")
         suffix = tag if kind.startswith("mismatch") else ""  # only these depend on it
-        extra = {"about": about} if kind.startswith("mismatch") else {}
+        extra = {"about": about} if about is not None else {}  # a lane map's numbering
         for name, figure in plots[kind](ds, tables=tables, scoring=scoring, **extra).items():
             written += save_output(figure, folder / f"{dataset_path.stem}.{kind}{suffix}.{name}")
     return written

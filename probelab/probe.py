@@ -53,6 +53,16 @@ class Evidence:
     # `instruction` pattern and `count` then describe that realisation, and the gate proves
     # it from the disassembly); recorded with the evidence in every dataset
     lowered: str | None = None
+    # what a lowering must also show, each (mnemonic regex, "before" or "after" the last
+    # match, exact count or None for at least one): e.g. the unpacking before the MMA and
+    # C's add after it, so that `lowered`'s sentence is proven, not just the MMA's count
+    companions: tuple[tuple[str, str, int | None], ...] = ()
+
+    def __post_init__(self) -> None:
+        for pattern, place, count in self.companions:
+            if place not in ("before", "after") or (count is not None and count < 1):
+                raise ValueError(f"companion {pattern!r}: place must be 'before' or 'after' "
+                                 f"and count None or positive, not {place!r}, {count!r}")
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,8 @@ class Probe(Protocol):
     # prediction serves every kernel; with "kernel" first, the stimulus carries kernel
     # coordinates (e.g. K) and the prediction may differ per kernel.
     observables: Mapping[str, tuple[str, ...]]
+    # kind -> f(ds, tables=, scoring=, about=) -> {name: figure or table}; `tables` and
+    # `about` (the hypothesis, its verdict) come with `plot --prereg`, None without
     plots: Mapping[str, Callable[..., object]]
 
     def kernels(self, vendor: str) -> list[Kernel]: ...

@@ -82,3 +82,32 @@ def test_instruction_count_is_enforced(tmp_path):
                            '%2, %3;" : "=r"(b) : "r"(y[i]), "r"(x[i]), "r"(s[i])); '
                            "out[i] = a ^ b;", twice)
     assert not r.ok and any("expected 1" in p for p in r.problems)
+
+
+def test_fp8_lowering_companions_are_proven_and_a_missing_or_misplaced_one_is_caught():
+    """The fp8 mma.sync gate requires the unpacking before the last HMMA and C's adds after
+    it, one per D register: the real kernel passes; the same code with its adds moved before
+    the MMA fails on that companion alone, and with one unpack gone, on its count too."""
+    probe = get_probe("mma-e4m3-f32")
+    (kernel,) = probe.kernels("nvidia")
+    code = list(nvidia.build(kernel, "sm_90").functions[kernel.symbol])
+    ok = gate(kernel.name, kernel.evidence, code, SASS)
+    assert ok.ok, ok.problems
+    assert [(c["place"], len(c["found"])) for c in ok.companions] == [("before", 12), ("after", 4)]
+    first = next(i for i, c in enumerate(code) if c.mnemonic.startswith("HMMA"))
+    adds = [c for c in code if c.mnemonic == "FADD"]
+    early = [c for c in code if c.mnemonic != "FADD"]
+    early[first:first] = adds  # C added before the MMAs: C would join the sum
+    moved = gate(kernel.name, kernel.evidence, early, SASS)
+    assert moved.problems == [f"{kernel.name}: 0 instructions matching 'FADD' after the last "
+                              "'HMMA\\\\.16816\\\\.F32', expected 4"]
+    unpack = next(i for i, c in enumerate(code) if c.mnemonic.startswith("F2FP"))
+    fewer = gate(kernel.name, kernel.evidence, code[:unpack] + code[unpack + 1:], SASS)
+    assert any("11 instructions matching 'F2FP" in p for p in fewer.problems), fewer.problems
+
+
+def test_companions_are_declared_with_a_place_and_a_positive_count():
+    with pytest.raises(ValueError, match="place must be"):
+        Evidence("HMMA", companions=(("FADD", "around", 1),))
+    with pytest.raises(ValueError, match="count None or positive"):
+        Evidence("HMMA", companions=(("FADD", "after", 0),))

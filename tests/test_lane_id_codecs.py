@@ -146,15 +146,33 @@ def test_a_b1_unit_that_answers_the_presence_wave_everywhere_is_refused() -> Non
 
 
 def test_mixed_signedness_packs_each_operand_in_its_own_type() -> None:
-    """s8 x u8: A's values are s8 bit patterns, B's u8 ones; the GEMM waves stay within
-    what both hold (no negative value for the unsigned side), and the grid names both."""
+    """s8 x u8: A's values are s8 bit patterns, B's u8 ones; the GEMM waves give the signed
+    side negative values and the unsigned side none, and the grid names both types."""
     codec = Codec(S8, S32, b=U8)
-    assert codec.element("a") is S8 and codec.element("b") is U8 and codec.lowest == 0
+    assert codec.element("a") is S8 and codec.element("b") is U8
     shapes = (Shape("mixed", 16, 8, 32, 32, 16, 8, 4, codec=codec),)
     grid = engine.stimulus(shapes, trials=2, seed=1)
     assert str(grid["b_operand_type"].values) == "u8" and (grid["gemm_b"].values >= 0).all()
+    assert grid["gemm_a"].values.min() == -4 and grid["gemm_b"].values.max() == 4
+    a = engine.registers(codec, "a", grid["gemm_a"].values.reshape(2, -1).astype(float), 32)
+    assert (a >> 24 == 0xFC).any()  # -4 reaches the registers as the s8 pattern 0xFC
     with pytest.raises(ValueError, match="codec is not"):
         engine.waves(grid, Codec(S8, S32))
+
+
+def test_mixed_signedness_gemm_refutes_a_unit_that_reads_the_signed_side_unsigned() -> None:
+    """A unit that multiplies s8 x u8 as u8 x u8 keeps every lane map, so only the GEMM
+    waves' negative values can tell: gemm_exact must fail there, and hold on a true unit."""
+    codec = Codec(S8, S32, b=U8)
+    shapes = (Shape("mixed", 16, 8, 16, 32, 8, 4, 4, codec=codec),)
+    layouts = hidden(shapes, 7)
+    assert run_unit(shapes, layouts)["gemm_exact"].values.all()
+
+    def unsigned(layout, a, b, c, shape):
+        return engine.multiply(layout, np.where(a < 0, a + 256, a), b, c, shape)
+
+    ds = run_unit(shapes, layouts, unit=unsigned)
+    assert ds["recovered"].values.tolist() == [1] and not ds["gemm_exact"].values.any()
 
 
 def test_f64_packing_is_the_old_double_view() -> None:

@@ -84,3 +84,63 @@ def test_the_lane_map_table_holds_every_element_once_with_its_register_bits(
     for operand, size in (("A", 16 * 16), ("B", 16 * 8), ("C/D", 16 * 8)):
         assert len(by[operand]) == len(set(by[operand])) == size
 
+
+
+def _hidden_labels(ds, probe) -> dict[str, np.ndarray]:
+    """The simulated unit's own (row, col) per slot as the helpers a hypothesis would give."""
+    shapes = {s.name: s for s in probe.shapes}
+    layouts = [probe.hidden_layout(shapes[str(k)]) for k in ds["kernel"].values]
+    return {name: np.stack([getattr(lay, operand)[..., axis] for lay in layouts])
+            for operand, names in (("a", ("a_m", "a_k")), ("b", ("b_k", "b_n")),
+                                   ("d", ("d_m", "d_n")))
+            for axis, name in enumerate(names)}
+
+
+def test_a_confirmed_numbering_relabels_the_map_to_the_documented_table(sim_path: Path) -> None:
+    """Given the labels a table gives every slot, the canonical map is renumbered into
+    exactly that table (here the simulated unit's hidden one, which canonical labels only
+    match up to renumbering); labels that merge two measured rows, or leave a held slot
+    unlabelled, are refused rather than drawn."""
+    from probelab.errors import IntegrityError
+    from probelab.kits.lane_id.figures import _cells, lane_map_table, numbering_of
+    from probelab.probe import get_probe
+
+    ds = dataset.load(sim_path)
+    probe = get_probe("dmma-f64")
+    labels = _hidden_labels(ds, probe)
+    layout = probe.hidden_layout(next(s for s in probe.shapes if s.name == "m16n8k16"))
+    numbering = numbering_of(ds, "m16n8k16", labels, "hidden")
+    for operand in "abd":
+        rows, cols = _cells(ds, "m16n8k16", operand, numbering)
+        np.testing.assert_array_equal(rows, getattr(layout, operand)[..., 0])
+        np.testing.assert_array_equal(cols, getattr(layout, operand)[..., 1])
+    assert _cells(ds, "m16n8k16", "a")[1].tolist() != _cells(ds, "m16n8k16", "a", numbering)[
+        1].tolist()  # the renumbering did something: canonical k is not the hidden k
+    row = next(r for r in lane_map_table(ds, "m16n8k16", numbering).rows if r[0] == "A")
+    assert row[5:] == tuple(int(x) for x in layout.a[row[1], row[2]])
+    merged = labels | {n: np.where(labels[n] == 1, 0, labels[n]) for n in ("a_k", "b_k")}
+    with pytest.raises(IntegrityError, match="two measured ks one label"):
+        numbering_of(ds, "m16n8k16", merged, "merged")
+    with pytest.raises(IntegrityError, match="two labels"):  # A and B disagree on a k
+        numbering_of(ds, "m16n8k16", merged | {"b_k": labels["b_k"]}, "split")
+    unlabelled = labels | {"d_n": np.where(labels["d_n"] == 3, -1, labels["d_n"])}
+    with pytest.raises(IntegrityError, match="disagree on which slots hold"):
+        numbering_of(ds, "m16n8k16", unlabelled, "unlabelled")
+
+
+def test_a_lane_map_is_numbered_only_by_a_hypothesis_that_confirms_it(sim_path: Path) -> None:
+    """The file's helpers are read as it states them (PTX's a_m = groupID at lane 5), but
+    no kernel confirmed by the literal scoring means no numbered figure, and a helper the
+    file lacks is named."""
+    from probelab.errors import UsageError
+    from probelab.hypothesis import helper_values, load_hypothesis
+
+    ds = dataset.load(sim_path)
+    h = load_hypothesis(ROOT / "preregistrations" / "dmma-f64" / "ptx-fragments.toml")
+    values = helper_values(h, ds, {"a_m": ("kernel", "a_lane", "a_reg")})["a_m"]
+    k16 = [str(k) for k in ds["kernel"].values].index("m16n8k16")
+    assert values[k16, 5, 0] == 1 and values[k16, 5, 1] == 9
+    with pytest.raises(UsageError, match="on no kernel"):
+        lane_map_figures(ds, about={"hypothesis": h, "literal_confirmed": []})
+    with pytest.raises(UsageError, match="no helper"):
+        helper_values(h, ds, {"e_m": ("kernel",)})

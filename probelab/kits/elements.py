@@ -267,11 +267,6 @@ class Codec:
         return min(self.operand.exact, self.element("b").exact)
 
     @property
-    def lowest(self) -> int:
-        """The most negative integer both A and B hold (0 if either is unsigned)."""
-        return max(self.operand.lowest, self.element("b").lowest)
-
-    @property
     def name(self) -> str:
         """e.g. "f16 -> f32", "s8 x u8 -> s32"."""
         b = f" x {self.b.name}" if self.b else ""

@@ -102,7 +102,7 @@ def _selector_figure(ds: xr.Dataset, kernel: str) -> Figure:
 
 
 def selector_map(ds: xr.Dataset, tables: dict | None = None,
-                 scoring: str = "literal") -> dict[str, Figure]:
+                 scoring: str = "literal", about: dict | None = None) -> dict[str, Figure]:
     """Per kernel: output byte 0 for each nibble value, over the sign-marked operands."""
     return {str(k): _selector_figure(ds, str(k)) for k in ds["kernel"].values}
 

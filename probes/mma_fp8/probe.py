@@ -6,7 +6,9 @@ and its kernel source, one per codec.
 sm_90 has no fp8 mma.sync unit: ptxas unpacks A and B to f16 (F2FP.F16.E4M3/E5M2.UNPACK_B),
 issues two f16 HMMA m16n8k16 whose C is zero, and adds C after them (FADD for f32, HADD2 for
 f16 accumulators). The evidence gate proves exactly that realisation from the disassembly
-and records it (`lowered`), as the sparse s4 probe does.
+and records it (`lowered`), as the sparse s4 probe does. Version 2: the gate also requires
+the unpacking before the last HMMA and C's adds after it (`companions`), one per D register;
+version 1 counted only the two HMMA.
 """
 
 from pathlib import Path
@@ -38,7 +40,12 @@ def evidence(kind: str):
             forbidden=(rf"HMMA\.(?!16816{suffix}$).*", r"IMMA.*", r"DMMA.*", r"QGMMA.*",
                        r"HGMMA.*"),
             operands=("from_memory", "from_memory", "any"),
-            spans=(4, 2, shape.registers("d")))
+            spans=(4, 2, shape.registers("d")),
+            # every A and B register unpacked to two f16x2 ones before the MMA; C joins only
+            # after it, one add per D register
+            companions=((rf"F2FP\.F16\.{element.name.upper()}\.UNPACK_B", "before",
+                         2 * (shape.registers("a") + shape.registers("b"))),
+                        (add, "after", shape.registers("d"))))
     return of
 
 
@@ -46,7 +53,7 @@ def probe(kind: str) -> LaneIdProbe:
     element, acc = KINDS[kind]
     name = kind.replace("-", "_")
     return LaneIdProbe(
-        id=f"mma-{kind}", version="1",
+        id=f"mma-{kind}", version="2",
         summary=f"{element.name} -> {acc.name} mma.sync m16n8k32 (lowered on sm_90): "
                 "(lane, value) <-> (row, col)",
         targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_fp8.cu",

@@ -8,7 +8,9 @@ sm_90 has no 4-bit integer mma.sync unit: ptxas (NVRTC 13) unpacks A and B to 8 
 issues two 8-bit IMMA of half the K (same signedness, u4 as u8) from a zero C, then adds
 the kernel's C (IADD3). The evidence gate proves the two IMMA and A and B reaching them from
 their loads, and records the lowering (`lowered`). Version 2: version 1's gate traced
-operand spans twice too wide and so could not require A and B from memory.
+operand spans twice too wide and so could not require A and B from memory. Version 3 of
+the mixed pairs: their random GEMM waves give the signed operand negative values (before,
+both stayed within [0, 4]), so the host reference also checks each operand's signedness.
 """
 
 from pathlib import Path
@@ -19,6 +21,7 @@ from probelab.probe import Evidence
 
 HERE = Path(__file__).parent
 TYPES = {"s4s4": (S4, S4), "u4u4": (U4, U4), "s4u4": (S4, U4), "u4s4": (U4, S4)}
+MIXED = ("s4u4", "u4s4")
 SEEDS = {"s4s4": 0x5EED_0C17, "u4u4": 0x5EED_0D17, "s4u4": 0x5EED_0E17, "u4s4": 0x5EED_0F17}
 # (name, M, N, K, A values, B values, D values) per lane
 SHAPES = (("m8n8k32", 8, 8, 32, 8, 8, 2), ("m16n8k32", 16, 8, 32, 16, 8, 4),
@@ -48,7 +51,7 @@ def evidence(kind: str):
 def probe(kind: str) -> LaneIdProbe:
     a, b = TYPES[kind]
     return LaneIdProbe(
-        id=f"mma-{kind}", version="2",
+        id=f"mma-{kind}", version="3" if kind in MIXED else "2",
         summary=f"{a.name} x {b.name} -> s32 mma.sync m8n8k32, m16n8k32, m16n8k64 (lowered on "
                 "sm_90): (lane, value) <-> (row, col)",
         targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_s4.cu",

@@ -3,6 +3,10 @@ in NVIDIA's dense 8-bit integer mma.sync into s32 (SASS IMMA) on sm_90, at m8n8k
 m16n8k16 and m16n8k32, measured with the lane-id kit's waves and no layout assumed. Four
 probes share the folder and its kernel source, one per signedness (the kernels of one probe
 share their buffers): s8 x s8, u8 x u8, and the mixed s8 x u8 and u8 x s8.
+
+Version 2 of the mixed pairs: their random GEMM waves give the signed operand negative
+values (version 1 kept both within [0, 4], what both types hold), so the exact host
+reference also checks that the unit reads each operand in its own signedness.
 """
 
 from pathlib import Path
@@ -13,6 +17,7 @@ from probelab.probe import Evidence
 
 HERE = Path(__file__).parent
 TYPES = {"s8s8": (S8, S8), "u8u8": (U8, U8), "s8u8": (S8, U8), "u8s8": (U8, S8)}
+MIXED = ("s8u8", "u8s8")
 SEEDS = {"s8s8": 0x5EED_0417, "u8u8": 0x5EED_0517, "s8u8": 0x5EED_0617, "u8s8": 0x5EED_0717}
 # (name, M, N, K, A values, B values, D values) per lane
 SHAPES = (("m8n8k16", 8, 8, 16, 4, 4, 2), ("m16n8k16", 16, 8, 16, 8, 4, 4),
@@ -36,7 +41,7 @@ def evidence(kind: str):
 def probe(kind: str) -> LaneIdProbe:
     a, b = TYPES[kind]
     return LaneIdProbe(
-        id=f"mma-{kind}", version="1",
+        id=f"mma-{kind}", version="2" if kind in MIXED else "1",
         summary=f"{a.name} x {b.name} -> s32 mma.sync m8n8k16, m16n8k16, m16n8k32: "
                 "(lane, value) <-> (row, col)",
         targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_s8.cu",

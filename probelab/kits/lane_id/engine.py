@@ -206,9 +206,13 @@ def stimulus(shapes: Sequence[Shape], trials: int, seed: int) -> xr.Dataset:
                   for k, v in (("M", "M"), ("N", "N"), ("K", "K"), ("a_regs", "a_values"),
                                ("b_regs", "b_values"), ("d_regs", "d_values"))}
     u32 = lambda n: np.arange(n, dtype=np.uint32)  # noqa: E731
-    low = max(-4, codec.lowest)  # unsigned types: no negative values
     high = min(5, codec.exact + 1)  # b1: 0 and 1
-    small = lambda *shape: rng.integers(low, high, shape).astype(np.int32)  # noqa: E731
+
+    def small(operand: str, *shape: int) -> np.ndarray:
+        """Random values in [-4, 4] that the operand's own type holds (mixed signedness:
+        the signed operand's negative values too; unsigned types: none)."""
+        low = max(-4, codec.element(operand).lowest)
+        return rng.integers(low, high, shape).astype(np.int32)
     c_low = max(-4, codec.accumulator.lowest)
     coords = {
         "kernel": ("kernel", np.array([s.name for s in shapes])), **per_kernel,
@@ -217,8 +221,8 @@ def stimulus(shapes: Sequence[Shape], trials: int, seed: int) -> xr.Dataset:
         "b_lane": ("b_lane", u32(size.lanes)), "b_reg": ("b_reg", u32(size.b_values)),
         "d_lane": ("d_lane", u32(size.lanes)), "d_reg": ("d_reg", u32(size.d_values)),
         "trial": ("trial", u32(trials)),
-        "gemm_a": (("trial", "a_reg", "a_lane"), small(trials, size.a_values, size.lanes)),
-        "gemm_b": (("trial", "b_reg", "b_lane"), small(trials, size.b_values, size.lanes)),
+        "gemm_a": (("trial", "a_reg", "a_lane"), small("a", trials, size.a_values, size.lanes)),
+        "gemm_b": (("trial", "b_reg", "b_lane"), small("b", trials, size.b_values, size.lanes)),
         "gemm_c": (("trial", "d_reg", "d_lane"), 16 * rng.integers(
             c_low, 5, (trials, size.d_values, size.lanes)).astype(np.int32)),
     }

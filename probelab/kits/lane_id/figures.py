@@ -10,7 +10,10 @@ Two views per kernel, in CuTe's vocabulary (thread, value) -> coordinate:
   rows: value and lane block), cells labelled "row,col" and coloured by row.
 Labels are canonical (rows and k numbered by first appearance over A's slots, columns over
 B's): a consistent renumbering of any documented table, which the verdicts, label-free,
-compare with.
+compare with. Given a hypothesis whose literal scoring a kernel CONFIRMS (`plot lanemap
+--prereg FILE`), that kernel is drawn in the file's own numbering instead (its [let]
+helpers a_m, a_k, b_k, b_n, d_m, d_n: the documented table's labels), after checking that
+the renumbering is one to one on every axis.
 The tables behind them are plain functions (matrix_table, register_table), so they can be
 checked without reading pixels.
 """
@@ -20,6 +23,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from probelab.drawing import Table, cell_table, dataset_header, new_figure
+from probelab.errors import IntegrityError, UsageError
 from probelab.kits.elements import ELEMENTS, F64
 
 OPERANDS = {"a": ("A", "row", "k"), "b": ("B", "k", "col"), "c": ("C", "row", "col"),
@@ -37,9 +41,58 @@ def operands(ds: xr.Dataset, kernel: str) -> list[str]:
     return ["a", "b", "d"] if same else ["a", "b", "c", "d"]
 
 
-def _cells(ds: xr.Dataset, kernel: str, operand: str) -> tuple[np.ndarray, np.ndarray]:
+# the hypothesis helpers that number each operand's rows and columns (C: D's), and the
+# axis each labels: A's columns are k, as are B's rows
+HELPERS = {"a": ("a_m", "a_k"), "b": ("b_k", "b_n"), "d": ("d_m", "d_n")}
+AXES = {"a": ("row", "k"), "b": ("k", "col"), "c": ("row", "col"), "d": ("row", "col")}
+Numbering = dict[str, dict[int, int]]  # axis -> {canonical label: documented label}
+
+
+def _canonical(ds: xr.Dataset, kernel: str, operand: str) -> tuple[np.ndarray, np.ndarray]:
     k = ds.sel(kernel=kernel)
     return k[f"{operand}_row"].values.astype(int), k[f"{operand}_col"].values.astype(int)
+
+
+def _cells(ds: xr.Dataset, kernel: str, operand: str, numbering: Numbering | None = None
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) per (lane, value), -1 where empty; renumbered where a numbering is given."""
+    cells = _canonical(ds, kernel, operand)
+    if numbering is None:
+        return cells
+    renumbered = []
+    for canon, axis in zip(cells, AXES[operand], strict=True):
+        mapping = numbering[axis]
+        if unknown := set(canon[canon >= 0].tolist()) - set(mapping):
+            raise IntegrityError(f"{kernel}: {operand.upper()}'s measured {axis}s "
+                                 f"{sorted(unknown)} have no documented label")
+        renumbered.append(np.array([[mapping.get(c, -1) for c in row] for row in canon.tolist()]))
+    return renumbered[0], renumbered[1]
+
+
+def numbering_of(ds: xr.Dataset, kernel: str, labels: dict[str, np.ndarray], source: str
+                 ) -> Numbering:
+    """canonical -> documented label per axis, from the helpers' values at A's, B's and D's
+    slots (`labels`: helper -> (kernel, lane, value) array). Refused unless every held slot
+    has a label, no empty one does, and each axis is renumbered one to one: a figure is
+    never drawn in a numbering its data do not bear out."""
+    index = [str(k) for k in ds["kernel"].values].index(kernel)
+    found: Numbering = {"row": {}, "k": {}, "col": {}}
+    for operand, helpers in HELPERS.items():
+        for canon, axis, helper in zip(_canonical(ds, kernel, operand), AXES[operand], helpers,
+                                       strict=True):
+            theirs = labels[helper][index]
+            held = canon >= 0
+            if (theirs[held] < 0).any() or (theirs[~held] >= 0).any():
+                raise IntegrityError(f"{kernel}: {source}'s {helper} and the measured map disagree "
+                                 "on which slots hold an element")
+            for c, t in zip(canon[held].tolist(), theirs[held].tolist(), strict=True):
+                if found[axis].setdefault(c, t) != t:
+                    raise IntegrityError(f"{kernel}: {source}'s {helper} gives measured {axis} {c} "
+                                     f"two labels ({found[axis][c]} and {t})")
+    for axis, mapping in found.items():
+        if len(set(mapping.values())) != len(mapping):
+            raise IntegrityError(f"{kernel}: {source} gives two measured {axis}s one label")
+    return found
 
 
 def title(operand: str, shown: list[str]) -> str:
@@ -50,10 +103,11 @@ def recovered(ds: xr.Dataset, kernel: str) -> bool:
     return "recovered" not in ds or int(ds["recovered"].sel(kernel=kernel)) == 1
 
 
-def matrix_table(ds: xr.Dataset, kernel: str, operand: str) -> tuple[np.ndarray, np.ndarray]:
+def matrix_table(ds: xr.Dataset, kernel: str, operand: str, numbering: Numbering | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """(lane, register) of each matrix element, -1 where no slot holds it: two (rows, cols)
     int arrays. Raises if two slots claim one element (not a lane map)."""
-    rows, cols = _cells(ds, kernel, operand)
+    rows, cols = _cells(ds, kernel, operand, numbering)
     shape = (rows.max() + 1, cols.max() + 1) if (rows >= 0).any() else (0, 0)
     lane, reg = np.full(shape, -1), np.full(shape, -1)
     for (ln, rg), r in np.ndenumerate(rows):
@@ -66,11 +120,12 @@ def matrix_table(ds: xr.Dataset, kernel: str, operand: str) -> tuple[np.ndarray,
     return lane, reg
 
 
-def register_table(ds: xr.Dataset, kernel: str, operand: str
+def register_table(ds: xr.Dataset, kernel: str, operand: str,
+                   numbering: Numbering | None = None
                    ) -> tuple[np.ndarray, list[str], np.ndarray]:
     """(text, row labels, matrix row for colour) with one row per (register, lane block) and
     LANES_PER_ROW columns; registers no lane uses are left out."""
-    rows, cols = _cells(ds, kernel, operand)
+    rows, cols = _cells(ds, kernel, operand, numbering)
     lanes, regs = rows.shape
     blocks = -(-lanes // LANES_PER_ROW)
     text, labels, shade = [], [], []
@@ -86,9 +141,15 @@ def register_table(ds: xr.Dataset, kernel: str, operand: str
     return np.array(text, dtype=object), labels, np.array(shade, float)
 
 
-def _matrix_figure(ds: xr.Dataset, kernel: str) -> Figure:
+def _labelled(numbered: str | None) -> str:
+    return f"numbered as {numbered} (CONFIRMED)" if numbered else \
+        "canonical numbering (first appearance)"
+
+
+def _matrix_figure(ds: xr.Dataset, kernel: str, numbering: Numbering | None = None,
+                   numbered: str | None = None) -> Figure:
     names = operands(ds, kernel)
-    tables = {n: matrix_table(ds, kernel, n) for n in names}
+    tables = {n: matrix_table(ds, kernel, n, numbering) for n in names}
     widths = [max(t[0].shape[1], 1) for t in tables.values()]
     height = max(t[0].shape[0] for t in tables.values())
     fig = new_figure(CELL_IN * (sum(widths) + 2.5 * len(names)), CELL_IN * height + 2.2)
@@ -109,13 +170,14 @@ def _matrix_figure(ds: xr.Dataset, kernel: str) -> Figure:
         if i == 0:
             dataset_header(ax, kernel, "lane map, matrix view", ds,
                            "each element: the lane (L) and value (v) that hold it; "
-                           "colour = lane")
+                           f"colour = lane; {_labelled(numbered)}")
     return fig
 
 
-def _register_figure(ds: xr.Dataset, kernel: str) -> Figure:
+def _register_figure(ds: xr.Dataset, kernel: str, numbering: Numbering | None = None,
+                     numbered: str | None = None) -> Figure:
     names = operands(ds, kernel)
-    tables = {n: register_table(ds, kernel, n) for n in names}
+    tables = {n: register_table(ds, kernel, n, numbering) for n in names}
     height = sum(t[0].shape[0] for t in tables.values())
     fig = new_figure(CELL_IN * 1.3 * LANES_PER_ROW + 2.5, CELL_IN * (height + 2 * len(names)) + 2)
     grid = fig.add_gridspec(len(names), 1, height_ratios=[t[0].shape[0] for t in tables.values()],
@@ -130,7 +192,7 @@ def _register_figure(ds: xr.Dataset, kernel: str) -> Figure:
         ax.set_xlabel(f"lane % {LANES_PER_ROW}; cell: {rows_are},{cols_are}; colour = {rows_are}")
         if i == 0:
             dataset_header(ax, kernel, "lane map, register view", ds,
-                           "each (lane, value): the element it holds")
+                           f"each (lane, value): the element it holds; {_labelled(numbered)}")
     return fig
 
 
@@ -144,7 +206,7 @@ def element_bits(ds: xr.Dataset, operand: str) -> int:
     return ELEMENTS[name].bits
 
 
-def lane_map_table(ds: xr.Dataset, kernel: str) -> Table:
+def lane_map_table(ds: xr.Dataset, kernel: str, numbering: Numbering | None = None) -> Table:
     """Every slot that holds an element, per operand: (lane, value, register, bits) ->
     (row, col), the register being the first 32-bit register the value occupies and bits
     its bit range counted from that register's bit 0 (a 64-bit value spans two)."""
@@ -152,7 +214,7 @@ def lane_map_table(ds: xr.Dataset, kernel: str) -> Table:
     names = operands(ds, kernel) if "c_row" in ds else ["a", "b", "d"]
     for operand in names:
         bits = element_bits(ds, operand)
-        r, c = _cells(ds, kernel, operand)
+        r, c = _cells(ds, kernel, operand, numbering)
         for (lane, value), row in np.ndenumerate(r):
             if row >= 0:
                 start = value * bits
@@ -162,14 +224,35 @@ def lane_map_table(ds: xr.Dataset, kernel: str) -> Table:
     return Table(("operand", "lane", "value", "register", "bits", "row", "col"), tuple(rows))
 
 
-def lane_map_figures(ds: xr.Dataset, tables=None, scoring: str = "literal"
-                     ) -> dict[str, Figure | Table]:
+def lane_map_figures(ds: xr.Dataset, tables=None, scoring: str = "literal",
+                     about: dict | None = None) -> dict[str, Figure | Table]:
     """{"<kernel>.matrix" | "<kernel>.registers": figure, "<kernel>.table": its rows as CSV
-    and JSON} for every kernel whose lane map was recovered (a refused one has no map)."""
+    and JSON} for every kernel whose lane map was recovered (a refused one has no map).
+    With a hypothesis (`about`, from `plot --prereg`): the same, named
+    "<kernel>.<id>.<view>", for the kernels its literal scoring CONFIRMS, in its numbering."""
+    hypothesis = (about or {}).get("hypothesis")
+    if hypothesis is None:
+        kernels = {str(k): None for k in ds["kernel"].values if recovered(ds, str(k))}
+    else:
+        kernels = _numberings(ds, hypothesis, about["literal_confirmed"])
     figures: dict[str, Figure | Table] = {}
-    for kernel in (str(k) for k in ds["kernel"].values):
-        if recovered(ds, kernel):
-            figures[f"{kernel}.matrix"] = _matrix_figure(ds, kernel)
-            figures[f"{kernel}.registers"] = _register_figure(ds, kernel)
-            figures[f"{kernel}.table"] = lane_map_table(ds, kernel)
+    numbered = hypothesis.id if hypothesis is not None else None
+    for kernel, numbering in kernels.items():
+        stem = f"{kernel}.{numbered}" if numbered else kernel
+        figures[f"{stem}.matrix"] = _matrix_figure(ds, kernel, numbering, numbered)
+        figures[f"{stem}.registers"] = _register_figure(ds, kernel, numbering, numbered)
+        figures[f"{stem}.table"] = lane_map_table(ds, kernel, numbering)
     return figures
+
+
+def _numberings(ds: xr.Dataset, hypothesis, confirmed: list[str]) -> dict[str, Numbering]:
+    from probelab.hypothesis import helper_values
+
+    kernels = [k for k in confirmed if recovered(ds, k)]
+    if not kernels:
+        raise UsageError(f"{hypothesis.id} is confirmed by its literal scoring on no kernel of "
+                         "this dataset: a lane map is numbered only as a confirmed table")
+    dims = {h: ("kernel", f"{operand}_lane", f"{operand}_reg")
+            for operand, helpers in HELPERS.items() for h in helpers}
+    labels = helper_values(hypothesis, ds, dims)
+    return {k: numbering_of(ds, k, labels, hypothesis.id) for k in kernels}

@@ -81,8 +81,8 @@ def _figure(ds: xr.Dataset, kernel: str) -> Figure:
     return fig
 
 
-def move_map_figures(ds: xr.Dataset, tables=None, scoring: str = "literal"
-                     ) -> dict[str, Figure | Table]:
+def move_map_figures(ds: xr.Dataset, tables=None, scoring: str = "literal",
+                     about: dict | None = None) -> dict[str, Figure | Table]:
     """{"<kernel>.map": figure, "<kernel>.table": its rows as CSV and JSON} per kernel."""
     out: dict[str, Figure | Table] = {}
     for kernel in (str(k) for k in ds["kernel"].values):

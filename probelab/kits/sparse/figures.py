@@ -82,6 +82,6 @@ def _figure(ds: xr.Dataset, kernel: str) -> Figure:
     return fig
 
 
-def figures(ds: xr.Dataset, tables: dict | None = None, scoring: str = "literal"
-            ) -> dict[str, Figure]:
+def figures(ds: xr.Dataset, tables: dict | None = None, scoring: str = "literal",
+            about: dict | None = None) -> dict[str, Figure]:
     return {str(k): _figure(ds, str(k)) for k in ds["kernel"].values}
