@@ -173,7 +173,7 @@ def save(ds: xr.Dataset, path: Path, prov: Provenance, exclusive: bool = False) 
     ds = with_provenance(ds, prov | {CONTENT_KEY: content_sha256(ds, prov)})
     encoding = {str(v): {"_FillValue": None} for v in ds.variables}
     for name, var in ds.variables.items():
-        if var.dtype.kind in "iu" and var.size >= 4096:  # lossless; lane data compress well
+        if var.dtype.kind in "iuf" and var.size >= 4096:  # lossless; lane data compress well
             encoding[str(name)] |= {"compression": "gzip", "compression_opts": 4, "shuffle": True}
     # serialised in memory: HDF5 never writes to disk, so a full disk is a clean OSError
     # in atomic_write_bytes (HDF5 itself crashes the process on one)

@@ -70,6 +70,24 @@ def test_file_is_netcdf4_without_fill_values(tmp_path: Path) -> None:
     assert int(plain["value"].values[0, 0, 1]) == 0xFFFFFFFF
 
 
+def test_large_integer_and_float_variables_are_stored_compressed_and_exact(
+        tmp_path: Path) -> None:
+    """Raw decoded waves are float64 (lane-id D values): gzip+shuffle, like the integer
+    lane data, and read back bit for bit (NaN, -0.0, subnormals included)."""
+    rng = np.random.default_rng(0)
+    floats = np.round(rng.integers(0, 2**20, 8192) / 3.0)
+    floats[:4] = [np.nan, -0.0, 5e-324, np.inf]
+    ds = xr.Dataset({"raw": (("kernel", "i"), floats[None]),
+                     "ids": ("i", np.arange(8192, dtype=np.uint32)), "few": ("j", np.zeros(8))},
+                    coords={"kernel": ["add"]})
+    path = dataset.save(ds, tmp_path / "x.nc", PROV)
+    with h5py.File(path, "r") as f:
+        assert f["raw"].compression == "gzip" and f["raw"].shuffle
+        assert f["ids"].compression == "gzip" and f["few"].compression is None
+    back = dataset.load(path)
+    assert back["raw"].values.tobytes() == floats.tobytes()
+
+
 def test_inherited_fill_value_encoding_is_dropped(tmp_path: Path) -> None:
     # A dataset read from a file that declared a fill value carries it in .encoding;
     # saving it must still write no _FillValue, or 0xFFFFFFFF would read back as missing.
