@@ -4,7 +4,8 @@
 # Installs carried wheels (.whl/, for packages the image lacks), reports the machine, runs
 # the tests (TESTS, default all; CUDA tests included), sweeps the NVIDIA probes (PROBES,
 # default all of them; PROBES= sweeps none) into data/ (pinned in data/MANIFEST.jsonl, which comes back too) and
-# runs the benchmark (BENCH=0 skips it). The repo arrives there without git history, hence
+# runs the benchmark (BENCH=0 skips it); datasets, pins and logs come back in one
+# $OUT/measured.tar. The repo arrives there without git history, hence
 # PROBELAB_GIT_HEAD.
 set -euo pipefail
 : "${PROBELAB_GIT_HEAD:?set PROBELAB_GIT_HEAD to the commit being measured}"
@@ -35,7 +36,12 @@ if [ "${BENCH:-1}" != 0 ]; then
   env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX="$(mktemp -d)" \
     python3 bench/byte_perm_sweep.py --json "$OUT/bench.json"
 fi
-while read -r ds; do cp "$ds" "$OUT/"; done < "$OUT/datasets.txt"
-cp data/MANIFEST.jsonl "$OUT/"  # the pins of the new datasets: copy it back over data/
+# one archive back (the device tool returns at most 8 files): the datasets under their
+# data/ paths, the manifest with their pins (copy it back over data/), the logs
+cp data/MANIFEST.jsonl "$OUT/"
+sed "s|^$PWD/||" "$OUT/datasets.txt" > "$OUT/datasets.rel"
+tar -cf "$OUT/measured.tar" -T "$OUT/datasets.rel" -C "$OUT" MANIFEST.jsonl datasets.txt \
+  machine.txt doctor.json pytest.log
+rm -f "$OUT/datasets.rel" "$OUT/MANIFEST.jsonl"
 echo "tests exit code: $tests_rc"
 exit "$tests_rc"
