@@ -16,6 +16,7 @@ class KernelRecord(TypedDict, total=False):
     source_sha256: str
     code_object_sha256: str | list[str]  # a static sweep: one per case ("" where none)
     cache_hit: bool
+    built_for: str  # the code object's target: the device's, or its arch-specific variant
     histogram: dict[str, int]  # mnemonic -> count in the kernel's disassembly
     evidence: dict[str, Any] | str  # the gate's report, or why none applies (simulated)
 

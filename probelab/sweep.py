@@ -151,6 +151,7 @@ def _compile_and_gate(backend: Backend, kernels: list[Kernel], target: str, step
             "source_sha256": hashlib.sha256(kernel.source.read_bytes()).hexdigest(),
             "code_object_sha256": code.sha256,
             "cache_hit": code.cache_hit,
+            "built_for": code.target,  # the target's arch-specific variant where asked (sm_90a)
         }
         if backend.isa is not None:
             functions = code.functions.get(kernel.symbol)

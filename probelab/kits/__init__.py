@@ -5,7 +5,7 @@ it): a probe imports one, and the core only sees the probe.
 """
 
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,13 +25,14 @@ class Declared:
     source: Path  # the kernel source every kernel of the probe is built from
 
     def kernels_of(self, vendor: str, units: Iterable[Any], evidence: Callable[[Any], Evidence],
-                   symbol: Callable[[Any], str] = lambda unit: f"probe_{unit.name}"
-                   ) -> list[Kernel]:
+                   symbol: Callable[[Any], str] = lambda unit: f"probe_{unit.name}",
+                   options: Mapping[str, object] | None = None) -> list[Kernel]:
         """One kernel per declared unit (a shape, a form, ...) named as it is, for the
-        probe's own vendor only."""
+        probe's own vendor only, built with `options` (e.g. {"arch": "sm_90a"})."""
         if vendor != self.vendor:
             return []
-        return [Kernel(u.name, symbol(u), self.source, vendor, evidence(u)) for u in units]
+        return [Kernel(u.name, symbol(u), self.source, vendor, evidence(u),
+                       options=dict(options or {})) for u in units]
 
 
 def lazy_figures(module: str, function: str) -> Callable[..., dict[str, object]]:

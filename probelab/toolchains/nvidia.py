@@ -13,7 +13,7 @@ from pathlib import Path
 
 from probelab.cache import cache_key, cached_bytes
 from probelab.codeobject import CodeObject
-from probelab.errors import Unavailable
+from probelab.errors import Unavailable, UsageError
 from probelab.probe import Kernel
 from probelab.vendors import VENDORS
 
@@ -148,7 +148,12 @@ def describe() -> dict[str, str]:
 def build(kernel: Kernel, target: str, fresh: bool = False) -> CodeObject:
     """Compile a probe kernel and disassemble the very bytes that will be loaded (`fresh`:
     rebuilt past the cache, to show a build is reproducible)."""
-    cubin, hit = compile_cubin(kernel.source_text(), target, dict(kernel.options), fresh)
+    options = dict(kernel.options)
+    arch = str(options.pop("arch", target))
+    if arch not in (target, f"{target}a"):  # sm_90a: sm_90's own features (wgmma), sm_90 only
+        raise UsageError(f"{kernel.name} is built for {arch}, which does not run on {target}: "
+                         f"a kernel may ask for {target} or its arch-specific {target}a only")
+    cubin, hit = compile_cubin(kernel.source_text(), arch, options, fresh)
     key = cache_key(cubin=hashlib.sha256(cubin).hexdigest(), nvdisasm=nvdisasm_version())
     sass, _ = cached_bytes("nvdisasm", key, lambda: disassemble(cubin).encode())
-    return CodeObject(target, cubin, VENDORS["nvidia"].parse(sass.decode()), describe(), hit)
+    return CodeObject(arch, cubin, VENDORS["nvidia"].parse(sass.decode()), describe(), hit)

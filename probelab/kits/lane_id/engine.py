@@ -61,14 +61,25 @@ class Shape:
     b_values: int
     d_values: int  # C has D's shape
     codec: Codec = F64_CODEC
+    # operands read from a memory tile ("a", "b"): their slots are the tile's elements (value
+    # v of lane l at element v * lanes + l), more than the matrix has where the instruction
+    # reads only those its addressing picks (wgmma's shared-memory descriptors)
+    tiles: tuple[str, ...] = ()
+    # per-kernel integer coordinates the grid carries beside M, N, K (e.g. a shared-memory
+    # descriptor's fields, {"swizzle": 128}), so a hypothesis can say what depends on them
+    facts: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         sizes = (("A", self.a_values, self.M * self.K), ("B", self.b_values, self.K * self.N),
                  ("D", self.d_values, self.M * self.N))
         for what, values, elements in sizes:
-            if values * self.lanes != elements:
+            tile = what.lower() in self.tiles
+            if values * self.lanes < elements or (not tile and values * self.lanes != elements):
                 raise ValueError(f"{self.name}: {what} has {elements} elements, not "
-                                 f"{self.lanes} lanes x {values} values")
+                                 f"{self.lanes} lanes x {values} values"
+                                 + (" or fewer" if tile else ""))
+        if set(self.tiles) - {"a", "b"}:
+            raise ValueError(f"{self.name}: only A and B can be read from a tile")
         Plan.of(self.codec, Sizes(self.lanes, self.a_values, self.b_values, self.d_values),
                 self.K, self.name)
 
@@ -205,6 +216,11 @@ def stimulus(shapes: Sequence[Shape], trials: int, seed: int) -> xr.Dataset:
     per_kernel = {k: ("kernel", np.array([getattr(s, v) for s in shapes], np.uint32))
                   for k, v in (("M", "M"), ("N", "N"), ("K", "K"), ("a_regs", "a_values"),
                                ("b_regs", "b_values"), ("d_regs", "d_values"))}
+    facts = [dict(s.facts) for s in shapes]
+    if any(f.keys() != facts[0].keys() for f in facts) or set(facts[0]) & set(per_kernel):
+        raise ValueError("every kernel declares the same facts, none named like a shape "
+                         f"coordinate: got {[sorted(f) for f in facts]}")
+    per_kernel |= {k: ("kernel", np.array([f[k] for f in facts], np.uint32)) for k in facts[0]}
     u32 = lambda n: np.arange(n, dtype=np.uint32)  # noqa: E731
     high = min(5, codec.exact + 1)  # b1: 0 and 1
 
@@ -336,7 +352,12 @@ def random_layout(shape: Shape, rng: np.random.Generator, size: Sizes | None = N
     def shuffled(rows: int, cols: int, used: int, total: int) -> np.ndarray:
         out = np.full((shape.lanes, total, 2), -1)
         cells = np.stack(np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij"), -1)
-        out[:, :used] = rng.permutation(cells.reshape(-1, 2)).reshape(shape.lanes, used, 2)
+        cells = rng.permutation(cells.reshape(-1, 2))
+        if len(cells) < shape.lanes * used:  # a tile: the elements in some of its slots
+            where = np.full((shape.lanes * used, 2), -1)
+            where[rng.choice(len(where), len(cells), replace=False)] = cells
+            cells = where
+        out[:, :used] = cells.reshape(shape.lanes, used, 2)
         return out
 
     d = shuffled(shape.M, shape.N, shape.d_values, size.d_values)

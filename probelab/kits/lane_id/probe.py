@@ -43,6 +43,7 @@ class LaneIdProbe(Declared):
     trials: int = 4
     block: int = 256
     excluded: Mapping[str, str] = field(default_factory=dict)  # target pattern -> why not
+    options: Mapping[str, object] = field(default_factory=dict)  # compiler options per kernel
     # The simulated unit's layout per kernel: hidden (random, seeded) unless a test swaps in
     # another. Never documentation, never evidence.
     sim_layouts: dict[str, Layout] = field(default_factory=dict)
@@ -60,7 +61,7 @@ class LaneIdProbe(Declared):
         return Sizes.widest(self.shapes)
 
     def kernels(self, vendor: str) -> list[Kernel]:
-        return self.kernels_of(vendor, self.shapes, self.evidence)
+        return self.kernels_of(vendor, self.shapes, self.evidence, options=self.options)
 
     def stimulus(self) -> xr.Dataset:
         return engine.stimulus(self.shapes, self.trials, self.seed)

@@ -1,0 +1,92 @@
+"""The wgmma probes: their kernels' descriptors are the ones the grid declares (read from the
+source and from the SASS's descriptor constants), the lane-id kit reads a shared-memory tile
+with more slots than elements, and the gate holds the fence/arrive/wait discipline."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_lane_id import hidden, run_unit
+
+from probelab.kits.elements import F16, F32, Codec
+from probelab.kits.lane_id.engine import Shape
+from probelab.probe import get_probe
+
+ROOT = Path(__file__).resolve().parents[1]
+MODE = {0: 0, 128: 1, 64: 2, 32: 3}  # PTX's swizzle mode codes by swizzle bytes
+
+
+def _declared() -> dict[str, dict[str, int]]:
+    probe = get_probe("wgmma-f16-rs")
+    return {s.name: dict(s.facts) for s in probe.shapes}
+
+
+def test_each_kernel_builds_the_descriptor_its_grid_declares() -> None:
+    source = (ROOT / "probes" / "wgmma_f16" / "wgmma_f16.cu").read_text()
+    built = {name: tuple(int(x) for x in fields.split(",")) for name, fields in
+             re.findall(r"^RS\(probe_(\w+), ([\d, ]+)\)$", source, re.M)}
+    assert built == {name: (MODE[f["swizzle"]], f["lbo"], f["sbo"], f["start"])
+                     for name, f in _declared().items()}
+
+
+def test_the_sass_carries_each_descriptors_swizzle_and_stride_offset() -> None:
+    """The descriptor's upper word (SBO >> 4 in bits 0-13, the mode in bits 30-31) is a
+    constant the compiler materialises: it must be the declared one, in every kernel."""
+    from tests.toolchains import nvidia_tools
+
+    nvidia = nvidia_tools()
+    probe = get_probe("wgmma-f16-rs")
+    for kernel in probe.kernels("nvidia"):
+        code = nvidia.build(kernel, "sm_90")
+        assert code.target == "sm_90a"
+        facts = _declared()[kernel.name]
+        high = MODE[facts["swizzle"]] << 30 | facts["sbo"] >> 4
+        texts = [i.text for i in code.functions[kernel.symbol]]
+        assert any(re.search(rf"\b{high:#x}\b", t) for t in texts), (kernel.name, hex(high))
+
+
+def test_a_tile_with_more_slots_than_elements_is_recovered_and_unread_slots_stay_empty(
+        ) -> None:
+    codec = Codec(F16, F32)
+    shapes = (Shape("tile", 64, 8, 16, 128, 8, 4, 4, codec=codec, tiles=("b",)),)
+    layouts = hidden(shapes, 5)
+    ds = run_unit(shapes, layouts)
+    assert ds["recovered"].values.tolist() == [1] and ds["gemm_exact"].values.all()
+    held = ds["b_row"].sel(kernel="tile").values >= 0
+    assert held.sum() == 16 * 8 and held.size == 512
+    np.testing.assert_array_equal(held, layouts["tile"].b[..., 0] >= 0)
+
+
+def test_only_a_tile_may_offer_more_slots_than_elements() -> None:
+    codec = Codec(F16, F32)
+    with pytest.raises(ValueError, match=r"not 128 lanes x 4 values$"):
+        Shape("regs", 64, 8, 16, 128, 8, 4, 4, codec=codec)
+    with pytest.raises(ValueError, match="or fewer"):
+        Shape("small", 64, 8, 16, 128, 8, 0, 4, codec=codec, tiles=("b",))
+    with pytest.raises(ValueError, match="only A and B"):
+        Shape("d", 64, 8, 16, 128, 8, 1, 4, codec=codec, tiles=("d",))
+
+
+def test_every_kernel_passes_the_gate_with_its_fences_offline() -> None:
+    from probelab.asm import inspect
+
+    reports = inspect("wgmma-f16-rs", "sm_90")
+    assert [r.status for r in reports] == ["ok"] * 5, [r.detail for r in reports]
+    for r in reports:
+        found = {c["pattern"]: len(c["found"]) for c in r.evidence["companions"]}
+        assert found[r"WARPGROUP\.ARRIVE"] == 1 and found[r"WARPGROUP\.DEPBAR\.LE"] == 1
+
+
+def test_a_kernel_may_ask_only_for_its_targets_own_arch_specific_variant(tmp_path) -> None:
+    """sm_90a code runs on sm_90 only: a kernel asking for another GPU's code is refused
+    before anything is compiled, and the code object says what it was built for."""
+    from dataclasses import replace
+
+    from probelab.errors import UsageError
+    from probelab.toolchains import nvidia
+
+    (kernel,) = [k for k in get_probe("wgmma-f16-rs").kernels("nvidia") if k.name == "rs_none"]
+    for arch in ("sm_100a", "sm_80", "sm_90b"):
+        with pytest.raises(UsageError, match="does not run on sm_90"):
+            nvidia.build(replace(kernel, options={"arch": arch}), "sm_90")
