@@ -409,7 +409,17 @@ def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = Non
                                   *problems]}
     if problems:
         return doc | {"verdict": POST_HOC, "reasons": problems}
+    if blind := blind_partners(prov, h.id):
+        doc["blind_to"] = blind
     return _scored(doc)
+
+
+def blind_partners(prov: Provenance, hypothesis: str) -> list[str]:
+    """The sealed hypotheses the sweep recorded this one blind against (`--allow-blind`):
+    the stimulus cannot tell them apart, so neither verdict speaks for one against the
+    other."""
+    pairs = prov.get("blind_pairs") or []
+    return sorted({b if a == hypothesis else a for a, b in pairs if hypothesis in (a, b)})
 
 
 def _scored(doc: Verdict) -> Verdict:
@@ -424,6 +434,10 @@ def _scored(doc: Verdict) -> Verdict:
     scored["reasons"] = doc["reasons"] + [
         f"kernel {k}: no cells to score" for k, v in doc["kernels"].items()
         if v["scores"][LITERAL]["cells"] == 0]
+    if blind := doc.get("blind_to"):
+        scored["reasons"].append(f"blind to {', '.join(blind)}: the sweep recorded that this "
+                                 "stimulus cannot tell them apart, so it confirms neither "
+                                 "against the other")
     return scored
 
 
@@ -443,6 +457,8 @@ def verdict_words(doc: Verdict) -> str:
     if doc["verdict"] == REFUTED and "separation" in doc:
         sep = doc["separation"]
         return f"REFUTED on {sep['refuting_cells']:,} of {sep['cells']:,} cells"
+    if doc["verdict"] == CONFIRMED and doc.get("blind_to"):
+        return f"CONFIRMED, blind to {', '.join(doc['blind_to'])}"
     return str(doc["verdict"])
 
 

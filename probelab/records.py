@@ -75,3 +75,4 @@ class Verdict(TypedDict, total=False):
     dataset: dict[str, Any]  # path, device, target, git_head, utc, simulated, hashes
     kernels: dict[str, KernelVerdict]
     separation: dict[str, int]  # a refutation: refuting cells of all claimed cells
+    blind_to: list[str]  # sealed rivals the sweep recorded this stimulus unable to separate

@@ -215,3 +215,20 @@ def test_an_edited_seal_still_stops_a_cached_gate(rivals: ToyLab, monkeypatch) -
     result = invoke("sweep", "toy", "--backend", "sim")
     assert result.exit_code == 3
     assert "bitor.toml was edited after sealing" in " ".join(result.stderr.split())
+
+
+def test_a_verdict_on_a_blind_stimulus_says_which_rival_it_cannot_be_told_from() -> None:
+    """A pair measured with --allow-blind is in the provenance; each side's verdict then
+    names the other, in its words and its reasons, so a CONFIRMED rival that merely agrees
+    with the law on this stimulus is never read as a confirmation against it."""
+    from probelab import check
+
+    prov = {"blind_pairs": [["bitor", "sum"], ["carry", "sum"]]}
+    assert check.blind_partners(prov, "sum") == ["bitor", "carry"]
+    assert check.blind_partners(prov, "bitor") == ["sum"] and check.blind_partners({}, "x") == []
+    kernel = {"in_claim": True, "status": check.CONFIRMED, "via": "literal",
+              "scores": {"literal": {"cells": 4, "matches": 4}}}
+    doc = check._scored({"hypothesis": {"kernels": ["k"]}, "kernels": {"k": kernel},
+                         "reasons": [], "blind_to": ["sum"]})
+    assert check.verdict_words(doc) == "CONFIRMED, blind to sum"
+    assert any(r.startswith("blind to sum:") for r in doc["reasons"])
