@@ -20,7 +20,8 @@ def test_every_lane_map_dataset_of_the_archive_is_in_the_catalogue() -> None:
     text = PAGE.read_text()
     measured = [p for p in (ROOT / "data").glob("*/sm_90/*.nc")
                 if p.parts[-3] == "dmma-f64" or p.parts[-3].endswith("matrix-b16")
-                or (p.parts[-3].startswith("mma-") and not p.parts[-3].startswith("mma-sp-"))]
+                or (p.parts[-3].startswith(("mma-", "wgmma-"))
+                    and not p.parts[-3].startswith("mma-sp-"))]
     assert measured
     shown = {p.parts[-3] for p in measured if f"../{p.relative_to(ROOT).as_posix()}" in text}
     assert sorted({p.parts[-3] for p in measured} - shown) == []

@@ -90,3 +90,31 @@ def test_a_kernel_may_ask_only_for_its_targets_own_arch_specific_variant(tmp_pat
     for arch in ("sm_100a", "sm_80", "sm_90b"):
         with pytest.raises(UsageError, match="does not run on sm_90"):
             nvidia.build(replace(kernel, options={"arch": arch}), "sm_90")
+
+
+def test_the_tile_map_shows_what_each_16_byte_chunk_holds_and_only_for_tiles() -> None:
+    """A simulated unit's hidden tile layout, read back chunk by chunk: every chunk the unit
+    reads names exactly its elements' columns and k, unread chunks are blank; a register
+    operand has no tile map."""
+    from probelab.kits.lane_id.figures import numbering_of, tile_operands, tile_table
+
+    codec = Codec(F16, F32)
+    shapes = (Shape("tile", 64, 8, 16, 128, 8, 4, 4, codec=codec, tiles=("b",)),)
+    layouts = hidden(shapes, 9)
+    ds = run_unit(shapes, layouts)
+    assert tile_operands(ds, "tile") == ["b"]
+    lay = layouts["tile"]
+    labels = {name: getattr(lay, op)[None, ..., axis] for op, names in
+              (("a", ("a_m", "a_k")), ("b", ("b_k", "b_n")), ("d", ("d_m", "d_n")))
+              for axis, name in enumerate(names)}
+    text, colour = tile_table(ds, "tile", "b", numbering_of(ds, "tile", labels, "hidden"))
+    assert text.shape == (8, 8)  # 1 KiB: eight 128-byte lines of eight 16-byte chunks
+    b = lay.b.transpose(1, 0, 2).reshape(-1, 2)  # slot order
+    for chunk in range(64):
+        cells = b[chunk * 8:(chunk + 1) * 8]
+        held = cells[cells[:, 0] >= 0]
+        assert (text.reshape(-1)[chunk] == "") == (len(held) == 0)
+        if len(held):
+            assert colour.reshape(-1)[chunk] == held[:, 1].min()
+            ns = sorted(set(held[:, 1].tolist()))
+            assert text.reshape(-1)[chunk].startswith(f"n{ns[0]}")

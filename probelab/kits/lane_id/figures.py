@@ -224,6 +224,68 @@ def lane_map_table(ds: xr.Dataset, kernel: str, numbering: Numbering | None = No
     return Table(("operand", "lane", "value", "register", "bits", "row", "col"), tuple(rows))
 
 
+CHUNK, LINE = 16, 128  # bytes: a tile drawn in 16-byte chunks, 128-byte lines
+LETTER = {"row": "m", "k": "k", "col": "n"}  # A is (m, k), B (k, n)
+
+
+def tile_operands(ds: xr.Dataset, kernel: str) -> list[str]:
+    """A and B where the kernel read them from a memory tile: slots within the operand's
+    values that hold nothing (a register fragment has none)."""
+    k = ds.sel(kernel=kernel)
+    return [n for n in "ab" if (_canonical(ds, kernel, n)[0][:, : int(k[f"{n}_regs"])] < 0).any()]
+
+
+def _span(values: list[int], name: str) -> str:
+    """"k0-7", "n3", or the values themselves when they are no run."""
+    if len(values) == 1:
+        return f"{name}{values[0]}"
+    if values == list(range(values[0], values[-1] + 1)):
+        return f"{name}{values[0]}-{values[-1]}"
+    return f"{name}{','.join(map(str, values[:3]))}{'..' if len(values) > 3 else ''}"
+
+
+def tile_table(ds: xr.Dataset, kernel: str, operand: str, numbering: Numbering | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(text, colour) per 16-byte chunk of the operand's tile, 128-byte lines as rows: the
+    matrix elements the chunk holds ("n3 / k0-7"), "" where the instruction read none of it;
+    slot (lane, value) is element value * lanes + lane of the tile."""
+    rows, cols = _cells(ds, kernel, operand, numbering)
+    per = CHUNK * 8 // element_bits(ds, operand)  # elements per chunk
+    flat = (rows.T.reshape(-1), cols.T.reshape(-1))  # slot order: value-major
+    chunks = len(flat[0]) // per
+    text = np.full(chunks, "", dtype=object)
+    colour = np.full(chunks, np.nan)
+    _, row_name, col_name = OPERANDS[operand]
+    for c in range(chunks):
+        r, q = flat[0][c * per:(c + 1) * per], flat[1][c * per:(c + 1) * per]
+        held = r >= 0
+        if held.any():
+            major, minor = (q, r) if operand == "b" else (r, q)  # B: by column n, A: by row m
+            major_name, minor_name = (col_name, row_name) if operand == "b" else (row_name,
+                                                                                    col_name)
+            text[c] = (_span(sorted(set(major[held].tolist())), LETTER[major_name]) + "\n" +
+                       _span(sorted(set(minor[held].tolist())), LETTER[minor_name]))
+            colour[c] = float(np.min(major[held]))
+    width = LINE // CHUNK
+    return text.reshape(-1, width), colour.reshape(-1, width)
+
+
+def _tile_figure(ds: xr.Dataset, kernel: str, operand: str, numbering: Numbering | None,
+                 numbered: str | None) -> Figure:
+    text, colour = tile_table(ds, kernel, operand, numbering)
+    fig = new_figure(CELL_IN * 2.2 * text.shape[1] + 2.5, CELL_IN * 1.3 * text.shape[0] + 2.2)
+    ax = fig.add_subplot(1, 1, 1)
+    cell_table(ax, colour, text, [f"+{LINE * r}" for r in range(text.shape[0])],
+               [f"+{CHUNK * c}" for c in range(text.shape[1])], cmap="viridis")
+    ax.set_xlabel(f"{title(operand, [operand])}'s tile: byte offset = line + chunk (16 bytes "
+                  "each); blank: not read", fontsize=10)
+    facts = {n: int(ds[n].sel(kernel=kernel)) for n in ("swizzle", "lbo", "sbo", "start")
+             if n in ds.coords}
+    dataset_header(ax, kernel, "tile map", ds, "which elements each 16-byte chunk holds"
+                   + (f"; {facts}" if facts else "") + f"; {_labelled(numbered)}")
+    return fig
+
+
 def lane_map_figures(ds: xr.Dataset, tables=None, scoring: str = "literal",
                      about: dict | None = None) -> dict[str, Figure | Table]:
     """{"<kernel>.matrix" | "<kernel>.registers": figure, "<kernel>.table": its rows as CSV
@@ -242,6 +304,9 @@ def lane_map_figures(ds: xr.Dataset, tables=None, scoring: str = "literal",
         figures[f"{stem}.matrix"] = _matrix_figure(ds, kernel, numbering, numbered)
         figures[f"{stem}.registers"] = _register_figure(ds, kernel, numbering, numbered)
         figures[f"{stem}.table"] = lane_map_table(ds, kernel, numbering)
+        for operand in tile_operands(ds, kernel):  # what each chunk of a memory tile holds
+            figures[f"{stem}.{operand}-tile"] = _tile_figure(ds, kernel, operand, numbering,
+                                                             numbered)
     return figures
 
 
