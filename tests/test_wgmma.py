@@ -17,33 +17,44 @@ ROOT = Path(__file__).resolve().parents[1]
 MODE = {0: 0, 128: 1, 64: 2, 32: 3}  # PTX's swizzle mode codes by swizzle bytes
 
 
-def _declared() -> dict[str, dict[str, int]]:
-    probe = get_probe("wgmma-f16-rs")
-    return {s.name: dict(s.facts) for s in probe.shapes}
+def _declared(probe_id: str) -> dict[str, dict[str, int]]:
+    return {s.name: dict(s.facts) for s in get_probe(probe_id).shapes}
 
 
-def test_each_kernel_builds_the_descriptor_its_grid_declares() -> None:
-    source = (ROOT / "probes" / "wgmma_f16" / "wgmma_f16.cu").read_text()
-    built = {name: tuple(int(x) for x in fields.split(",")) for name, fields in
-             re.findall(r"^RS\(probe_(\w+), ([\d, ]+)\)$", source, re.M)}
-    assert built == {name: (MODE[f["swizzle"]], f["lbo"], f["sbo"], f["start"])
-                     for name, f in _declared().items()}
+def _descriptors(facts: dict[str, int]) -> list[tuple[int, int, int]]:
+    """(mode code, LBO, SBO) of each tile operand the facts declare, A's first."""
+    prefixes = [p for p in ("a_", "b_") if f"{p}swizzle" in facts] or [""]
+    return [(MODE[facts[f"{p}swizzle"]], facts[f"{p}lbo"], facts[f"{p}sbo"]) for p in prefixes]
 
 
-def test_the_sass_carries_each_descriptors_swizzle_and_stride_offset() -> None:
-    """The descriptor's upper word (SBO >> 4 in bits 0-13, the mode in bits 30-31) is a
+def test_each_kernel_builds_the_descriptors_its_grid_declares() -> None:
+    folder = ROOT / "probes" / "wgmma_f16"
+    rs = {name: tuple(int(x) for x in fields.split(",")) for name, fields in
+          re.findall(r"^RS\(probe_(\w+), ([\d, ]+)\)$", (folder / "wgmma_f16.cu").read_text(),
+                     re.M)}
+    assert rs == {name: (*_descriptors(f)[0], f["start"])
+                  for name, f in _declared("wgmma-f16-rs").items()}
+    ss = {name: tuple(int(x) for x in fields.split(",")) for name, fields in
+          re.findall(r"^SS\(probe_(\w+), ([\d, ]+)\)$",
+                     (folder / "wgmma_f16_ss.cu").read_text(), re.M)}
+    assert ss == {name: (*sum(_descriptors(f), ()), f["b_start"])
+                  for name, f in _declared("wgmma-f16-ss").items()}
+
+
+@pytest.mark.parametrize("probe_id", ["wgmma-f16-rs", "wgmma-f16-ss"])
+def test_the_sass_carries_each_descriptors_swizzle_and_stride_offset(probe_id: str) -> None:
+    """A descriptor's upper word (SBO >> 4 in bits 0-13, the mode in bits 30-31) is a
     constant the compiler materialises: it must be the declared one, in every kernel."""
     from tests.toolchains import nvidia_tools
 
     nvidia = nvidia_tools()
-    probe = get_probe("wgmma-f16-rs")
-    for kernel in probe.kernels("nvidia"):
+    for kernel in get_probe(probe_id).kernels("nvidia"):
         code = nvidia.build(kernel, "sm_90")
         assert code.target == "sm_90a"
-        facts = _declared()[kernel.name]
-        high = MODE[facts["swizzle"]] << 30 | facts["sbo"] >> 4
         texts = [i.text for i in code.functions[kernel.symbol]]
-        assert any(re.search(rf"\b{high:#x}\b", t) for t in texts), (kernel.name, hex(high))
+        for mode, _, sbo in _descriptors(_declared(probe_id)[kernel.name]):
+            high = mode << 30 | sbo >> 4
+            assert any(re.search(rf"\b{high:#x}\b", t) for t in texts), (kernel.name, hex(high))
 
 
 def test_a_tile_with_more_slots_than_elements_is_recovered_and_unread_slots_stay_empty(
@@ -68,11 +79,13 @@ def test_only_a_tile_may_offer_more_slots_than_elements() -> None:
         Shape("d", 64, 8, 16, 128, 8, 1, 4, codec=codec, tiles=("d",))
 
 
-def test_every_kernel_passes_the_gate_with_its_fences_offline() -> None:
+@pytest.mark.parametrize("probe_id", ["wgmma-f16-rs", "wgmma-f16-ss"])
+def test_every_kernel_passes_the_gate_with_its_fences_offline(probe_id: str) -> None:
     from probelab.asm import inspect
 
-    reports = inspect("wgmma-f16-rs", "sm_90")
-    assert [r.status for r in reports] == ["ok"] * 5, [r.detail for r in reports]
+    reports = inspect(probe_id, "sm_90")
+    assert [r.status for r in reports] == ["ok"] * len(reports) and reports, \
+        [r.detail for r in reports]
     for r in reports:
         found = {c["pattern"]: len(c["found"]) for c in r.evidence["companions"]}
         assert found[r"WARPGROUP\.ARRIVE"] == 1 and found[r"WARPGROUP\.DEPBAR\.LE"] == 1

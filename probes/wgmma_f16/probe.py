@@ -1,13 +1,18 @@
-"""wgmma-f16-rs: which thread and which value of its registers holds each element of A and
-of the accumulator D, and which byte of the shared-memory tile feeds each element of B, in
-Hopper's warpgroup MMA `wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16` with A from
-registers (SASS HGMMA on sm_90a), for B K-major under each descriptor swizzle mode (none,
-32B, 64B, 128B, and 128B started 32 bytes into its rows), measured with the lane-id kit's
-waves over one warpgroup (128 threads) and no layout assumed.
+"""wgmma-f16-rs and wgmma-f16-ss. wgmma-f16-rs: which thread and which value of its
+registers holds each element of A and of the accumulator D, and which byte of the
+shared-memory tile feeds each element of B, in Hopper's warpgroup MMA
+`wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16` with A from registers (SASS HGMMA on
+sm_90a), for B K-major under each descriptor swizzle mode (none, 32B, 64B, 128B, and 128B
+started 32 bytes into its rows), measured with the lane-id kit's waves over one warpgroup
+(128 threads) and no layout assumed.
 
 B's slots are the elements of its 1 KiB tile (value v of thread t is element v * 128 + t, at
 byte 2 (v * 128 + t)): the tile holds 512 of them, the instruction reads 128, and which ones,
 as which (k, n), is the descriptor's layout, measured label-free like any lane map.
+
+wgmma-f16-ss: m64n8k16 with A and B both from shared tiles (A 2 KiB, B 1 KiB), K-major: A
+unswizzled or 32B-swizzled (its 64 rows fill 2 KiB), B unswizzled, 32B, 64B started 512
+bytes in (address bit 9 set, where the 64- and 128-byte patterns part), 128B.
 """
 
 from pathlib import Path
@@ -29,18 +34,39 @@ SHAPES = tuple(Shape(name, 64, 8, 16, 128, a_values=8, b_values=4, d_values=4,
 
 
 def evidence(shape: Shape) -> Evidence:
-    """Exactly one HGMMA m64n8k16 into f32 and no other matrix instruction; A (four registers)
-    and C (four) straight from their loads; B placed by the tile's four 16-bit stores, then
-    the async-proxy fence, the warpgroup's arrive before the MMA and its wait after."""
-    return Evidence(r"HGMMA\.64x8x16\.F32",
-                    forbidden=(r"HGMMA\.(?!64x8x16\.F32$).*", r"[HIQ]GMMA\.SP.*", r"IGMMA.*",
-                               r"QGMMA.*", r"HMMA.*", r"IMMA.*"),
-                    operands=("unmodified", "any", "unmodified"), spans=(4, 1, 4),
-                    companions=((r"STS\.U16", "before", shape.b_values),
+    """Exactly one HGMMA of the shape into f32 and no other matrix instruction; A from four
+    registers straight from their loads (RS) or with B through the one descriptor operand
+    (SS), C straight from its loads; each tile placed by its 16-bit stores, then the
+    async-proxy fence, the warpgroup's arrive before the MMA and its wait after."""
+    form = rf"HGMMA\.{shape.M}x{shape.N}x{shape.K}\.F32"
+    rs = "a" not in shape.tiles
+    stores = shape.b_values + (0 if rs else shape.a_values)
+    return Evidence(form,
+                    forbidden=(rf"HGMMA\.(?!{shape.M}x{shape.N}x{shape.K}\.F32$).*",
+                               r"[HIQ]GMMA\.SP.*", r"IGMMA.*", r"QGMMA.*", r"HMMA.*", r"IMMA.*"),
+                    operands=(("unmodified",) if rs else ()) + ("any", "unmodified"),
+                    spans=((shape.registers("a"),) if rs else ()) + (1, shape.registers("d")),
+                    companions=((r"STS\.U16", "before", stores),
                                 (r"FENCE\.VIEW\.ASYNC\.S", "before", 1),
                                 (r"WARPGROUP\.ARRIVE", "before", 1),
                                 (r"WARPGROUP\.DEPBAR\.LE", "after", 1)))
 
+
+# kernel -> A's and B's descriptors as wgmma_f16_ss.cu builds them: (swizzle bytes, LBO, SBO)
+# each, and B's start (bytes past its tile)
+SS_KERNELS = {"ss_none": ((0, 128, 256), (0, 128, 256), 0),
+              "ss_sw32": ((32, 16, 256), (32, 16, 256), 0),
+              "ss_sw64_hi": ((32, 16, 256), (64, 16, 512), 512),
+              "ss_sw128": ((32, 16, 256), (128, 16, 1024), 0)}
+SS_SHAPES = tuple(Shape(name, 64, 8, 16, 128, a_values=8, b_values=4, d_values=4,
+                        codec=Codec(F16, F32), tiles=("a", "b"),
+                        facts=(*((f"{op}_{field}", value)
+                                 for op, fields in zip("ab", (a, b), strict=True)
+                                 for field, value in zip(("swizzle", "lbo", "sbo"), fields,
+                                                         strict=True)), ("b_start", start)))
+                  for name, (a, b, start) in SS_KERNELS.items())
+EXCLUDED = {"sm_[0-8]*": "wgmma is Hopper's (sm_90a)",
+            "sm_1??*": "wgmma is sm_90a only (Blackwell has tcgen05)"}
 
 PROBES = (LaneIdProbe(
     id="wgmma-f16-rs", version="1",
@@ -48,5 +74,11 @@ PROBES = (LaneIdProbe(
             "swizzle mode: (thread, value) <-> (row, col), B's tile bytes -> (k, n)",
     targets=("sm_90*",), vendor="nvidia", source=HERE / "wgmma_f16.cu", shapes=SHAPES,
     evidence=evidence, seed=0x5EED_1817, block=128, options={"arch": "sm_90a"},
-    excluded={"sm_[0-8]*": "wgmma is Hopper's (sm_90a)",
-              "sm_1??*": "wgmma is sm_90a only (Blackwell has tcgen05)"}),)
+    excluded=EXCLUDED),
+    LaneIdProbe(
+    id="wgmma-f16-ss", version="1",
+    summary="f16 -> f32 wgmma m64n8k16, A and B from shared memory under each swizzle mode: "
+            "tile bytes -> (m, k) and (k, n), (thread, value) <-> (row, col) of D",
+    targets=("sm_90*",), vendor="nvidia", source=HERE / "wgmma_f16_ss.cu", shapes=SS_SHAPES,
+    evidence=evidence, seed=0x5EED_1917, block=128, options={"arch": "sm_90a"},
+    excluded=EXCLUDED))
