@@ -79,7 +79,11 @@ def test_only_a_tile_may_offer_more_slots_than_elements() -> None:
         Shape("d", 64, 8, 16, 128, 8, 1, 4, codec=codec, tiles=("d",))
 
 
-@pytest.mark.parametrize("probe_id", ["wgmma-f16-rs", "wgmma-f16-ss"])
+WGMMA_PROBES = ["wgmma-f16-rs", "wgmma-f16-ss", "wgmma-bf16-f32", "wgmma-f16-f16",
+                "wgmma-tf32-f32", "wgmma-e4m3-f32", "wgmma-e5m2-f32", "wgmma-s8-s32"]
+
+
+@pytest.mark.parametrize("probe_id", WGMMA_PROBES)
 def test_every_kernel_passes_the_gate_with_its_fences_offline(probe_id: str) -> None:
     from probelab.asm import inspect
 

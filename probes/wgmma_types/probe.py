@@ -1,0 +1,62 @@
+"""wgmma-<type>: the accumulator and register-A fragments, and B's shared-memory byte map,
+of Hopper's warpgroup MMA for each element type beside f16 -> f32 (probes/wgmma_f16):
+bf16 -> f32, f16 -> f16, tf32 -> f32 (k8), e4m3 and e5m2 -> f32 (k32, QGMMA) and s8 -> s32
+(k32, IGMMA), each m64n8 with A from registers and B K-major from a 1 KiB tile without
+swizzle (LBO 128, SBO 256), measured with the lane-id kit over one warpgroup. One probe per
+type (a probe's kernels share their buffers, so one codec each), one kernel source.
+"""
+
+from pathlib import Path
+
+from probelab.kits.elements import BF16, E4M3, E5M2, F16, F32, S8, S32, TF32, Codec
+from probelab.kits.lane_id.probe import LaneIdProbe, Shape
+from probelab.probe import Evidence
+
+HERE = Path(__file__).parent
+# kind -> (codec, K, A values, SASS form, the tile's store mnemonic)
+KINDS = {"bf16-f32": (Codec(BF16, F32), 16, 8, r"HGMMA\.64x8x16\.F32\.BF16", r"STS\.U16"),
+         "f16-f16": (Codec(F16, F16), 16, 8, r"HGMMA\.64x8x16\.F16", r"STS\.U16"),
+         "tf32-f32": (Codec(TF32, F32), 8, 4, r"HGMMA\.64x8x8\.F32\.TF32", r"STS"),
+         "e4m3-f32": (Codec(E4M3, F32), 32, 16, r"QGMMA\.64x8x32\.F32\.E4M3\.E4M3", r"STS\.U8"),
+         "e5m2-f32": (Codec(E5M2, F32), 32, 16, r"QGMMA\.64x8x32\.F32\.E5M2\.E5M2", r"STS\.U8"),
+         "s8-s32": (Codec(S8, S32), 32, 16, r"IGMMA\.64x8x32\.S8\.S8", r"STS\.U8")}
+SEEDS = {kind: 0x5EED_2017 + 0x100 * i for i, kind in enumerate(KINDS)}
+
+
+def shape(kind: str) -> Shape:
+    codec, k, a_values, _, _ = KINDS[kind]
+    tile = 1024 * 8 // codec.operand.bits  # B's 1 KiB tile in elements
+    return Shape(f"{kind.replace('-', '_')}_m64n8k{k}", 64, 8, k, 128, a_values=a_values,
+                 b_values=tile // 128, d_values=4, codec=codec, tiles=("b",))
+
+
+def evidence(kind: str):
+    _, _, _, form, store = KINDS[kind]
+
+    def of(s: Shape) -> Evidence:
+        """Exactly one warpgroup MMA of this form and no other matrix instruction; A (four
+        registers) and C straight from their loads; B placed by the tile's stores, then the
+        async-proxy fence, the warpgroup's arrive before the MMA and its wait after."""
+        return Evidence(form, forbidden=(rf"(?!{form}$)[HIQ]GMMA.*", r"[HID]MMA.*"),
+                        operands=("unmodified", "any", "unmodified"),
+                        spans=(4, 1, s.registers("d")),
+                        companions=((rf"{store}", "before", s.b_values),
+                                    (r"FENCE\.VIEW\.ASYNC\.S", "before", 1),
+                                    (r"WARPGROUP\.ARRIVE", "before", 1),
+                                    (r"WARPGROUP\.DEPBAR\.LE", "after", 1)))
+    return of
+
+
+def probe(kind: str) -> LaneIdProbe:
+    return LaneIdProbe(
+        id=f"wgmma-{kind}", version="1",
+        summary=f"{kind.replace('-', ' -> ')} wgmma m64n8, A from registers, B from shared "
+                "memory: (thread, value) <-> (row, col), B's tile bytes -> (k, n)",
+        targets=("sm_90*",), vendor="nvidia", source=HERE / "wgmma_types.cu",
+        shapes=(shape(kind),), evidence=evidence(kind), seed=SEEDS[kind], block=128,
+        options={"arch": "sm_90a"},
+        excluded={"sm_[0-8]*": "wgmma is Hopper's (sm_90a)",
+                  "sm_1??*": "wgmma is sm_90a only (Blackwell has tcgen05)"})
+
+
+PROBES = tuple(probe(kind) for kind in KINDS)
