@@ -135,3 +135,16 @@ def test_the_tile_map_shows_what_each_16_byte_chunk_holds_and_only_for_tiles() -
             assert colour.reshape(-1)[chunk] == held[:, 1].min()
             ns = sorted(set(held[:, 1].tolist()))
             assert text.reshape(-1)[chunk].startswith(f"n{ns[0]}")
+
+
+def test_a_tile_read_whole_is_a_tile_where_the_grid_declares_its_descriptor() -> None:
+    """wgmma-f16-ss reads all of A's 2 KiB tile, so no slot is left unread: its grid's
+    a_swizzle coordinate is what says A came from a tile (and draws its tile map)."""
+    from probelab.kits.lane_id.figures import tile_operands
+
+    codec = Codec(F16, F32)
+    shapes = (Shape("whole", 64, 8, 16, 128, 8, 4, 4, codec=codec, tiles=("a", "b")),)
+    ds = run_unit(shapes, hidden(shapes, 11))
+    assert tile_operands(ds, "whole") == ["b"]  # B's 512 slots hold 128 elements; A's all
+    declared = ds.assign_coords(a_swizzle=("kernel", np.array([32], np.uint32)))
+    assert tile_operands(declared, "whole") == ["a", "b"]

@@ -230,9 +230,11 @@ LETTER = {"row": "m", "k": "k", "col": "n"}  # A is (m, k), B (k, n)
 
 def tile_operands(ds: xr.Dataset, kernel: str) -> list[str]:
     """A and B where the kernel read them from a memory tile: slots within the operand's
-    values that hold nothing (a register fragment has none)."""
+    values that hold nothing (a register fragment has none), or a tile the grid declares
+    a descriptor for (`a_swizzle`, `b_swizzle`: a tile read whole)."""
     k = ds.sel(kernel=kernel)
-    return [n for n in "ab" if (_canonical(ds, kernel, n)[0][:, : int(k[f"{n}_regs"])] < 0).any()]
+    return [n for n in "ab" if f"{n}_swizzle" in ds.coords
+            or (_canonical(ds, kernel, n)[0][:, : int(k[f"{n}_regs"])] < 0).any()]
 
 
 def _span(values: list[int], name: str) -> str:
@@ -279,8 +281,9 @@ def _tile_figure(ds: xr.Dataset, kernel: str, operand: str, numbering: Numbering
                [f"+{CHUNK * c}" for c in range(text.shape[1])], cmap="viridis")
     ax.set_xlabel(f"{title(operand, [operand])}'s tile: byte offset = line + chunk (16 bytes "
                   "each); blank: not read", fontsize=10)
-    facts = {n: int(ds[n].sel(kernel=kernel)) for n in ("swizzle", "lbo", "sbo", "start")
-             if n in ds.coords}
+    fields = ("swizzle", "lbo", "sbo", "start")  # the descriptor, where the grid declares it
+    names = (*fields, *(f"{operand}_{f}" for f in fields))
+    facts = {n: int(ds[n].sel(kernel=kernel)) for n in names if n in ds.coords}
     dataset_header(ax, kernel, "tile map", ds, "which elements each 16-byte chunk holds"
                    + (f"; {facts}" if facts else "") + f"; {_labelled(numbered)}")
     return fig
