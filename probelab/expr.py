@@ -100,12 +100,17 @@ class Program:
     _trees: tuple[ast.expr, ...] = field(repr=False, compare=False)
     nodes: int = 0  # syntax nodes in all definitions: evaluation costs about nodes x cells
     depth: int = 0  # the deepest nesting: about that many temporaries are alive at once
+    # syntax nodes per definition: a definition is computed over the axes its operands span
+    # (broadcast views are compacted), so it costs its nodes x the cells of those axes
+    per_definition: tuple[int, ...] = ()
 
     def evaluate(self, env: Mapping[str, np.ndarray | int],
-                 keep: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+                 keep: Iterable[str] | None = None, compact: bool = False
+                 ) -> dict[str, np.ndarray]:
         """Evaluate every definition in order over numpy arrays (broadcast together); returns
         name -> int64 array of the broadcast shape (scalars broadcast too), for the names in
-        `keep` (default: every definition).
+        `keep` (default: every definition); `compact`: each as computed, over only the axes
+        its operands span (it broadcasts to the same values), for use as a coordinate.
 
         `env` must give every coordinate as integers (any integer or bool dtype; uint64 values
         are reinterpreted as two's complement); other keys are ignored."""
@@ -130,7 +135,8 @@ class Program:
                     raise ExprError(f"definition {name!r}: {_FAULTS[int(first[0])]}")
                 values[name] = value
                 if wanted is None or name in wanted:
-                    results[name] = np.broadcast_to(value, shape).copy()
+                    results[name] = np.asarray(value) if compact else \
+                        np.broadcast_to(value, shape).copy()
         return results
 
 
@@ -151,7 +157,7 @@ def compile_program(
             raise ExprError(f"a definition must be a (name, source) pair, got {item!r}") from None
         pairs.append((name, source))
     all_names = [name for name, _ in pairs]
-    trees, nodes, depth = [], 0, 0
+    trees, nodes, depth, counts = [], 0, 0, []
     for i, (name, source) in enumerate(pairs):
         try:
             _check_name(name, coordinates, all_names[:i])
@@ -161,8 +167,9 @@ def compile_program(
         except ExprError as e:
             raise ExprError(f"definition {name!r}: {e}") from None
         trees.append(tree)
+        counts.append(count)
         nodes, depth = nodes + count, max(depth, deepest)
-    return Program(tuple(pairs), coordinates, tuple(trees), nodes, depth)
+    return Program(tuple(pairs), coordinates, tuple(trees), nodes, depth, tuple(counts))
 
 
 def is_ascii_name(name: object) -> bool:

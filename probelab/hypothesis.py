@@ -51,7 +51,7 @@ MAX_VARIANTS = 8  # translations, and near misses, per file
 # (definitions and temporaries alive at once x cells: memory, 8 bytes each). A grid whose
 # cells x values alive exceed MAX_VALUES is evaluated in pieces along its longest dim (the
 # language is elementwise), so memory stays bounded; values alive per cell are capped too.
-MAX_WORK = 1 << 33  # a few s on one core: the largest sealed file (b1 k256, 4.6e9) takes 2.2 s
+MAX_WORK = 1 << 33  # a few s on one core (syntax nodes x the cells each definition spans)
 MAX_VALUES = 1 << 27  # 1 GiB of int64 per piece; the largest sealed file needs 31e6
 MAX_ALIVE = 64  # values alive per cell; the largest sealed file keeps 24
 MASK = 0xFFFFFFFF
@@ -290,6 +290,7 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
             dims = observables[observable]
             env = _grid_names(grid, dims)  # the grid itself is broadcast once bounded
             cells = int(np.prod([grid.sizes[d] for d in dims]))
+            axes = {name: set(grid.variables[name].dims) for name in env}
             extra = [("in_scope", h.where)] if h.where is not None else []
             targets = [("predicted", source), *extra]
             program = compile_program([*_needed(h.lets, targets), *targets], env)
@@ -303,8 +304,12 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
                          if coord not in observables and coord in env}
                 rename = compile_program([("renamed", mapping[observable])],
                                          [*env, observable]) if observable in mapping else None
+                moved = {c: _support(m, axes)["translated"] for c, m in moves.items()}
+                work += sum(_cost(m, axes, grid) for m in moves.values())
+                work += _cost(program, axes | moved, grid) + cells * len(targets)
+                if rename is not None:
+                    work += _cost(rename, axes | moved | {observable: set(dims)}, grid) + cells
                 used = [program, *moves.values(), *([rename] if rename else [])]
-                work += cells * sum(p.nodes for p in used)
                 steps[scoring] = moves, rename
                 programs += used
             pieces = _pieces(h, observable, grid, dims, len(env), programs)
@@ -419,10 +424,29 @@ def _pieces(h: Hypothesis, observable: str, grid: xr.Dataset, dims: tuple[str, .
     return dim, MAX_VALUES // per_slice
 
 
+def _support(program: Program, axes: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    """The grid dims each definition spans: those of the coordinates it uses, directly or
+    through earlier definitions (what numpy computes it over: broadcast views are compact)."""
+    spans = dict(axes)
+    for name, source in program.definitions:
+        spans[name] = set().union(*(spans.get(n, set()) for n in _names(source)))
+    return {name: spans[name] for name, _ in program.definitions}
+
+
+def _cost(program: Program, axes: Mapping[str, set[str]], grid: xr.Dataset) -> int:
+    """Syntax nodes x cells, per definition over the dims it spans."""
+    spans = _support(program, axes)
+    return sum(nodes * int(np.prod([grid.sizes[d] for d in spans[name]]))
+               for (name, _), nodes in zip(program.definitions, program.per_definition,
+                                           strict=True))
+
+
 def _evaluate_piece(h: Hypothesis, observable: str, env: dict[str, np.ndarray],
                     program: Program, moves: dict, rename: Program | None
                     ) -> tuple[np.ndarray, np.ndarray | None]:
-    scoped = env | {coord: p.evaluate(env)["translated"] for coord, p in moves.items()}
+    # a translated coordinate stays over the dims its right-hand side spans, like the raw one
+    scoped = env | {coord: p.evaluate(env, compact=True)["translated"]
+                    for coord, p in moves.items()}
     values = program.evaluate(scoped, ("predicted", "in_scope"))
     predicted = values["predicted"]
     if rename is not None:  # the value itself is named in the other system

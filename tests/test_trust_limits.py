@@ -292,3 +292,41 @@ def test_a_grid_too_large_for_one_go_is_evaluated_in_pieces_and_gives_the_same_t
             assert np.array_equal(np.broadcast_to(whole[scoring][name], got.shape), got), \
                 (scoring, name)
     assert sliced["swap"]["value"].shape == (grid.sizes["a"], grid.sizes["b"])
+
+
+def test_work_is_counted_over_the_dims_each_definition_spans() -> None:
+    """Helpers over one axis are computed over that axis (broadcast views are compact), so
+    they cost their nodes x 1,024, not x 2**20: 20 helpers of ~450 nodes over `a` alone are
+    evaluated (counted over the whole grid they came to 1.8e10 node-cells, past the bound)
+    and give the table plain numpy gives, under a translation too (a translated coordinate
+    stays over its own axes); the same helpers over both axes are refused, as before."""
+    terms = " + ".join(["(" + " + ".join(["a"] * 15) + ")"] * 15)  # 225 a, ~30 deep
+    lets = "\n".join(['x0 = "a + 1"', *(f'x{i} = "(x{i - 1} + {terms}) % 1000003"'
+                                         for i in range(1, 20))])
+    h = hypothesis(f'[let]\n{lets}\n[predict]\nvalue = "(x19 & 7) == b % 8"\n'
+                   '[translations.t]\na = "1023 - a"\n')
+    tables, _ = evaluate_claim(h, big_grid(), {"value": ("a", "b")})
+
+    def expected(a: np.ndarray) -> np.ndarray:
+        x = a + 1
+        for _ in range(1, 20):
+            x = (x + 225 * a) % 1000003
+        return ((x & 7)[:, None] == (np.arange(1024) % 8)[None, :]).astype(np.uint32)
+
+    a = np.arange(1024, dtype=np.int64)
+    np.testing.assert_array_equal(tables["literal"]["value"], expected(a))
+    np.testing.assert_array_equal(tables["t"]["value"], expected(1023 - a))
+    both = hypothesis(f'[let]\n{lets.replace("+ 1", "+ b")}\n[predict]\n'
+                      'value = "x19 + b"\n'.replace(f"{terms})", f"{terms} + b)"))
+    why = refused_within(64, lambda: evaluate_claim(both, big_grid(), {"value": ("a", "b")}))
+    assert "too costly to evaluate" in why
+
+
+def test_a_compact_evaluation_broadcasts_to_the_full_one() -> None:
+    program = compile_program([("h", "a * 2"), ("v", "h + b")], ["a", "b"])
+    env = {"a": np.broadcast_to(np.arange(4)[:, None], (4, 5)),
+           "b": np.broadcast_to(np.arange(5)[None, :], (4, 5))}
+    full, small = program.evaluate(env), program.evaluate(env, compact=True)
+    assert small["h"].shape == (4, 1) and full["h"].shape == (4, 5)
+    for name in ("h", "v"):
+        np.testing.assert_array_equal(np.broadcast_to(small[name], (4, 5)), full[name])
