@@ -13,6 +13,9 @@ as which (k, n), is the descriptor's layout, measured label-free like any lane m
 wgmma-f16-ss: m64n8k16 with A and B both from shared tiles (A 2 KiB, B 1 KiB), K-major: A
 unswizzled or 32B-swizzled (its 64 rows fill 2 KiB), B unswizzled, 32B, 64B started 512
 bytes in (address bit 9 set, where the 64- and 128-byte patterns part), 128B.
+
+wgmma-f16-n64: m64n64k16 with A from registers and 64 rows of B (2 KiB, none and 32B): the
+32-register accumulator and B's eight row groups (SBO).
 """
 
 from pathlib import Path
@@ -65,6 +68,13 @@ SS_SHAPES = tuple(Shape(name, 64, 8, 16, 128, a_values=8, b_values=4, d_values=4
                                  for field, value in zip(("swizzle", "lbo", "sbo"), fields,
                                                          strict=True)), ("b_start", start)))
                   for name, (a, b, start) in SS_KERNELS.items())
+# kernel -> B's descriptor as wgmma_f16_n64.cu builds it (swizzle bytes, LBO, SBO, start)
+N64_KERNELS = {"n64_none": (0, 128, 256, 0), "n64_sw32": (32, 16, 256, 0)}
+N64_SHAPES = tuple(Shape(name, 64, 64, 16, 128, a_values=8, b_values=8, d_values=32,
+                         codec=Codec(F16, F32), tiles=("b",),
+                         facts=tuple(zip(("swizzle", "lbo", "sbo", "start"), fields,
+                                         strict=True)))
+                   for name, fields in N64_KERNELS.items())
 EXCLUDED = {"sm_[0-8]*": "wgmma is Hopper's (sm_90a)",
             "sm_1??*": "wgmma is sm_90a only (Blackwell has tcgen05)"}
 
@@ -81,4 +91,11 @@ PROBES = (LaneIdProbe(
             "tile bytes -> (m, k) and (k, n), (thread, value) <-> (row, col) of D",
     targets=("sm_90*",), vendor="nvidia", source=HERE / "wgmma_f16_ss.cu", shapes=SS_SHAPES,
     evidence=evidence, seed=0x5EED_1917, block=128, options={"arch": "sm_90a"},
-    excluded=EXCLUDED))
+    excluded=EXCLUDED),
+    LaneIdProbe(
+    id="wgmma-f16-n64", version="1",
+    summary="f16 -> f32 wgmma m64n64k16, A from registers, B from a 2 KiB shared tile "
+            "(none, 32B): (thread, value) <-> (row, col) of 32 accumulators, B's bytes -> (k, n)",
+    targets=("sm_90*",), vendor="nvidia", source=HERE / "wgmma_f16_n64.cu",
+    shapes=N64_SHAPES, evidence=evidence, seed=0x5EED_1A17, block=128,
+    options={"arch": "sm_90a"}, excluded=EXCLUDED))
