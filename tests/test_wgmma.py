@@ -152,3 +152,5 @@ def test_a_tile_read_whole_is_a_tile_where_the_grid_declares_its_descriptor() ->
     assert tile_operands(ds, "whole") == ["b"]  # B's 512 slots hold 128 elements; A's all
     declared = ds.assign_coords(a_swizzle=("kernel", np.array([32], np.uint32)))
     assert tile_operands(declared, "whole") == ["a", "b"]
+    unprefixed = ds.assign_coords(swizzle=("kernel", np.array([32], np.uint32)))  # B's, as RS
+    assert tile_operands(unprefixed, "whole") == ["b"]
