@@ -38,6 +38,10 @@ def test_each_kernel_builds_the_descriptors_its_grid_declares() -> None:
            re.findall(r"^N64\(probe_(\w+), ([\d, ]+)\)$",
                       (folder / "wgmma_f16_n64.cu").read_text(), re.M)}
     assert n64 == {name: _descriptors(f)[0] for name, f in _declared("wgmma-f16-n64").items()}
+    mn = {name: tuple(int(x) for x in fields.split(",")) for name, fields in
+          re.findall(r"^MN\(probe_(\w+), ([\d, ]+)\)$",
+                     (folder / "wgmma_f16_mn.cu").read_text(), re.M)}
+    assert mn == {name: _descriptors(f)[0] for name, f in _declared("wgmma-f16-mn").items()}
     ss = {name: tuple(int(x) for x in fields.split(",")) for name, fields in
           re.findall(r"^SS\(probe_(\w+), ([\d, ]+)\)$",
                      (folder / "wgmma_f16_ss.cu").read_text(), re.M)}
@@ -45,7 +49,8 @@ def test_each_kernel_builds_the_descriptors_its_grid_declares() -> None:
                   for name, f in _declared("wgmma-f16-ss").items()}
 
 
-@pytest.mark.parametrize("probe_id", ["wgmma-f16-rs", "wgmma-f16-ss", "wgmma-f16-n64"])
+@pytest.mark.parametrize("probe_id", ["wgmma-f16-rs", "wgmma-f16-ss", "wgmma-f16-n64",
+                                      "wgmma-f16-mn"])
 def test_the_sass_carries_each_descriptors_swizzle_and_stride_offset(probe_id: str) -> None:
     """A descriptor's upper word (SBO >> 4 in bits 0-13, the mode in bits 30-31) is a
     constant the compiler materialises: it must be the declared one, in every kernel."""
@@ -59,6 +64,9 @@ def test_the_sass_carries_each_descriptors_swizzle_and_stride_offset(probe_id: s
         for mode, _, sbo in _descriptors(_declared(probe_id)[kernel.name]):
             high = mode << 30 | sbo >> 4
             assert any(re.search(rf"\b{high:#x}\b", t) for t in texts), (kernel.name, hex(high))
+        # B transposed (N-major) in the MN probe only: the MMA's descriptor operand says so
+        mma = [t for t in texts if "GMMA" in t]
+        assert len(mma) == 1 and ("gdesc[UR4].tnspB" in mma[0]) == (probe_id == "wgmma-f16-mn")
 
 
 def test_a_tile_with_more_slots_than_elements_is_recovered_and_unread_slots_stay_empty(
@@ -83,7 +91,8 @@ def test_only_a_tile_may_offer_more_slots_than_elements() -> None:
         Shape("d", 64, 8, 16, 128, 8, 1, 4, codec=codec, tiles=("d",))
 
 
-WGMMA_PROBES = ["wgmma-f16-rs", "wgmma-f16-ss", "wgmma-f16-n64", "wgmma-bf16-f32", "wgmma-f16-f16",
+WGMMA_PROBES = ["wgmma-f16-rs", "wgmma-f16-ss", "wgmma-f16-n64", "wgmma-f16-mn",
+                "wgmma-bf16-f32", "wgmma-f16-f16",
                 "wgmma-tf32-f32", "wgmma-e4m3-f32", "wgmma-e5m2-f32", "wgmma-s8-s32"]
 
 

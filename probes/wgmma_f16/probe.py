@@ -16,6 +16,9 @@ bytes in (address bit 9 set, where the 64- and 128-byte patterns part), 128B.
 
 wgmma-f16-n64: m64n64k16 with A from registers and 64 rows of B (2 KiB, none and 32B): the
 32-register accumulator and B's eight row groups (SBO).
+
+wgmma-f16-mn: the same with B N-major (imm-trans-b = 1, n contiguous, SASS `.tnspB`) under
+no swizzle, 32B, 64B and 128B: where the descriptor's LBO and SBO go when B is transposed.
 """
 
 from pathlib import Path
@@ -75,6 +78,15 @@ N64_SHAPES = tuple(Shape(name, 64, 64, 16, 128, a_values=8, b_values=8, d_values
                          facts=tuple(zip(("swizzle", "lbo", "sbo", "start"), fields,
                                          strict=True)))
                    for name, fields in N64_KERNELS.items())
+# kernel -> B's descriptor as wgmma_f16_mn.cu builds it (swizzle bytes, LBO, SBO, start),
+# B N-major (imm-trans-b = 1)
+MN_KERNELS = {"mn_none": (0, 1024, 128, 0), "mn_sw32": (32, 256, 1024, 0),
+              "mn_sw64": (64, 512, 1024, 0), "mn_sw128": (128, 16, 1024, 0)}
+MN_SHAPES = tuple(Shape(name, 64, 64, 16, 128, a_values=8, b_values=8, d_values=32,
+                        codec=Codec(F16, F32), tiles=("b",),
+                        facts=tuple(zip(("swizzle", "lbo", "sbo", "start"), fields,
+                                        strict=True)))
+                  for name, fields in MN_KERNELS.items())
 EXCLUDED = {"sm_[0-8]*": "wgmma is Hopper's (sm_90a)",
             "sm_1??*": "wgmma is sm_90a only (Blackwell has tcgen05)"}
 
@@ -98,4 +110,11 @@ PROBES = (LaneIdProbe(
             "(none, 32B): (thread, value) <-> (row, col) of 32 accumulators, B's bytes -> (k, n)",
     targets=("sm_90*",), vendor="nvidia", source=HERE / "wgmma_f16_n64.cu",
     shapes=N64_SHAPES, evidence=evidence, seed=0x5EED_1A17, block=128,
+    options={"arch": "sm_90a"}, excluded=EXCLUDED),
+    LaneIdProbe(
+    id="wgmma-f16-mn", version="1",
+    summary="f16 -> f32 wgmma m64n64k16, A from registers, B N-major (transposed) from a 2 KiB "
+            "shared tile under each swizzle mode: B's bytes -> (k, n)",
+    targets=("sm_90*",), vendor="nvidia", source=HERE / "wgmma_f16_mn.cu",
+    shapes=MN_SHAPES, evidence=evidence, seed=0x5EED_1B17, block=128,
     options={"arch": "sm_90a"}, excluded=EXCLUDED))
