@@ -263,3 +263,31 @@ def test_a_new_element_type_needs_only_a_probe_folder(tmp_path: Path, monkeypatc
     finally:
         sys.modules.pop("probelab_probe_f16_lanes_probe", None)
         catalog.cache_clear()
+
+
+def _thirteen_bits(d: np.ndarray) -> np.ndarray:
+    """D as a unit that keeps 13 fraction bits beside the leading one (truncating) leaves
+    it: what fp8 wgmma did to the version-1 lane-id waves."""
+    out = np.asarray(d, np.float64).copy()
+    big = np.abs(out) >= 2**14
+    ulp = 2.0 ** (np.floor(np.log2(np.abs(out[big]))) - 13)
+    out[big] = np.trunc(out[big] / ulp) * ulp
+    return out
+
+
+def test_ids_planned_within_a_units_narrow_sums_are_read_and_otherwise_refused() -> None:
+    """A unit whose sums are exact only below 2**14: waves planned for f32's 2**24 lose
+    the ids' low bits and no map is drawn; planned within the sums (Codec.sums_exact) the
+    same hidden layout is recovered and every GEMM is exact. The grid says which."""
+    def narrow(layout, a, b, c, shape):
+        return _thirteen_bits(engine.multiply(layout, a, b, c, shape))
+
+    for sums, recovered in ((None, 0), (2**14, 1)):
+        codec = Codec(E4M3, F32, sums_exact=sums)
+        shapes = (Shape("qgmma", 64, 8, 32, 128, 16, 8, 4, codec=codec, tiles=("b",)),)
+        ds = run_unit(shapes, hidden(shapes, 3), unit=narrow)
+        assert ds["recovered"].values.tolist() == [recovered], ds["recovered"].attrs
+        assert bool(ds["gemm_exact"].values.all()) == bool(recovered)
+        assert ("sums_exact" in ds.coords) == bool(sums)
+    with pytest.raises(ValueError, match="codec is not"):
+        engine.waves(engine.stimulus(shapes, 2, 1), Codec(E4M3, F32))

@@ -250,10 +250,20 @@ class Codec:
     operand: Element
     accumulator: Element
     b: Element | None = None
+    # where the unit sums more narrowly than its accumulator format holds: the largest n
+    # every integer 0..n of which its sums keep exact (fp8 wgmma into f32: 2**14, as the
+    # archive's first fp8 wgmma datasets show), so ids and C digits are planned within it
+    sums_exact: int | None = None
 
     def __post_init__(self) -> None:
         if self.b == self.operand:  # B of A's own type is no mixed codec: one spelling each
             object.__setattr__(self, "b", None)
+
+    @property
+    def sum_exact(self) -> int:
+        """The largest n every integer 0..n of which D holds exactly: the accumulator's, or
+        the unit's narrower sums."""
+        return min(self.accumulator.exact, self.sums_exact or self.accumulator.exact)
 
     def element(self, operand: str) -> Element:
         """The element type of operand "a", "b", "c" or "d"."""
@@ -268,9 +278,10 @@ class Codec:
 
     @property
     def name(self) -> str:
-        """e.g. "f16 -> f32", "s8 x u8 -> s32"."""
+        """e.g. "f16 -> f32", "s8 x u8 -> s32", "e4m3 -> f32 (sums exact to 16384)"."""
         b = f" x {self.b.name}" if self.b else ""
-        return f"{self.operand.name}{b} -> {self.accumulator.name}"
+        narrow = f" (sums exact to {self.sums_exact})" if self.sums_exact else ""
+        return f"{self.operand.name}{b} -> {self.accumulator.name}{narrow}"
 
     @property
     def bits(self) -> int:

@@ -4,6 +4,8 @@ bf16 -> f32, f16 -> f16, tf32 -> f32 (k8), e4m3 and e5m2 -> f32 (k32, QGMMA) and
 (k32, IGMMA), each m64n8 with A from registers and B K-major from a 1 KiB tile without
 swizzle (LBO 128, SBO 256), measured with the lane-id kit over one warpgroup. One probe per
 type (a probe's kernels share their buffers, so one codec each), one kernel source.
+Version 2 of the fp8 probes plans the lane-id waves within QGMMA's exact sums (below 2**14);
+version 1 planned them for f32's 2**24, and the unit dropped the ids' low bits.
 """
 
 from pathlib import Path
@@ -13,12 +15,18 @@ from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.probe import Evidence
 
 HERE = Path(__file__).parent
+# QGMMA into f32 keeps sums exact only below 2**14 (13 fraction bits beside the leading one:
+# the version-1 fp8 datasets, 20261201T172932Z and ...172940Z, whose lane-id decode was
+# refused), so version 2 plans its ids and C digits within that
+FP8_SUMS = 2**14
 # kind -> (codec, K, A values, SASS form, the tile's store mnemonic)
 KINDS = {"bf16-f32": (Codec(BF16, F32), 16, 8, r"HGMMA\.64x8x16\.F32\.BF16", r"STS\.U16"),
          "f16-f16": (Codec(F16, F16), 16, 8, r"HGMMA\.64x8x16\.F16", r"STS\.U16"),
          "tf32-f32": (Codec(TF32, F32), 8, 4, r"HGMMA\.64x8x8\.F32\.TF32", r"STS"),
-         "e4m3-f32": (Codec(E4M3, F32), 32, 16, r"QGMMA\.64x8x32\.F32\.E4M3\.E4M3", r"STS\.U8"),
-         "e5m2-f32": (Codec(E5M2, F32), 32, 16, r"QGMMA\.64x8x32\.F32\.E5M2\.E5M2", r"STS\.U8"),
+         "e4m3-f32": (Codec(E4M3, F32, sums_exact=FP8_SUMS), 32, 16,
+                      r"QGMMA\.64x8x32\.F32\.E4M3\.E4M3", r"STS\.U8"),
+         "e5m2-f32": (Codec(E5M2, F32, sums_exact=FP8_SUMS), 32, 16,
+                      r"QGMMA\.64x8x32\.F32\.E5M2\.E5M2", r"STS\.U8"),
          "s8-s32": (Codec(S8, S32), 32, 16, r"IGMMA\.64x8x32\.S8\.S8", r"STS\.U8")}
 SEEDS = {kind: 0x5EED_2017 + 0x100 * i for i, kind in enumerate(KINDS)}
 
@@ -49,7 +57,7 @@ def evidence(kind: str):
 
 def probe(kind: str) -> LaneIdProbe:
     return LaneIdProbe(
-        id=f"wgmma-{kind}", version="1",
+        id=f"wgmma-{kind}", version="2" if KINDS[kind][0].sums_exact else "1",
         summary=f"{kind.replace('-', ' -> ')} wgmma m64n8, A from registers, B from shared "
                 "memory: (thread, value) <-> (row, col), B's tile bytes -> (k, n)",
         targets=("sm_90*",), vendor="nvidia", source=HERE / "wgmma_types.cu",

@@ -161,16 +161,17 @@ class Plan:
 
     @classmethod
     def of(cls, codec: Codec, size: Sizes, k: int = 1, name: str = "probe") -> Plan:
-        exact, acc = codec.exact, codec.accumulator  # of A and B, the narrower
+        exact = codec.exact  # of A and B, the narrower
+        held = codec.sum_exact  # what D keeps exact: the format's, or the unit's narrower sums
         largest = min(exact, max(size.slots("a"), size.slots("b")))  # operand value
-        if acc.exact // CSCALE - 1 >= 2:  # a wide accumulator: C's digit at CSCALE
+        if held // CSCALE - 1 >= 2:  # a wide accumulator: C's digit at CSCALE
             scale = CSCALE
         else:  # a narrow one: just above the largest operand value, leaving C two levels
-            room = 1 << (((acc.exact + 1) // 3).bit_length() - 1)  # 3 * scale - 1 <= exact
+            room = 1 << (((held + 1) // 3).bit_length() - 1)  # 3 * scale - 1 <= exact
             scale = min(1 << largest.bit_length(), room)
         presence = exact < 2  # its only nonzero value cannot also say "no slot"
         base = 2 if presence else min(exact, scale - 1)
-        c_base = (acc.exact - (scale - 1)) // scale
+        c_base = (held - (scale - 1)) // scale
         if base < 2 or c_base < (2 if size.slots("d") > 1 else 1):
             raise ValueError(f"{name}: {codec.name} cannot carry lane ids: operand "
                              f"digits of base {base}, C "
@@ -178,9 +179,9 @@ class Plan:
         n = max(digits(size.slots("a"), base), digits(size.slots("b"), base),
                 digits(size.slots("d"), c_base))
         gemm = k * 16 + 64  # the largest |A·B + C| of the random GEMM waves
-        if gemm > acc.exact:
+        if gemm > held:
             raise ValueError(f"{name}: the random GEMM waves reach {gemm}, beyond what a "
-                             f"{acc.name} accumulator holds exactly ({acc.exact})")
+                             f"{codec.name} accumulator holds exactly ({held})")
         return cls(base, scale, c_base, n, presence)
 
 
@@ -196,8 +197,9 @@ def plan_of(grid: xr.Dataset, codec: Codec) -> Plan:
     named = tuple(str(grid[c].values) if c in grid.coords else F64.name
                   for c in ("operand_type", "accumulator_type"))
     b = str(grid["b_operand_type"].values) if "b_operand_type" in grid.coords else None
+    narrow = int(grid["sums_exact"].values) if "sums_exact" in grid.coords else None
     if named != (codec.operand.name, codec.accumulator.name) or \
-            b != (codec.b.name if codec.b else None):
+            b != (codec.b.name if codec.b else None) or narrow != codec.sums_exact:
         raise ValueError(f"the grid's codec is not {codec.name}")
     plan = Plan.of(codec, _sizes(grid))
     if grid.sizes.get("digit", 1) != plan.rounds:
@@ -247,6 +249,10 @@ def stimulus(shapes: Sequence[Shape], trials: int, seed: int) -> xr.Dataset:
                    "accumulator_type": ((), codec.accumulator.name)}
         if codec.b:  # mixed signedness: B's own type
             coords["b_operand_type"] = ((), codec.b.name)
+        if codec.sums_exact:  # the unit sums more narrowly than its format: planned within
+            coords["sums_exact"] = ((), np.uint64(codec.sums_exact), {"long_name": (
+                "the largest n every integer 0..n of which the unit's sums keep exact; ids "
+                "and C digits are planned within it")})
     if plan.rounds > 1:  # several waves per hot slot, one per digit of the ids
         coords["digit"] = ("digit", u32(plan.rounds), {"long_name": (
             "round 0: presence (every operand slot 1); round r: digit r - 1" if plan.presence
