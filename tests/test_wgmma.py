@@ -42,6 +42,11 @@ def test_each_kernel_builds_the_descriptors_its_grid_declares() -> None:
           re.findall(r"^MN\(probe_(\w+), ([\d, ]+)\)$",
                      (folder / "wgmma_f16_mn.cu").read_text(), re.M)}
     assert mn == {name: _descriptors(f)[0] for name, f in _declared("wgmma-f16-mn").items()}
+    ssa = {name: tuple(int(x) for x in fields.split(",")) for name, fields in
+           re.findall(r"^SSA\(probe_(\w+), ([\d, ]+)\)$",
+                      (folder / "wgmma_f16_ssa.cu").read_text(), re.M)}
+    assert ssa == {name: (*_descriptors(f)[0], f["a_trans"])
+                   for name, f in _declared("wgmma-f16-ssa").items()}
     ss = {name: tuple(int(x) for x in fields.split(",")) for name, fields in
           re.findall(r"^SS\(probe_(\w+), ([\d, ]+)\)$",
                      (folder / "wgmma_f16_ss.cu").read_text(), re.M)}
@@ -50,7 +55,7 @@ def test_each_kernel_builds_the_descriptors_its_grid_declares() -> None:
 
 
 @pytest.mark.parametrize("probe_id", ["wgmma-f16-rs", "wgmma-f16-ss", "wgmma-f16-n64",
-                                      "wgmma-f16-mn"])
+                                      "wgmma-f16-mn", "wgmma-f16-ssa"])
 def test_the_sass_carries_each_descriptors_swizzle_and_stride_offset(probe_id: str) -> None:
     """A descriptor's upper word (SBO >> 4 in bits 0-13, the mode in bits 30-31) is a
     constant the compiler materialises: it must be the declared one, in every kernel."""
@@ -67,6 +72,8 @@ def test_the_sass_carries_each_descriptors_swizzle_and_stride_offset(probe_id: s
         # B transposed (N-major) in the MN probe only: the MMA's descriptor operand says so
         mma = [t for t in texts if "GMMA" in t]
         assert len(mma) == 1 and ("gdesc[UR4].tnspB" in mma[0]) == (probe_id == "wgmma-f16-mn")
+        facts = _declared(probe_id)[kernel.name]  # A transposed (M-major) where declared
+        assert ("gdesc[UR4].tnspA" in mma[0]) == bool(facts.get("a_trans"))
 
 
 def test_a_tile_with_more_slots_than_elements_is_recovered_and_unread_slots_stay_empty(
@@ -92,6 +99,7 @@ def test_only_a_tile_may_offer_more_slots_than_elements() -> None:
 
 
 WGMMA_PROBES = ["wgmma-f16-rs", "wgmma-f16-ss", "wgmma-f16-n64", "wgmma-f16-mn",
+                "wgmma-f16-ssa",
                 "wgmma-bf16-f32", "wgmma-f16-f16",
                 "wgmma-tf32-f32", "wgmma-e4m3-f32", "wgmma-e5m2-f32", "wgmma-s8-s32"]
 

@@ -19,6 +19,9 @@ wgmma-f16-n64: m64n64k16 with A from registers and 64 rows of B (2 KiB, none and
 
 wgmma-f16-mn: the same with B N-major (imm-trans-b = 1, n contiguous, SASS `.tnspB`) under
 no swizzle, 32B, 64B and 128B: where the descriptor's LBO and SBO go when B is transposed.
+
+wgmma-f16-ssa: m64n16k16 with A from an 8 KiB shared tile, K-major under 64B and 128B swizzle
+and M-major (imm-trans-a = 1, SASS `.tnspA`) unswizzled and 128B; B K-major unswizzled.
 """
 
 from pathlib import Path
@@ -87,6 +90,15 @@ MN_SHAPES = tuple(Shape(name, 64, 64, 16, 128, a_values=8, b_values=8, d_values=
                         facts=tuple(zip(("swizzle", "lbo", "sbo", "start"), fields,
                                         strict=True)))
                   for name, fields in MN_KERNELS.items())
+# kernel -> A's descriptor as wgmma_f16_ssa.cu builds it (swizzle bytes, LBO, SBO) and
+# whether A is M-major (imm-trans-a); B K-major, unswizzled (LBO 128, SBO 256)
+SSA_KERNELS = {"ssa_sw64": (64, 16, 512, 0), "ssa_sw128": (128, 16, 1024, 0),
+               "ssa_mn_none": (0, 1024, 128, 1), "ssa_mn_sw128": (128, 16, 1024, 1)}
+SSA_SHAPES = tuple(Shape(name, 64, 16, 16, 128, a_values=32, b_values=2, d_values=8,
+                         codec=Codec(F16, F32), tiles=("a", "b"),
+                         facts=tuple(zip(("a_swizzle", "a_lbo", "a_sbo", "a_trans"), fields,
+                                         strict=True)))
+                   for name, fields in SSA_KERNELS.items())
 EXCLUDED = {"sm_[0-8]*": "wgmma is Hopper's (sm_90a)",
             "sm_1??*": "wgmma is sm_90a only (Blackwell has tcgen05)"}
 
@@ -117,4 +129,11 @@ PROBES = (LaneIdProbe(
             "shared tile under each swizzle mode: B's bytes -> (k, n)",
     targets=("sm_90*",), vendor="nvidia", source=HERE / "wgmma_f16_mn.cu",
     shapes=MN_SHAPES, evidence=evidence, seed=0x5EED_1B17, block=128,
+    options={"arch": "sm_90a"}, excluded=EXCLUDED),
+    LaneIdProbe(
+    id="wgmma-f16-ssa", version="1",
+    summary="f16 -> f32 wgmma m64n16k16, A from an 8 KiB shared tile under the wide swizzles "
+            "and M-major: A's bytes -> (m, k)",
+    targets=("sm_90*",), vendor="nvidia", source=HERE / "wgmma_f16_ssa.cu",
+    shapes=SSA_SHAPES, evidence=evidence, seed=0x5EED_1C17, block=128,
     options={"arch": "sm_90a"}, excluded=EXCLUDED))
