@@ -31,15 +31,25 @@ from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.probe import Evidence
 
 HERE = Path(__file__).parent
-# kernel -> its B descriptor as wgmma_f16.cu builds it: swizzle (bytes, 0: none), leading and
-# stride byte offsets, start (bytes past the tile); per-kernel coordinates of the grid
+F16_F32 = Codec(F16, F32)
+
+
+def shapes(kernels: dict[str, tuple[int, ...]], n: int, values: tuple[int, int, int],
+           tiles: tuple[str, ...], fields: tuple[str, ...]) -> tuple[Shape, ...]:
+    """One m64n{n}k16 shape per kernel, its descriptor's numbers (as the kernel source builds
+    them) declared as the grid's per-kernel coordinates `fields`; values = A, B, D per lane."""
+    a, b, d = values
+    return tuple(Shape(name, 64, n, 16, 128, a_values=a, b_values=b, d_values=d,
+                       codec=F16_F32, tiles=tiles, facts=tuple(zip(fields, numbers, strict=True)))
+                 for name, numbers in kernels.items())
+
+
+B_FIELDS = ("swizzle", "lbo", "sbo", "start")  # B's descriptor; bytes (swizzle 0: none)
+# kernel -> its B descriptor as wgmma_f16.cu builds it: swizzle, LBO, SBO, start
 KERNELS = {"rs_none": (0, 128, 256, 0), "rs_sw32": (32, 16, 256, 0),
            "rs_sw64": (64, 16, 512, 0), "rs_sw128": (128, 16, 1024, 0),
            "rs_sw128_k1": (128, 16, 1024, 32)}
-SHAPES = tuple(Shape(name, 64, 8, 16, 128, a_values=8, b_values=4, d_values=4,
-                     codec=Codec(F16, F32), tiles=("b",),
-                     facts=tuple(zip(("swizzle", "lbo", "sbo", "start"), fields, strict=True)))
-               for name, fields in KERNELS.items())
+SHAPES = shapes(KERNELS, 8, (8, 4, 4), ("b",), B_FIELDS)
 
 
 def evidence(shape: Shape) -> Evidence:
@@ -61,79 +71,52 @@ def evidence(shape: Shape) -> Evidence:
                                 (r"WARPGROUP\.DEPBAR\.LE", "after", 1)))
 
 
-# kernel -> A's and B's descriptors as wgmma_f16_ss.cu builds them: (swizzle bytes, LBO, SBO)
-# each, and B's start (bytes past its tile)
-SS_KERNELS = {"ss_none": ((0, 128, 256), (0, 128, 256), 0),
-              "ss_sw32": ((32, 16, 256), (32, 16, 256), 0),
-              "ss_sw64_hi": ((32, 16, 256), (64, 16, 512), 512),
-              "ss_sw128": ((32, 16, 256), (128, 16, 1024), 0)}
-SS_SHAPES = tuple(Shape(name, 64, 8, 16, 128, a_values=8, b_values=4, d_values=4,
-                        codec=Codec(F16, F32), tiles=("a", "b"),
-                        facts=(*((f"{op}_{field}", value)
-                                 for op, fields in zip("ab", (a, b), strict=True)
-                                 for field, value in zip(("swizzle", "lbo", "sbo"), fields,
-                                                         strict=True)), ("b_start", start)))
-                  for name, (a, b, start) in SS_KERNELS.items())
-# kernel -> B's descriptor as wgmma_f16_n64.cu builds it (swizzle bytes, LBO, SBO, start)
-N64_KERNELS = {"n64_none": (0, 128, 256, 0), "n64_sw32": (32, 16, 256, 0)}
-N64_SHAPES = tuple(Shape(name, 64, 64, 16, 128, a_values=8, b_values=8, d_values=32,
-                         codec=Codec(F16, F32), tiles=("b",),
-                         facts=tuple(zip(("swizzle", "lbo", "sbo", "start"), fields,
-                                         strict=True)))
-                   for name, fields in N64_KERNELS.items())
-# kernel -> B's descriptor as wgmma_f16_mn.cu builds it (swizzle bytes, LBO, SBO, start),
-# B N-major (imm-trans-b = 1)
-MN_KERNELS = {"mn_none": (0, 1024, 128, 0), "mn_sw32": (32, 256, 1024, 0),
-              "mn_sw64": (64, 512, 1024, 0), "mn_sw128": (128, 16, 1024, 0)}
-MN_SHAPES = tuple(Shape(name, 64, 64, 16, 128, a_values=8, b_values=8, d_values=32,
-                        codec=Codec(F16, F32), tiles=("b",),
-                        facts=tuple(zip(("swizzle", "lbo", "sbo", "start"), fields,
-                                        strict=True)))
-                  for name, fields in MN_KERNELS.items())
-# kernel -> A's descriptor as wgmma_f16_ssa.cu builds it (swizzle bytes, LBO, SBO) and
-# whether A is M-major (imm-trans-a); B K-major, unswizzled (LBO 128, SBO 256)
-SSA_KERNELS = {"ssa_sw64": (64, 16, 512, 0), "ssa_sw128": (128, 16, 1024, 0),
-               "ssa_mn_none": (0, 1024, 128, 1), "ssa_mn_sw128": (128, 16, 1024, 1)}
-SSA_SHAPES = tuple(Shape(name, 64, 16, 16, 128, a_values=32, b_values=2, d_values=8,
-                         codec=Codec(F16, F32), tiles=("a", "b"),
-                         facts=tuple(zip(("a_swizzle", "a_lbo", "a_sbo", "a_trans"), fields,
-                                         strict=True)))
-                   for name, fields in SSA_KERNELS.items())
-EXCLUDED = {"sm_[0-8]*": "wgmma is Hopper's (sm_90a)",
-            "sm_1??*": "wgmma is sm_90a only (Blackwell has tcgen05)"}
+# kernel -> A's and B's descriptors as wgmma_f16_ss.cu builds them: (swizzle, LBO, SBO) each,
+# and B's start
+SS_KERNELS = {"ss_none": (0, 128, 256, 0, 128, 256, 0),
+              "ss_sw32": (32, 16, 256, 32, 16, 256, 0),
+              "ss_sw64_hi": (32, 16, 256, 64, 16, 512, 512),
+              "ss_sw128": (32, 16, 256, 128, 16, 1024, 0)}
+SS_SHAPES = shapes(SS_KERNELS, 8, (8, 4, 4), ("a", "b"),
+                   ("a_swizzle", "a_lbo", "a_sbo", "b_swizzle", "b_lbo", "b_sbo", "b_start"))
+# kernel -> B's descriptor as wgmma_f16_n64.cu builds it
+N64_SHAPES = shapes({"n64_none": (0, 128, 256, 0), "n64_sw32": (32, 16, 256, 0)}, 64,
+                    (8, 8, 32), ("b",), B_FIELDS)
+# kernel -> B's descriptor as wgmma_f16_mn.cu builds it, B N-major (imm-trans-b = 1)
+MN_SHAPES = shapes({"mn_none": (0, 1024, 128, 0), "mn_sw32": (32, 256, 1024, 0),
+                    "mn_sw64": (64, 512, 1024, 0), "mn_sw128": (128, 16, 1024, 0)}, 64,
+                   (8, 8, 32), ("b",), B_FIELDS)
+# kernel -> A's descriptor as wgmma_f16_ssa.cu builds it, and whether A is M-major
+# (imm-trans-a); B K-major, unswizzled (LBO 128, SBO 256)
+SSA_SHAPES = shapes({"ssa_sw64": (64, 16, 512, 0), "ssa_sw128": (128, 16, 1024, 0),
+                     "ssa_mn_none": (0, 1024, 128, 1), "ssa_mn_sw128": (128, 16, 1024, 1)},
+                    16, (32, 2, 8), ("a", "b"), ("a_swizzle", "a_lbo", "a_sbo", "a_trans"))
 
-PROBES = (LaneIdProbe(
-    id="wgmma-f16-rs", version="1",
-    summary="f16 -> f32 wgmma m64n8k16, A from registers, B from shared memory under each "
-            "swizzle mode: (thread, value) <-> (row, col), B's tile bytes -> (k, n)",
-    targets=("sm_90*",), vendor="nvidia", source=HERE / "wgmma_f16.cu", shapes=SHAPES,
-    evidence=evidence, seed=0x5EED_1817, block=128, options={"arch": "sm_90a"},
-    excluded=EXCLUDED),
-    LaneIdProbe(
-    id="wgmma-f16-ss", version="1",
-    summary="f16 -> f32 wgmma m64n8k16, A and B from shared memory under each swizzle mode: "
-            "tile bytes -> (m, k) and (k, n), (thread, value) <-> (row, col) of D",
-    targets=("sm_90*",), vendor="nvidia", source=HERE / "wgmma_f16_ss.cu", shapes=SS_SHAPES,
-    evidence=evidence, seed=0x5EED_1917, block=128, options={"arch": "sm_90a"},
-    excluded=EXCLUDED),
-    LaneIdProbe(
-    id="wgmma-f16-n64", version="1",
-    summary="f16 -> f32 wgmma m64n64k16, A from registers, B from a 2 KiB shared tile "
-            "(none, 32B): (thread, value) <-> (row, col) of 32 accumulators, B's bytes -> (k, n)",
-    targets=("sm_90*",), vendor="nvidia", source=HERE / "wgmma_f16_n64.cu",
-    shapes=N64_SHAPES, evidence=evidence, seed=0x5EED_1A17, block=128,
-    options={"arch": "sm_90a"}, excluded=EXCLUDED),
-    LaneIdProbe(
-    id="wgmma-f16-mn", version="1",
-    summary="f16 -> f32 wgmma m64n64k16, A from registers, B N-major (transposed) from a 2 KiB "
-            "shared tile under each swizzle mode: B's bytes -> (k, n)",
-    targets=("sm_90*",), vendor="nvidia", source=HERE / "wgmma_f16_mn.cu",
-    shapes=MN_SHAPES, evidence=evidence, seed=0x5EED_1B17, block=128,
-    options={"arch": "sm_90a"}, excluded=EXCLUDED),
-    LaneIdProbe(
-    id="wgmma-f16-ssa", version="1",
-    summary="f16 -> f32 wgmma m64n16k16, A from an 8 KiB shared tile under the wide swizzles "
-            "and M-major: A's bytes -> (m, k)",
-    targets=("sm_90*",), vendor="nvidia", source=HERE / "wgmma_f16_ssa.cu",
-    shapes=SSA_SHAPES, evidence=evidence, seed=0x5EED_1C17, block=128,
-    options={"arch": "sm_90a"}, excluded=EXCLUDED))
+
+def probe(pid: str, summary: str, source: str, kernel_shapes: tuple[Shape, ...], seed: int
+          ) -> LaneIdProbe:
+    return LaneIdProbe(
+        id=pid, version="1", summary=summary, targets=("sm_90*",), vendor="nvidia",
+        source=HERE / source, shapes=kernel_shapes, evidence=evidence, seed=seed, block=128,
+        options={"arch": "sm_90a"},
+        excluded={"sm_[0-8]*": "wgmma is Hopper's (sm_90a)",
+                  "sm_1??*": "wgmma is sm_90a only (Blackwell has tcgen05)"})
+
+
+PROBES = (
+    probe("wgmma-f16-rs", "f16 -> f32 wgmma m64n8k16, A from registers, B from shared memory "
+          "under each swizzle mode: (thread, value) <-> (row, col), B's tile bytes -> (k, n)",
+          "wgmma_f16.cu", SHAPES, 0x5EED_1817),
+    probe("wgmma-f16-ss", "f16 -> f32 wgmma m64n8k16, A and B from shared memory under each "
+          "swizzle mode: tile bytes -> (m, k) and (k, n), (thread, value) <-> (row, col) of D",
+          "wgmma_f16_ss.cu", SS_SHAPES, 0x5EED_1917),
+    probe("wgmma-f16-n64", "f16 -> f32 wgmma m64n64k16, A from registers, B from a 2 KiB "
+          "shared tile (none, 32B): (thread, value) <-> (row, col) of 32 accumulators, B's "
+          "bytes -> (k, n)", "wgmma_f16_n64.cu", N64_SHAPES, 0x5EED_1A17),
+    probe("wgmma-f16-mn", "f16 -> f32 wgmma m64n64k16, A from registers, B N-major "
+          "(transposed) from a 2 KiB shared tile under each swizzle mode: B's bytes -> (k, n)",
+          "wgmma_f16_mn.cu", MN_SHAPES, 0x5EED_1B17),
+    probe("wgmma-f16-ssa", "f16 -> f32 wgmma m64n16k16, A from an 8 KiB shared tile under the "
+          "wide swizzles and M-major: A's bytes -> (m, k)", "wgmma_f16_ssa.cu", SSA_SHAPES,
+          0x5EED_1C17),
+)
