@@ -55,7 +55,8 @@ def test_each_kernel_builds_the_descriptors_its_grid_declares() -> None:
 
 
 @pytest.mark.parametrize("probe_id", ["wgmma-f16-rs", "wgmma-f16-ss", "wgmma-f16-n64",
-                                      "wgmma-f16-mn", "wgmma-f16-ssa"])
+                                      "wgmma-f16-mn", "wgmma-f16-ssa", "wgmma-tf32-f32-sw128",
+                                      "wgmma-e4m3-f32-sw128", "wgmma-s8-s32-sw128"])
 def test_the_sass_carries_each_descriptors_swizzle_and_stride_offset(probe_id: str) -> None:
     """A descriptor's upper word (SBO >> 4 in bits 0-13, the mode in bits 30-31) is a
     constant the compiler materialises: it must be the declared one, in every kernel."""
@@ -101,7 +102,8 @@ def test_only_a_tile_may_offer_more_slots_than_elements() -> None:
 WGMMA_PROBES = ["wgmma-f16-rs", "wgmma-f16-ss", "wgmma-f16-n64", "wgmma-f16-mn",
                 "wgmma-f16-ssa",
                 "wgmma-bf16-f32", "wgmma-f16-f16",
-                "wgmma-tf32-f32", "wgmma-e4m3-f32", "wgmma-e5m2-f32", "wgmma-s8-s32"]
+                "wgmma-tf32-f32", "wgmma-e4m3-f32", "wgmma-e5m2-f32", "wgmma-s8-s32",
+                "wgmma-tf32-f32-sw128", "wgmma-e4m3-f32-sw128", "wgmma-s8-s32-sw128"]
 
 
 @pytest.mark.parametrize("probe_id", WGMMA_PROBES)

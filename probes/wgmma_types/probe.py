@@ -6,6 +6,8 @@ swizzle (LBO 128, SBO 256), measured with the lane-id kit over one warpgroup. On
 type (a probe's kernels share their buffers, so one codec each), one kernel source.
 Version 2 of the fp8 probes plans the lane-id waves within QGMMA's exact sums (below 2**14);
 version 1 planned them for f32's 2**24, and the unit dropped the ids' low bits.
+wgmma-tf32-f32-sw128, wgmma-e4m3-f32-sw128, wgmma-s8-s32-sw128: the same with B under the
+128-byte swizzle (wgmma_types_sw128.cu), where a 16-byte chunk holds 4 or 16 elements.
 """
 
 from pathlib import Path
@@ -31,11 +33,17 @@ KINDS = {"bf16-f32": (Codec(BF16, F32), 16, 8, r"HGMMA\.64x8x16\.F32\.BF16", r"S
 SEEDS = {kind: 0x5EED_2017 + 0x100 * i for i, kind in enumerate(KINDS)}
 
 
-def shape(kind: str) -> Shape:
+SWIZZLED = ("tf32-f32", "e4m3-f32", "s8-s32")  # also measured with B 128B-swizzled
+SW128 = (("swizzle", 128), ("lbo", 16), ("sbo", 1024))  # as wgmma_types_sw128.cu builds it
+
+
+def shape(kind: str, swizzled: bool = False) -> Shape:
     codec, k, a_values, _, _ = KINDS[kind]
     tile = 1024 * 8 // codec.operand.bits  # B's 1 KiB tile in elements
-    return Shape(f"{kind.replace('-', '_')}_m64n8k{k}", 64, 8, k, 128, a_values=a_values,
-                 b_values=tile // 128, d_values=4, codec=codec, tiles=("b",))
+    name = kind.replace("-", "_") + ("_sw128" if swizzled else "")
+    return Shape(f"{name}_m64n8k{k}", 64, 8, k, 128, a_values=a_values,
+                 b_values=tile // 128, d_values=4, codec=codec, tiles=("b",),
+                 facts=SW128 if swizzled else ())
 
 
 def evidence(kind: str):
@@ -55,16 +63,19 @@ def evidence(kind: str):
     return of
 
 
-def probe(kind: str) -> LaneIdProbe:
+def probe(kind: str, swizzled: bool = False) -> LaneIdProbe:
+    b = "from a 128B-swizzled shared tile" if swizzled else "from shared memory"
     return LaneIdProbe(
-        id=f"wgmma-{kind}", version="2" if KINDS[kind][0].sums_exact else "1",
-        summary=f"{kind.replace('-', ' -> ')} wgmma m64n8, A from registers, B from shared "
-                "memory: (thread, value) <-> (row, col), B's tile bytes -> (k, n)",
-        targets=("sm_90*",), vendor="nvidia", source=HERE / "wgmma_types.cu",
-        shapes=(shape(kind),), evidence=evidence(kind), seed=SEEDS[kind], block=128,
-        options={"arch": "sm_90a"},
+        id=f"wgmma-{kind}" + ("-sw128" if swizzled else ""),
+        version="2" if KINDS[kind][0].sums_exact and not swizzled else "1",
+        summary=f"{kind.replace('-', ' -> ')} wgmma m64n8, A from registers, B {b}: "
+                "(thread, value) <-> (row, col), B's tile bytes -> (k, n)",
+        targets=("sm_90*",), vendor="nvidia",
+        source=HERE / ("wgmma_types_sw128.cu" if swizzled else "wgmma_types.cu"),
+        shapes=(shape(kind, swizzled),), evidence=evidence(kind),
+        seed=SEEDS[kind] + (0x10 if swizzled else 0), block=128, options={"arch": "sm_90a"},
         excluded={"sm_[0-8]*": "wgmma is Hopper's (sm_90a)",
                   "sm_1??*": "wgmma is sm_90a only (Blackwell has tcgen05)"})
 
 
-PROBES = tuple(probe(kind) for kind in KINDS)
+PROBES = (*(probe(kind) for kind in KINDS), *(probe(kind, swizzled=True) for kind in SWIZZLED))
