@@ -16,8 +16,16 @@ import numpy as np
 import xarray as xr
 
 from probelab import codetree, dataset, gitinfo, ledger, manifest, written
+from probelab.cache import cache_key, cached_bytes
 from probelab.errors import Exit, HistoryError, IntegrityError, LabError, UsageError
-from probelab.hypothesis import LITERAL, Hypothesis, Tables, load_hypothesis, read_capped
+from probelab.hypothesis import (
+    LITERAL,
+    Evaluations,
+    Hypothesis,
+    Tables,
+    load_hypothesis,
+    read_capped,
+)
 from probelab.paths import data_dir, lab_root, relative, shown
 from probelab.prereg import Record, retired_observables
 from probelab.probe import get_probe
@@ -146,14 +154,17 @@ def measuring_code(prov: Provenance, commit: str, record: Record | None = None
 
 
 def dataset_problem(path: Path, ds: xr.Dataset, history: bool = True,
-                    pins: list[dict[str, Any]] | None = None) -> str | None:
+                    pins: list[dict[str, Any]] | None = None,
+                    content: str | None = None, file_sha: str | None = None) -> str | None:
     """Why a dataset is not what its sweep saved (edited, self-contradicting) or, when it
     says it is a measurement, not the archive's own (unpinned, misplaced, a copy, or, with
     `history`, changed in git or with a manifest that lost pins); None if it is. A measured
     dataset outside the archive is a usage error: it cannot count. `pins`: the manifest,
-    where the caller has already read it whole (otherwise it is read here)."""
+    where the caller has already read it whole (otherwise it is read here). `content`,
+    `file_sha`: the content hash the dataset computes to and the sha256 of the bytes it was
+    read from, where already known (otherwise worked out here)."""
     prov = dataset.provenance(ds)
-    content = dataset.computed_content_sha256(ds)
+    content = content or dataset.computed_content_sha256(ds)
     if why := dataset.tampered(ds, content):
         return why
     if why := dataset.contradictions(prov):
@@ -170,7 +181,7 @@ def dataset_problem(path: Path, ds: xr.Dataset, history: bool = True,
         entries = manifest.read() if pins is None else pins
     except IntegrityError as exc:
         return f"{exc}"
-    if why := manifest.pin_problem(path, content, entries):
+    if why := manifest.pin_problem(path, content, entries, file_sha):
         return why
     if history and (why := [*written.rewritten(path), *written.manifest_problems()]):
         return "; ".join(why)
@@ -243,6 +254,27 @@ def observed_dims(ds: xr.Dataset, prov: Provenance, probe_id: str
     return own | dict(get_probe(probe_id).observables) | fitted
 
 
+def _scored_claim(claims: Evaluations, h: Hypothesis, judged: "Judged", kernels: list[str]
+                  ) -> dict[str, Any]:
+    """What a claim's tables say against a dataset: the misfit of their shapes, if any, else
+    the tables' hash and each kernel's scores. Kept on disk under the claim's key (the file's
+    expressions, the grid, probelab's code) and the dataset's content hash, as computed from
+    its bytes (a corrupt entry is recomputed): a run that already scored this claim on these
+    contents reads the answer instead of evaluating and decoding again."""
+    ds = judged.ds
+    dims = observed_dims(ds, judged.prov, h.probe)
+
+    def compute() -> bytes:
+        claim = claims.claim(h, ds, dims)
+        if misfit := _shape_misfit(ds, claim.tables):
+            return json.dumps({"misfit": misfit}).encode()
+        return json.dumps({"table_sha256": claim.sha256, "kernels": {
+            k: score(ds, k, claim.tables, claim.scopes) for k in kernels}}).encode()
+
+    key = cache_key(claim=claims.key(h, ds, dims), content=judged.content, kernels=kernels)
+    return json.loads(cached_bytes("scores", key, compute)[0])
+
+
 def _shape_misfit(ds: xr.Dataset, tables: Tables) -> str | None:
     """A prediction that cannot be laid over the observed variable (its dims disagree with
     the dataset's own): nothing can be scored."""
@@ -301,6 +333,7 @@ class Judged:
     ds: xr.Dataset
     prov: Provenance
     problem: str | None
+    content: str  # the content hash its values and provenance compute to
 
     @cached_property
     def grid_sha256(self) -> str:
@@ -315,8 +348,9 @@ class Judged:
 
 
 def judge(path: Path, history: bool = True, pins: list[dict[str, Any]] | None = None) -> Judged:
-    ds = dataset.load(path)
-    return Judged(path, ds, dataset.provenance(ds), dataset_problem(path, ds, history, pins))
+    ds, content, file_sha = dataset.load_hashed(path)
+    return Judged(path, ds, dataset.provenance(ds),
+                  dataset_problem(path, ds, history, pins, content, file_sha), content)
 
 
 def _edited_seal(hypothesis_path: Path, judged: Judged,
@@ -384,11 +418,10 @@ def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = Non
     doc["hypothesis"] |= {"ledger_hash": entry["hash"], "sealed_at": entry["sealed_at"]}
     grid_sealed = doc["dataset"]["grid_sha256"] == entry["grid_sha256"]
     doc["dataset"]["grid_matches_seal"] = grid_sealed
-    claim = record.claims.claim(h, ds, observed_dims(ds, prov, h.probe))
-    tables, scopes = claim.tables, claim.scopes
-    if misfit := _shape_misfit(ds, tables):
+    scored = _scored_claim(record.claims, h, judged, kernels)
+    if misfit := scored.get("misfit"):
         return doc | {"verdict": TAMPERED, "reasons": [misfit]}
-    if grid_sealed and claim.sha256 != entry["table_sha256"]:
+    if grid_sealed and scored["table_sha256"] != entry["table_sha256"]:
         return doc | {"verdict": TAMPERED,
                       "reasons": ["prediction no longer evaluates to the sealed table"]}
     problems, commit = _order_problems(entry, judged, record)
@@ -396,7 +429,7 @@ def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = Non
     doc["hypothesis"]["code_changed_since_seal"] = _changed_since(commit, judged, record)
     doc["kernels"] = {}
     for kernel in kernels:
-        scores = score(ds, kernel, tables, scopes)
+        scores = scored["kernels"][kernel]
         via = next((s for s in h.scorings()
                     if scores[s]["matches"] == scores[s]["cells"] > 0), None)
         doc["kernels"][kernel] = {"in_claim": kernel in doc["hypothesis"]["kernels"],

@@ -5,6 +5,7 @@ variable gets a fill value, so uint32 0xFFFFFFFF is data, never "missing".
 """
 
 import hashlib
+import io
 import json
 from pathlib import Path
 
@@ -220,6 +221,36 @@ def _declared(path: Path) -> tuple[int, int]:
 
 
 def load(path: Path) -> xr.Dataset:
+    return _load(path, path)
+
+
+def load_hashed(path: Path) -> tuple[xr.Dataset, str, str]:
+    """(dataset, the content hash its values and provenance compute to, the sha256 of the
+    bytes read), the file read once, so both hashes are of the same bytes.
+    The hash of a file's exact bytes is kept on disk under the bytes' sha256 and probelab's
+    code (a corrupt entry is recomputed): where a run already computed it, the dataset is
+    opened lazily from those same bytes, and a variable is decoded only when it is read."""
+    from probelab.cache import cache_key, cached_bytes
+    from probelab.probe_index import core_digest
+
+    if not path.is_file():
+        return load(path), "", ""  # its one clear error
+    data = path.read_bytes()
+    file_sha = hashlib.sha256(data).hexdigest()
+    key = cache_key(file=file_sha, code=core_digest())
+    built: list[xr.Dataset] = []
+
+    def compute() -> bytes:
+        built.append(_load(io.BytesIO(data), path))
+        return computed_content_sha256(built[0]).encode()
+
+    content, _ = cached_bytes("content", key, compute)
+    ds = built[0] if built else _load(io.BytesIO(data), path, lazy=True)
+    return ds, content.decode(), file_sha
+
+
+def _load(source: Path | io.BytesIO, path: Path, lazy: bool = False) -> xr.Dataset:
+    """The dataset at `path`, read from `source` (the path, or its bytes already read)."""
     if not path.is_file():
         raise UsageError(f"no such dataset: {path}" if not path.exists() else
                          f"{path} is not a file")
@@ -229,7 +260,8 @@ def load(path: Path) -> xr.Dataset:
             raise UsageError(f"{path} declares {declared:,} bytes of variables ({strings:,} "
                              f"text elements); a dataset is at most {MAX_DATASET_BYTES:,} "
                              f"({MAX_STRING_ELEMENTS:,}): refused before reading them")
-        ds = xr.load_dataset(path, engine=ENGINE, mask_and_scale=False)
+        opened = xr.open_dataset if lazy else xr.load_dataset
+        ds = opened(source, engine=ENGINE, mask_and_scale=False)
     except UsageError:
         raise
     except Exception as exc:  # truncated, not netCDF, not HDF5: one clear message

@@ -345,6 +345,24 @@ class Evaluations:
     def __init__(self) -> None:
         self._done: dict[tuple[str, ...], Evaluated] = {}
 
+    @staticmethod
+    def key(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]]) -> str:
+        """What an answer about the claim is kept on disk under: everything its evaluation
+        reads (`_claim_key`) and probelab's code."""
+        from probelab.probe_index import core_digest
+
+        return hashlib.sha256(repr((_claim_key(h, grid, observables),
+                                    core_digest())).encode()).hexdigest()
+
+    def digest(self, h: Hypothesis, grid: xr.Dataset,
+               observables: Mapping[str, tuple[str, ...]]) -> str:
+        """The claim's table hash, read from the on-disk cache where a run already evaluated
+        it under this key (a corrupt entry is recomputed)."""
+        from probelab.cache import cached_bytes
+
+        return cached_bytes("tables", self.key(h, grid, observables), lambda: self.claim(
+            h, grid, observables).sha256.encode())[0].decode()
+
     def claim(self, h: Hypothesis, grid: xr.Dataset,
               observables: Mapping[str, tuple[str, ...]]) -> Evaluated:
         key = _claim_key(h, grid, observables)

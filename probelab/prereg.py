@@ -56,8 +56,8 @@ def evaluate(h: Hypothesis, claims: Evaluations | None = None) -> tuple[Probe, s
         raise UsageError(f"{h.path}: kernels {sorted(unknown)} are not kernels of {probe.id}")
     grid = probe.stimulus()
     for name in h.near_misses:  # a near miss that cannot be evaluated is refused at seal
-        claims.claim(h.near_miss(name), grid, probe.observables)
-    return probe, grid_sha256(grid), claims.claim(h, grid, probe.observables).sha256
+        claims.digest(h.near_miss(name), grid, probe.observables)
+    return probe, grid_sha256(grid), claims.digest(h, grid, probe.observables)
 
 
 def template(probe: Probe, hypothesis_id: str) -> str:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from toylab import ToyLab, invoke
 
-from probelab import dataset, prereg
+from probelab import check, dataset, prereg
 from probelab.backends import KernelTimeout, wait_for
 from probelab.errors import UsageError
 from probelab.hypothesis import parse_hypothesis
@@ -384,3 +384,62 @@ def test_a_hypothesis_retired_by_a_new_probe_version_is_named_not_dropped(
     listed = json.loads(invoke("prereg", "list", "--json").stdout)
     assert listed[0]["retired"] == ["value"]
     assert "(retired: predicts ['value']" in invoke("prereg", "list").stdout
+
+
+# ---- the on-disk answers verify and check reuse --------------------------------------------
+
+
+def _entries(kind: str) -> list[Path]:
+    from probelab.paths import cache_dir
+
+    return sorted((cache_dir() / kind).glob("*.bin"))
+
+
+def test_a_check_answered_from_the_cache_is_the_check_computed_afresh(toylab: ToyLab,
+                                                                      monkeypatch) -> None:
+    """A dataset's content hash (under its bytes' sha256), a claim's tables hash and its
+    scores on those contents are kept on disk: a second check reads them (nothing is
+    evaluated) and gives the same verdict document; a corrupt entry is recomputed, never
+    read as an answer."""
+    from probelab import hypothesis
+
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset())
+    cold = check.check(hyp, data)
+    assert cold["verdict"] == check.CONFIRMED
+    assert _entries("content") and _entries("scores")
+    evaluate = hypothesis.evaluate_claim
+    monkeypatch.setattr(hypothesis, "evaluate_claim", lambda *a: pytest.fail("evaluated"))
+    assert check.check(hyp, data) == cold  # warm: from the entries
+    monkeypatch.setattr(hypothesis, "evaluate_claim", evaluate)
+    for entry in _entries("scores") + _entries("content"):
+        entry.write_bytes(b"0" * 64 + b'{"table_sha256": "x", "kernels": {}}')
+    assert check.check(hyp, data) == cold  # corrupt: recomputed, and rewritten
+    assert all(b'"x"' not in e.read_bytes() for e in _entries("scores"))
+
+
+def test_an_edited_dataset_is_judged_from_its_own_bytes_not_an_earlier_answer(
+        toylab: ToyLab) -> None:
+    """The answers are filed under the dataset's exact bytes: an edit after a warm check is
+    a miss, judged afresh: TAMPERED."""
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset())
+    assert check.check(hyp, data)["verdict"] == check.CONFIRMED
+    _rewrite_keeping_provenance(data, lambda ds: ds["value"].values.__setitem__((0, 3, 2), 0))
+    doc = check.check(hyp, data)
+    assert doc["verdict"] == check.TAMPERED and "edited after the sweep" in doc["reasons"][0]
+
+
+def test_another_probelab_code_never_reads_an_earlier_runs_answers(toylab: ToyLab,
+                                                                   monkeypatch) -> None:
+    """probelab's own code is part of every key: code that evaluates or scores differently
+    computes its own answers (a new entry per kind), whatever an earlier version filed."""
+    from probelab import probe_index
+
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.as_measured(toylab.sim_dataset())
+    cold = check.check(hyp, data)
+    before = {kind: len(_entries(kind)) for kind in ("content", "scores")}
+    monkeypatch.setattr(probe_index, "core_digest", lambda: "another probelab")
+    assert check.check(hyp, data) == cold
+    assert all(len(_entries(kind)) == before[kind] + 1 for kind in before)
