@@ -27,31 +27,26 @@ def _descriptors(facts: dict[str, int]) -> list[tuple[int, int, int]]:
     return [(MODE[facts[f"{p}swizzle"]], facts[f"{p}lbo"], facts[f"{p}sbo"]) for p in prefixes]
 
 
+def _built(source: str, macro: str) -> dict[str, tuple[int, ...]]:
+    """kernel -> the numbers each `MACRO(probe_<kernel>, ...)` line of a kernel source gives."""
+    text = (ROOT / "probes" / "wgmma_f16" / source).read_text()
+    return {name: tuple(int(x) for x in fields.split(",")) for name, fields in
+            re.findall(rf"^{macro}\(probe_(\w+), ([\d, ]+)\)$", text, re.M)}
+
+
 def test_each_kernel_builds_the_descriptors_its_grid_declares() -> None:
-    folder = ROOT / "probes" / "wgmma_f16"
-    rs = {name: tuple(int(x) for x in fields.split(",")) for name, fields in
-          re.findall(r"^RS\(probe_(\w+), ([\d, ]+)\)$", (folder / "wgmma_f16.cu").read_text(),
-                     re.M)}
-    assert rs == {name: (*_descriptors(f)[0], f["start"])
-                  for name, f in _declared("wgmma-f16-rs").items()}
-    n64 = {name: tuple(int(x) for x in fields.split(",")) for name, fields in
-           re.findall(r"^N64\(probe_(\w+), ([\d, ]+)\)$",
-                      (folder / "wgmma_f16_n64.cu").read_text(), re.M)}
-    assert n64 == {name: _descriptors(f)[0] for name, f in _declared("wgmma-f16-n64").items()}
-    mn = {name: tuple(int(x) for x in fields.split(",")) for name, fields in
-          re.findall(r"^MN\(probe_(\w+), ([\d, ]+)\)$",
-                     (folder / "wgmma_f16_mn.cu").read_text(), re.M)}
-    assert mn == {name: _descriptors(f)[0] for name, f in _declared("wgmma-f16-mn").items()}
-    ssa = {name: tuple(int(x) for x in fields.split(",")) for name, fields in
-           re.findall(r"^SSA\(probe_(\w+), ([\d, ]+)\)$",
-                      (folder / "wgmma_f16_ssa.cu").read_text(), re.M)}
-    assert ssa == {name: (*_descriptors(f)[0], f["a_trans"])
-                   for name, f in _declared("wgmma-f16-ssa").items()}
-    ss = {name: tuple(int(x) for x in fields.split(",")) for name, fields in
-          re.findall(r"^SS\(probe_(\w+), ([\d, ]+)\)$",
-                     (folder / "wgmma_f16_ss.cu").read_text(), re.M)}
-    assert ss == {name: (*sum(_descriptors(f), ()), f["b_start"])
-                  for name, f in _declared("wgmma-f16-ss").items()}
+    assert _built("wgmma_f16.cu", "RS") == {
+        name: (*_descriptors(f)[0], f["start"]) for name, f in _declared("wgmma-f16-rs").items()}
+    for source, macro, probe_id in (("wgmma_f16_n64.cu", "N64", "wgmma-f16-n64"),
+                                    ("wgmma_f16_mn.cu", "MN", "wgmma-f16-mn")):
+        assert _built(source, macro) == {name: _descriptors(f)[0]
+                                         for name, f in _declared(probe_id).items()}
+    assert _built("wgmma_f16_ssa.cu", "SSA") == {
+        name: (*_descriptors(f)[0], f["a_trans"])
+        for name, f in _declared("wgmma-f16-ssa").items()}
+    assert _built("wgmma_f16_ss.cu", "SS") == {
+        name: (*sum(_descriptors(f), ()), f["b_start"])
+        for name, f in _declared("wgmma-f16-ss").items()}
 
 
 @pytest.mark.parametrize("probe_id", ["wgmma-f16-rs", "wgmma-f16-ss", "wgmma-f16-n64",
