@@ -348,10 +348,13 @@ class Evaluations:
     @staticmethod
     def key(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]]) -> str:
         """What an answer about the claim is kept on disk under: everything its evaluation
-        reads (`_claim_key`) and probelab's code."""
+        reads (`_claim_key`, with the file's name for its path, which only its error messages
+        use: the same claim in another checkout of the lab is the same answer) and probelab's
+        code."""
         from probelab.probe_index import core_digest
 
-        return hashlib.sha256(repr((_claim_key(h, grid, observables),
+        pathless = replace(h, path=Path(h.path.name))
+        return hashlib.sha256(repr((_claim_key(pathless, grid, observables),
                                     core_digest())).encode()).hexdigest()
 
     def digest(self, h: Hypothesis, grid: xr.Dataset,

@@ -443,3 +443,19 @@ def test_another_probelab_code_never_reads_an_earlier_runs_answers(toylab: ToyLa
     monkeypatch.setattr(probe_index, "core_digest", lambda: "another probelab")
     assert check.check(hyp, data) == cold
     assert all(len(_entries(kind)) == before[kind] + 1 for kind in before)
+
+
+def test_a_claims_key_binds_its_expressions_not_its_checkout() -> None:
+    """The on-disk key of a claim is the same for the same file in another checkout, and
+    differs for any change to what it evaluates."""
+    from probelab.hypothesis import Evaluations
+
+    grid = xr.Dataset(coords={"a": ("a", np.arange(4, dtype=np.uint32))})
+    head = 'schema = 1\nid = "h"\nprobe = "toy"\nclaim = "c"\ncoordinates = "raw"\n'
+    one, other = (parse_hypothesis(Path(root) / "h.toml", (head + '[predict]\nv = "a"\n').encode())
+                  for root in ("/lab/one", "/lab/two"))
+    changed = parse_hypothesis(Path("/lab/one/h.toml"),
+                               (head + '[predict]\nv = "a + 1"\n').encode())
+    key = Evaluations.key
+    assert key(one, grid, {"v": ("a",)}) == key(other, grid, {"v": ("a",)})
+    assert key(one, grid, {"v": ("a",)}) != key(changed, grid, {"v": ("a",)})
