@@ -22,8 +22,9 @@ SHAPES = (Shape("m8n8k4", 8, 8, 4, 32, 1, 1, 2), Shape("m16n8k8", 16, 8, 8, 32, 
 AMD = (Shape("mfma", 16, 16, 4, 64, 1, 1, 4),)
 
 
-def run_unit(shapes, layouts: dict[str, Layout], unit=lane_id.multiply, seed: int = 7):
-    grid = lane_id.stimulus(shapes, trials=3, seed=seed)
+def run_unit(shapes, layouts: dict[str, Layout], unit=lane_id.multiply, seed: int = 7,
+             design: str = lane_id.BOTH):
+    grid = lane_id.stimulus(shapes, trials=3, seed=seed, design=design)
     w = lane_id.waves(grid, lane_id.codec_of(shapes))
     lanes = Sizes.widest(shapes).lanes
     codec = lane_id.codec_of(shapes)
@@ -64,58 +65,73 @@ def assert_same_up_to_relabeling(ds, shape: Shape, layout: Layout) -> None:
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1))
-def test_any_hidden_layout_is_recovered(seed: int) -> None:
+@given(seed=st.integers(0, 2**32 - 1), design=st.sampled_from(lane_id.DESIGNS))
+def test_any_hidden_layout_is_recovered(seed: int, design: str) -> None:
     layouts = hidden(SHAPES, seed)
-    ds = run_unit(SHAPES, layouts)
+    ds = run_unit(SHAPES, layouts, design=design)
     assert ds["recovered"].values.tolist() == [1] * len(SHAPES), ds["recovered"].attrs["why"]
     assert ds["gemm_exact"].values.all()
     for shape in SHAPES:
         assert_same_up_to_relabeling(ds, shape, layouts[shape.name])
 
 
-def test_relations_match_the_hidden_layout_cell_for_cell() -> None:
+@pytest.mark.parametrize("design", lane_id.DESIGNS)
+def test_relations_match_the_hidden_layout_cell_for_cell(design: str) -> None:
     layouts = hidden(AMD, 3)
-    ds = run_unit(AMD, layouts)
+    ds = run_unit(AMD, layouts, design=design)
     lay = layouts["mfma"]
     a, b, d = lay.a[:, 0], lay.b[:, 0], lay.d  # (64, 2), (64, 2), (64, 4, 2)
     same_row = a[:, None, None, 0] == d[None, :, :, 0]  # (a_lane, d_lane, d_reg)
     same_k = a[:, None, 1] == b[None, :, 0]
     same_col = b[:, None, None, 1] == d[None, :, :, 1]
-    for suffix in ("", "_b"):
-        np.testing.assert_array_equal(ds[f"same_row{suffix}"].values[0, :, 0], same_row)
-        np.testing.assert_array_equal(ds[f"same_k{suffix}"].values[0, :, 0, :, 0], same_k)
-        np.testing.assert_array_equal(ds[f"same_col{suffix}"].values[0, :, 0], same_col)
+    if design == lane_id.BOTH:
+        for suffix in ("", "_b"):
+            np.testing.assert_array_equal(ds[f"same_row{suffix}"].values[0, :, 0], same_row)
+            np.testing.assert_array_equal(ds[f"same_k{suffix}"].values[0, :, 0, :, 0], same_k)
+            np.testing.assert_array_equal(ds[f"same_col{suffix}"].values[0, :, 0], same_col)
+    else:  # APART stores b_src, the table the three relations project
+        assert "same_row" not in ds
+        b_src = ds["b_src"].values[0, :, 0]  # (a_lane, d_lane, d_reg): B slots are lanes
+        want = np.where(same_row, np.argmax(same_k[:, :, None, None] & same_col[None], 1),
+                        NONE)
+        np.testing.assert_array_equal(b_src, want)
     slot = np.arange(64)[:, None] + 64 * np.arange(4)[None, :]
     np.testing.assert_array_equal(ds["c_src"].values[0], slot)  # C lands where D is read
 
 
-def test_padded_slots_relate_to_nothing() -> None:
+@pytest.mark.parametrize("design", lane_id.DESIGNS)
+def test_padded_slots_relate_to_nothing(design: str) -> None:
     """m8n8k4 reads one A register of the eight the buffers have, writes two of D's four."""
-    ds = run_unit(SHAPES, hidden(SHAPES, 5)).sel(kernel="m8n8k4")
-    assert not ds["same_row"].values[:, 1:].any() and not ds["same_k"].values[:, 1:].any()
-    assert not ds["same_col"].values[..., 2:].any()
+    ds = run_unit(SHAPES, hidden(SHAPES, 5), design=design).sel(kernel="m8n8k4")
+    if design == lane_id.BOTH:
+        assert not ds["same_row"].values[:, 1:].any() and not ds["same_k"].values[:, 1:].any()
+        assert not ds["same_col"].values[..., 2:].any()
+    else:
+        assert (ds["b_src"].values[:, 1:] == NONE).all()
+        assert (ds["b_src"].values[..., 2:] == NONE).all()
     assert (ds["c_src"].values[:, 2:] == NONE).all()
     assert (ds["a_row"].values[:, 1:] == -1).all() and (ds["d_row"].values[:, 2:] == -1).all()
 
 
-def _garble(kind: str):
+def _garble(kind: str, design: str = lane_id.BOTH):
     def unit(layout, a, b, c, shape):
         d = lane_id.multiply(layout, a, b, c, shape)
         if kind == "sum":  # D slot 0 also gets D slot 1's value: no longer one element
             d[:, 0] += d[:, 1]
-        elif kind == "lane-swap":  # lanes 3 and 4 of D swap on the a-named waves only
-            nb = Sizes.widest([shape]).slots("b")
-            d[:nb, [3, 4]] = d[:nb, [4, 3]]
+        elif kind == "lane-swap":  # lanes 3 and 4 of D swap on the first named waves only
+            size = Sizes.widest([shape])
+            first = size.slots("b") if design == lane_id.BOTH else 1 + size.slots("a") // 2
+            d[:first, [3, 4]] = d[:first, [4, 3]]
         elif kind == "fraction":  # an inexact unit: not integer-valued
             d[:, 7] += 0.5
         return d
     return unit
 
 
+@pytest.mark.parametrize("design", lane_id.DESIGNS)
 @pytest.mark.parametrize("kind", ["sum", "lane-swap", "fraction"])
-def test_units_without_a_layout_are_refused(kind: str) -> None:
-    ds = run_unit(AMD, hidden(AMD, 11), unit=_garble(kind))
+def test_units_without_a_layout_are_refused(kind: str, design: str) -> None:
+    ds = run_unit(AMD, hidden(AMD, 11), unit=_garble(kind, design), design=design)
     assert ds["recovered"].values.tolist() == [0]
     assert "recovered" not in ds["recovered"].attrs["why"].split(": ", 1)[1]
     assert not ds["gemm_exact"].values.any()

@@ -13,6 +13,14 @@ sources:
 - "b named" waves, one per A slot: the same with A and B swapped.
 - "gemm" waves: random small integers in every slot, an independent check.
 
+That design (`BOTH`) names every slot twice. Wide shapes (wgmma's N = 256: 16384 D slots)
+use `APART` instead: "c named" waves carry C's ids alone (A = B = 0, so D = C), and only the
+b-named waves follow, with C = 0, so a D slot reads the B slot's digit + 1 or 0: the raw
+waves are mostly zeros (they compress some 90x) and one wave per A slot names all three
+relations (no `_b` twins; the GEMM waves stay the independent check). Its observable is
+`b_src` itself, which B slot the hot A slot met in each D slot: the three relations are its
+projections, and it is 4 to 8 times smaller than `same_col` alone.
+
 Where a type cannot hold a slot id whole (fp8, s4, ...) or the accumulator cannot hold C's
 beside it (f16), ids travel as digits, one wave per digit (`Plan`); the scale is CSCALE for
 wide accumulators (f64, f32, s32), so the f64 grids are the archive's.
@@ -42,6 +50,8 @@ if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery need
     import xarray as xr
 
 CSCALE = 1024  # C's digit scale where the accumulator is wide: > every operand digit
+BOTH, APART = "both named", "b named, C apart"  # the wave designs (module docstring)
+DESIGNS = (BOTH, APART)
 OPERANDS = ("a", "b", "c", "d")
 F64_CODEC = Codec(F64, F64)
 
@@ -148,6 +158,7 @@ class Plan:
     c_base: int
     digits: int
     presence: bool = False
+    c_digits: int = 0  # APART: C's own waves (its digits); 0: C rides in every wave
 
     @property
     def rounds(self) -> int:
@@ -159,10 +170,26 @@ class Plan:
         """What an operand value adds to its digit: 1 (0 is "no slot"), 0 with presence."""
         return 0 if self.presence else 1
 
+    @property
+    def apart(self) -> bool:
+        return self.c_digits > 0
+
     @classmethod
-    def of(cls, codec: Codec, size: Sizes, k: int = 1, name: str = "probe") -> Plan:
+    def of(cls, codec: Codec, size: Sizes, k: int = 1, name: str = "probe",
+           design: str = "") -> Plan:
         exact = codec.exact  # of A and B, the narrower
         held = codec.sum_exact  # what D keeps exact: the format's, or the unit's narrower sums
+        design = design or BOTH
+        if design not in DESIGNS:
+            raise ValueError(f"{name}: no lane-id design {design!r} (known: {DESIGNS})")
+        if design == APART:  # one product or C alone per D slot: digit + 1 up to what D holds
+            base, c_base = min(exact, held), held
+            if exact < 2 or c_base < 2:
+                raise ValueError(f"{name}: {codec.name} cannot carry lane ids apart from C "
+                                 "(its one nonzero value cannot also say 'no slot')")
+            cls._gemm_fits(codec, k, name)
+            return cls(base, 1, c_base, digits(size.slots("b"), base),
+                       c_digits=digits(size.slots("d"), c_base))
         largest = min(exact, max(size.slots("a"), size.slots("b")))  # operand value
         if held // CSCALE - 1 >= 2:  # a wide accumulator: C's digit at CSCALE
             scale = CSCALE
@@ -178,11 +205,15 @@ class Plan:
                              f"digits of base {c_base} (the encoding needs 2 or more)")
         n = max(digits(size.slots("a"), base), digits(size.slots("b"), base),
                 digits(size.slots("d"), c_base))
-        gemm = k * 16 + 64  # the largest |A·B + C| of the random GEMM waves
-        if gemm > held:
-            raise ValueError(f"{name}: the random GEMM waves reach {gemm}, beyond what a "
-                             f"{codec.name} accumulator holds exactly ({held})")
+        cls._gemm_fits(codec, k, name)
         return cls(base, scale, c_base, n, presence)
+
+    @staticmethod
+    def _gemm_fits(codec: Codec, k: int, name: str) -> None:
+        gemm = k * 16 + 64  # the largest |A·B + C| of the random GEMM waves
+        if gemm > codec.sum_exact:
+            raise ValueError(f"{name}: the random GEMM waves reach {gemm}, beyond what a "
+                             f"{codec.name} accumulator holds exactly ({codec.sum_exact})")
 
 
 def _digit(ids: np.ndarray, p: int, base: int) -> np.ndarray:
@@ -201,19 +232,27 @@ def plan_of(grid: xr.Dataset, codec: Codec) -> Plan:
     if named != (codec.operand.name, codec.accumulator.name) or \
             b != (codec.b.name if codec.b else None) or narrow != codec.sums_exact:
         raise ValueError(f"the grid's codec is not {codec.name}")
-    plan = Plan.of(codec, _sizes(grid))
-    if grid.sizes.get("digit", 1) != plan.rounds:
-        raise ValueError(f"the grid has {grid.sizes.get('digit', 1)} digit waves, the "
-                         f"{codec.name} plan {plan.rounds}")
+    plan = Plan.of(codec, _sizes(grid), design=design_of(grid))
+    if grid.sizes.get("digit", 1) != plan.rounds or \
+            grid.sizes.get("c_digit", 1) != max(plan.c_digits, 1):
+        raise ValueError(f"the grid has {grid.sizes.get('digit', 1)} digit waves and "
+                         f"{grid.sizes.get('c_digit', 1)} C waves, the {codec.name} plan "
+                         f"{plan.rounds} and {max(plan.c_digits, 1)}")
     return plan
 
 
-def stimulus(shapes: Sequence[Shape], trials: int, seed: int) -> xr.Dataset:
+def design_of(grid: xr.Dataset) -> str:
+    """The wave design a grid was made for (grids before APART name none: BOTH)."""
+    return str(grid["design"].values) if "design" in grid.coords else BOTH
+
+
+def stimulus(shapes: Sequence[Shape], trials: int, seed: int, design: str = BOTH
+             ) -> xr.Dataset:
     """The grid: slot dims per operand, per-kernel shape coordinates, GEMM trial values."""
     import xarray as xr
 
     size, codec = Sizes.widest(shapes), codec_of(shapes)
-    plan = Plan.of(codec, size, max(s.K for s in shapes))
+    plan = Plan.of(codec, size, max(s.K for s in shapes), design=design)
     rng = np.random.default_rng(seed)
     per_kernel = {k: ("kernel", np.array([getattr(s, v) for s in shapes], np.uint32))
                   for k, v in (("M", "M"), ("N", "N"), ("K", "K"), ("a_regs", "a_values"),
@@ -257,6 +296,13 @@ def stimulus(shapes: Sequence[Shape], trials: int, seed: int) -> xr.Dataset:
         coords["digit"] = ("digit", u32(plan.rounds), {"long_name": (
             "round 0: presence (every operand slot 1); round r: digit r - 1" if plan.presence
             else "digit of the slot ids the wave carries")})
+    if plan.apart:  # the grid says its design (BOTH grids stay as they were)
+        coords["design"] = ((), design, {"long_name": (
+            "lane-id waves: C's ids in waves of their own (A = B = 0), then one b-named wave "
+            "per A slot and digit with C = 0")})
+        if plan.c_digits > 1:
+            coords["c_digit"] = ("c_digit", u32(plan.c_digits), {"long_name": (
+                "digit of the C slot ids a c-named wave carries")})
     ds = xr.Dataset(coords=coords)
     for n in "abd":  # the archive's dim names: a lane-id "reg" is a value (an element)
         ds[f"{n}_reg"].attrs["long_name"] = (f"value (element) of a lane's {n.upper()} "
@@ -270,10 +316,21 @@ def _ids(slots: int) -> np.ndarray:
 
 def waves(grid: xr.Dataset, codec: Codec = F64_CODEC) -> dict[str, np.ndarray]:
     """Inputs of every wave as numbers, in order a-named (digit, hot B slot), b-named
-    (digit, hot A slot), gemm: a (W, A slots), b, c."""
+    (digit, hot A slot), gemm (APART: c-named (C digit), b-named, gemm): a (W, A slots), b,
+    c."""
     size, plan = _sizes(grid), plan_of(grid, codec)
     na, nb, nd = size.slots("a"), size.slots("b"), size.slots("d")
     trials = grid.sizes["trial"]
+    gemm = [grid[f"gemm_{n}"].values.reshape(trials, -1) for n in "abc"]
+    if plan.apart:
+        c_named = [_digit(_ids(nd), p, plan.c_base) + 1 for p in range(plan.c_digits)]
+        b_named = [_digit(_ids(nb), p, plan.base) + 1 for p in range(plan.digits)]
+        pc, pb = plan.c_digits, plan.digits * na
+        a = np.concatenate([np.zeros((pc, na)), *(np.eye(na) for _ in b_named), gemm[0]])
+        b = np.concatenate([np.zeros((pc, nb)),
+                            *(np.broadcast_to(v, (na, nb)) for v in b_named), gemm[1]])
+        c = np.concatenate([np.stack(c_named), np.zeros((pb, nd)), gemm[2]])
+        return {"a": a, "b": b.astype(np.float64), "c": c.astype(np.float64)}
     presence = [0] if plan.presence else []  # round 0 repeats C's digit 0
     rounds = range(plan.rounds)
     named = {n: [np.ones(s)] * plan.presence +
@@ -282,14 +339,11 @@ def waves(grid: xr.Dataset, codec: Codec = F64_CODEC) -> dict[str, np.ndarray]:
     c_ids = [plan.scale * (_digit(_ids(nd), p, plan.c_base) + 1)
              for p in [*presence, *range(plan.digits)]]
     a = np.concatenate([*(np.broadcast_to(v, (nb, na)) for v in named["a"]),
-                        *(np.eye(na) for _ in rounds),
-                        grid["gemm_a"].values.reshape(trials, na)])
+                        *(np.eye(na) for _ in rounds), gemm[0]])
     b = np.concatenate([*(np.eye(nb) for _ in rounds),
-                        *(np.broadcast_to(v, (na, nb)) for v in named["b"]),
-                        grid["gemm_b"].values.reshape(trials, nb)])
+                        *(np.broadcast_to(v, (na, nb)) for v in named["b"]), gemm[1]])
     c = np.concatenate([*(np.broadcast_to(v, (nb, nd)) for v in c_ids),
-                        *(np.broadcast_to(v, (na, nd)) for v in c_ids),
-                        grid["gemm_c"].values.reshape(trials, nd)])
+                        *(np.broadcast_to(v, (na, nd)) for v in c_ids), gemm[2]])
     return {"a": a.astype(np.float64), "b": b.astype(np.float64), "c": c.astype(np.float64)}
 
 
@@ -435,12 +489,16 @@ class Relations:
 def relations(a_src: np.ndarray, b_src: np.ndarray, size: Sizes) -> tuple[Relations, Relations]:
     """From the a-named waves (a_src: (B slots, D slots)) and the b-named ones (b_src:
     (A slots, D slots)), the same three relations twice, independently."""
-    na, nb = size.slots("a"), size.slots("b")
+    na = size.slots("a")
     by_a = Relations(_related(a_src, na), _paired(a_src, na),
                      (a_src < na).astype(np.uint32))
-    by_b = Relations((b_src < nb).astype(np.uint32), _paired(b_src, nb).T,
+    return by_a, _relations_b(b_src, size.slots("b"))
+
+
+def _relations_b(b_src: np.ndarray, nb: int) -> Relations:
+    """The three relations from the b-named waves alone."""
+    return Relations((b_src < nb).astype(np.uint32), _paired(b_src, nb).T,
                      _related(b_src, nb))
-    return by_a, by_b
 
 
 def _classes(vectors: np.ndarray) -> np.ndarray:
@@ -506,9 +564,10 @@ def recover(rel: Relations, c_src: np.ndarray, shape: Shape, size: Sizes
                   lane_major(mapped["D"])), "recovered"
 
 
-def factorizes(layout: Layout, a_src: np.ndarray, b_src: np.ndarray) -> bool:
+def factorizes(layout: Layout, a_src: np.ndarray | None, b_src: np.ndarray) -> bool:
     """Every named output is exactly what the recovered layout predicts (the relations are
-    projections; this checks the full three-way table behind them)."""
+    projections; this checks the full three-way table behind them); a_src None: APART has
+    no a-named waves."""
     a, b, d = (_slot_order(getattr(layout, n)) for n in "abd")
 
     def inverse(cells: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
@@ -520,13 +579,17 @@ def factorizes(layout: Layout, a_src: np.ndarray, b_src: np.ndarray) -> bool:
     inv_a = inverse(a, (a[:, 0].max() + 1, a[:, 1].max() + 1))
     inv_b = inverse(b, (b[:, 0].max() + 1, b[:, 1].max() + 1))
     d_ok, (m_d, n_d) = d[:, 0] >= 0, d.T
-    # a-named: hot B slot (k, n) meets D slot (m, n) -> the A slot holding (m, k)
-    meet = (b[:, None, 1] == n_d[None]) & d_ok[None] & (b[:, None, 0] >= 0)
-    want_a = np.where(meet, inv_a[m_d[None], b[:, None, 0]], NONE)
     # b-named: hot A slot (m, k) meets D slot (m, n) -> the B slot holding (k, n)
     meet = (a[:, None, 0] == m_d[None]) & d_ok[None] & (a[:, None, 0] >= 0)
     want_b = np.where(meet, inv_b[a[:, None, 1], n_d[None]], NONE)
-    return bool(np.array_equal(want_a, a_src) and np.array_equal(want_b, b_src))
+    if not np.array_equal(want_b, b_src):
+        return False
+    if a_src is None:
+        return True
+    # a-named: hot B slot (k, n) meets D slot (m, n) -> the A slot holding (m, k)
+    meet = (b[:, None, 1] == n_d[None]) & d_ok[None] & (b[:, None, 0] >= 0)
+    want_a = np.where(meet, inv_a[m_d[None], b[:, None, 0]], NONE)
+    return bool(np.array_equal(want_a, a_src))
 
 
 def gemm_exact(layout: Layout, grid: xr.Dataset, d_gemm: np.ndarray, shape: Shape
@@ -543,6 +606,12 @@ def gemm_exact(layout: Layout, grid: xr.Dataset, d_gemm: np.ndarray, shape: Shap
 
 SLOT_DIMS = {"a": "a", "b": "b", "c": "d", "d": "d"}  # C lives on D's slots
 LANE_MAP_DIMS = {n: ("kernel", f"{SLOT_DIMS[n]}_lane", f"{SLOT_DIMS[n]}_reg") for n in OPERANDS}
+OBSERVABLES_APART = {  # one named experiment; b_src holds every relation (module docstring)
+    "b_src": ("kernel", "a_lane", "a_reg", "d_lane", "d_reg"),
+    "c_src": ("kernel", "d_lane", "d_reg"),
+    "recovered": ("kernel",),
+    "gemm_exact": ("kernel", "trial"),
+}
 OBSERVABLES = {
     "same_row": ("kernel", "a_lane", "a_reg", "d_lane", "d_reg"),
     "same_k": ("kernel", "a_lane", "a_reg", "b_lane", "b_reg"),
@@ -574,7 +643,36 @@ RAW_DIMS = {"d_anamed": ("kernel", "b_lane", "b_reg", "d_lane", "d_reg"),
             "d_gemm": ("kernel", "trial", "d_lane", "d_reg"),
             "a_src": ("kernel", "b_lane", "b_reg", "d_lane", "d_reg"),
             "b_src": ("kernel", "a_lane", "a_reg", "d_lane", "d_reg")}
+RAW_DIMS_APART = {"d_cnamed": ("kernel", "d_lane", "d_reg"),
+                  **{k: RAW_DIMS[k] for k in ("d_bnamed", "d_gemm")}}
 NAMED = ("d_anamed", "d_bnamed")  # raw D of the named waves: one per digit where several
+
+
+def _read_digits(values: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray]:
+    """APART: D values (P, ...) that are digit + 1 or 0 -> the digits (-1: 0, nothing came)
+    and where some value is neither."""
+    ok = np.isfinite(values) & (values == np.floor(values)) & (values >= 0) & \
+        (values <= base)
+    v = np.where(ok, values, 0).astype(np.int64) - 1
+    return v, ~ok.all(0)
+
+
+def _decode_apart(grid: xr.Dataset, plan: Plan, d: np.ndarray
+                  ) -> tuple[dict[str, np.ndarray], Relations, np.ndarray, np.ndarray]:
+    """APART: D slots (W, D slots) -> raw variables, the b-named relations, b_src, c_src."""
+    size = _sizes(grid)
+    na, nb, nd, pc, p = (size.slots("a"), size.slots("b"), size.slots("d"), plan.c_digits,
+                         plan.rounds)
+    d_c, d_b, d_g = d[:pc], d[pc:pc + p * na].reshape(p, na, nd), d[pc + p * na:]
+    c, c_bad = _read_digits(d_c, plan.c_base)
+    c_src = np.where(c_bad, INVALID, _combine(np.where(c_bad, 0, c), plan.c_base, nd))
+    x, x_bad = _read_digits(d_b, plan.base)
+    b_src = np.where(x_bad, INVALID, _combine(np.where(x_bad, 0, x), plan.base, nb))
+    by_b = _relations_b(b_src.astype(np.uint32), nb)
+    raw_c, raw_b = _lane_grid(d_c, size, "d"), _lane_grid(d_b, size, "a", "d")
+    values = {"d_cnamed": raw_c if pc > 1 else raw_c[0], "d_bnamed": raw_b if p > 1 else raw_b[0],
+              "d_gemm": _lane_grid(d_g, size, "d"), "b_src": _lane_grid(b_src, size, "a", "d")}
+    return values, by_b, b_src.astype(np.uint32), c_src.astype(np.uint32)
 
 
 def _decode(grid: xr.Dataset, shape: Shape, plan: Plan, d: np.ndarray
@@ -582,6 +680,12 @@ def _decode(grid: xr.Dataset, shape: Shape, plan: Plan, d: np.ndarray
     """One kernel's D slots (W, D slots) as numbers -> its variables, and how its lane map
     fared."""
     size = _sizes(grid)
+    if plan.apart:
+        values, by_b, b_src, c_src = _decode_apart(grid, plan, d)
+        layout, why = recover(by_b, c_src, shape, size)
+        if layout is not None and not factorizes(layout, None, b_src):
+            layout, why = None, "the outputs are not those of any one layout"
+        return _with_map(values, layout, grid, d[-grid.sizes["trial"]:], shape, c_src), why
     na, nb, p = size.slots("a"), size.slots("b"), plan.rounds
     d_a = d[:p * nb].reshape(p, nb, -1)
     d_b = d[p * nb:p * (nb + na)].reshape(p, na, -1)
@@ -608,6 +712,16 @@ def _decode(grid: xr.Dataset, shape: Shape, plan: Plan, d: np.ndarray
         "same_row_b": _lane_grid(by_b.row_ad, size, "a", "d"),
         "same_k_b": _lane_grid(by_b.k_ab, size, "a", "b"),
         "same_col_b": _lane_grid(by_b.col_bd, size, "b", "d"),
+    }
+    return _with_map(values, layout, grid, d_g, shape, c_src), why
+
+
+def _with_map(values: dict[str, np.ndarray], layout: Layout | None, grid: xr.Dataset,
+              d_g: np.ndarray, shape: Shape, c_src: np.ndarray) -> dict[str, np.ndarray]:
+    """A kernel's variables completed: where C landed, the lane map (all -1 where none was
+    recovered) and the GEMM check read through it."""
+    size = _sizes(grid)
+    values |= {
         "c_src": _lane_grid(c_src[None], size, "d")[0],
         "recovered": np.uint32(layout is not None),
         "gemm_exact": (gemm_exact(layout, grid, d_g, shape) if layout is not None
@@ -617,7 +731,7 @@ def _decode(grid: xr.Dataset, shape: Shape, plan: Plan, d: np.ndarray
         cells = getattr(layout, n) if layout is not None else np.full(
             (size.lanes, size.slots(n) // size.lanes, 2), -1)
         values[f"{n}_row"], values[f"{n}_col"] = cells[..., 0], cells[..., 1]
-    return values, why
+    return values
 
 
 def assemble(grid: xr.Dataset, shapes: Sequence[Shape],
@@ -637,14 +751,23 @@ def assemble(grid: xr.Dataset, shapes: Sequence[Shape],
         for k, v in values.items():
             per.setdefault(k, []).append(v)
     digit = ("digit",) if plan.rounds > 1 else ()
-    for k, dims in (RAW_DIMS | OBSERVABLES).items():
-        dims = (dims[0], *digit, *dims[1:]) if k in NAMED else dims
-        ds[k] = (dims, np.stack(per[k]))
+    c_digit = ("c_digit",) if plan.c_digits > 1 else ()
+    kinds = RAW_DIMS_APART | OBSERVABLES_APART if plan.apart else RAW_DIMS | OBSERVABLES
+    for k, dims in kinds.items():
+        lead = digit if k in NAMED else c_digit if k == "d_cnamed" else ()
+        ds[k] = ((dims[0], *lead, *dims[1:]), np.stack(per[k]))
     for k in ("a_src", "b_src", "c_src"):
-        ds[k].attrs |= FLAGS
-    ds["d_anamed"].attrs |= {"encoding": f"{codec.name}; D = {plan.scale} * (C "
-                             f"digit + 1) + (operand digit + 1); operand digits base "
-                             f"{plan.base}, C digits base {plan.c_base}"}
+        if k in ds:
+            ds[k].attrs |= FLAGS
+    if plan.apart:
+        ds["d_cnamed"].attrs |= {"encoding": f"{codec.name}; A = B = 0, C = D = C digit + 1, "
+                                 f"base {plan.c_base}"}
+        ds["d_bnamed"].attrs |= {"encoding": f"{codec.name}; C = 0, one A slot 1: D = operand "
+                                 f"digit + 1 or 0 (nothing), base {plan.base}"}
+    else:
+        ds["d_anamed"].attrs |= {"encoding": f"{codec.name}; D = {plan.scale} * (C "
+                                 f"digit + 1) + (operand digit + 1); operand digits base "
+                                 f"{plan.base}, C digits base {plan.c_base}"}
     for n in OPERANDS:
         for x in ("row", "col"):
             ds[f"{n}_{x}"] = (LANE_MAP_DIMS[n], np.stack(per[f"{n}_{x}"]).astype(np.int32), {

@@ -231,10 +231,12 @@ LETTER = {"row": "m", "k": "k", "col": "n"}  # A is (m, k), B (k, n)
 def tile_operands(ds: xr.Dataset, kernel: str) -> list[str]:
     """A and B where the kernel read them from a memory tile: slots within the operand's
     values that hold nothing (a register fragment has none), or a tile the grid declares
-    a descriptor for (`a_swizzle`, `b_swizzle`, or `swizzle` for B alone: a tile read whole)."""
+    a descriptor for (`a_swizzle`, `b_swizzle`, or `swizzle` for B alone: a tile read whole),
+    unless its `a_tile`/`b_tile` coordinate says this kernel reads it from registers."""
     k = ds.sel(kernel=kernel)
     declared = {n for n in "ab" if f"{n}_swizzle" in ds.coords} | \
         ({"b"} if "swizzle" in ds.coords else set())
+    declared -= {n for n in "ab" if f"{n}_tile" in ds.coords and not int(k[f"{n}_tile"])}
     return [n for n in "ab" if n in declared
             or (_canonical(ds, kernel, n)[0][:, : int(k[f"{n}_regs"])] < 0).any()]
 

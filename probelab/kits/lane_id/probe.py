@@ -47,14 +47,18 @@ class LaneIdProbe(Declared):
     # The simulated unit's layout per kernel: hidden (random, seeded) unless a test swaps in
     # another. Never documentation, never evidence.
     sim_layouts: dict[str, Layout] = field(default_factory=dict)
-    observables: Mapping[str, tuple[str, ...]] = field(
-        default_factory=lambda: dict(engine.OBSERVABLES))
+    # the waves (engine.BOTH: every slot named twice; engine.APART: wide shapes, C apart)
+    design: str = engine.BOTH
+    observables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # the design's
     plots: Mapping[str, Callable[..., object]] = field(
         default_factory=lambda: {"lanemap": lazy_figures("probelab.kits.lane_id.figures",
                                                          "lane_map_figures")})
 
     def __post_init__(self) -> None:
         self.codec = engine.codec_of(self.shapes)  # one codec: the kernels share buffers
+        if not self.observables:
+            self.observables = dict(engine.OBSERVABLES_APART if self.design == engine.APART
+                                    else engine.OBSERVABLES)
 
     @property
     def size(self) -> Sizes:
@@ -64,7 +68,7 @@ class LaneIdProbe(Declared):
         return self.kernels_of(vendor, self.shapes, self.evidence, options=self.options)
 
     def stimulus(self) -> xr.Dataset:
-        return engine.stimulus(self.shapes, self.trials, self.seed)
+        return engine.stimulus(self.shapes, self.trials, self.seed, self.design)
 
     def launch(self, stimulus: xr.Dataset) -> Launch:
         w = engine.waves(stimulus, self.codec)
