@@ -5,7 +5,7 @@
 # the tests (TESTS, default all; CUDA tests included), sweeps the NVIDIA probes (PROBES,
 # default all of them; PROBES= sweeps none) into data/ (pinned in data/MANIFEST.jsonl, which comes back too) and
 # runs the benchmark (BENCH=0 skips it); datasets, pins and logs come back in one
-# $OUT/measured.tar. The repo arrives there without git history, hence
+# $OUT/measured.tar (in 15 MiB parts measured.tar.00, .01, ... where larger). The repo arrives there without git history, hence
 # PROBELAB_GIT_HEAD.
 set -euo pipefail
 : "${PROBELAB_GIT_HEAD:?set PROBELAB_GIT_HEAD to the commit being measured}"
@@ -45,5 +45,9 @@ sed "s|^$PWD/||" "$OUT/datasets.txt" > "$OUT/datasets.rel"
 tar -cf "$OUT/measured.tar" -T "$OUT/datasets.rel" -C "$OUT" MANIFEST.jsonl datasets.txt \
   machine.txt doctor.json pytest.log
 rm -f "$OUT/datasets.rel" "$OUT/MANIFEST.jsonl"
+# a file comes back only up to 16 MiB: a larger archive in parts (cat measured.tar.* | tar -x)
+if [ "$(stat -c %s "$OUT/measured.tar")" -gt $((15 * 1024 * 1024)) ]; then
+  split -b 15M -d "$OUT/measured.tar" "$OUT/measured.tar." && rm "$OUT/measured.tar"
+fi
 echo "tests exit code: $tests_rc"
 exit "$tests_rc"
