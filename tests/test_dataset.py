@@ -88,6 +88,25 @@ def test_large_integer_and_float_variables_are_stored_compressed_and_exact(
     assert back["raw"].values.tobytes() == floats.tobytes()
 
 
+def test_a_large_variable_hashes_part_by_part_as_it_would_whole(tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    """verify opens a dataset lazily and hashes a large variable a leading index at a time:
+    the same content hash as hashing it whole, and a change in any part still shows."""
+    rng = np.random.default_rng(1)
+    raw = rng.integers(0, 9, (2, 3, 4, 5)).astype(np.float64)
+    ds = xr.Dataset({"raw": (("kernel", "p", "q", "r"), raw)},
+                    coords={"kernel": ["a", "b"]})
+    path = dataset.save(ds, tmp_path / "x.nc", PROV)
+    whole = dataset.computed_content_sha256(dataset.load(path))
+    monkeypatch.setattr(dataset, "_PART", 40)  # a row of five float64s is read whole
+    lazy, content, _ = dataset.load_hashed(path)
+    assert content == whole == dataset.computed_content_sha256(lazy)
+    assert len(list(dataset._parts(lazy.variables["raw"]))) == 2 * 3 * 4
+    edited = dataset.load(path)
+    edited["raw"].values[1, 2, 3, 4] += 1
+    assert dataset.computed_content_sha256(edited) != whole
+
+
 def test_inherited_fill_value_encoding_is_dropped(tmp_path: Path) -> None:
     # A dataset read from a file that declared a fill value carries it in .encoding;
     # saving it must still write no _FillValue, or 0xFFFFFFFF would read back as missing.
