@@ -101,7 +101,9 @@ def test_a_large_variable_hashes_part_by_part_as_it_would_whole(tmp_path: Path,
     monkeypatch.setattr(dataset, "_PART", 40)  # a row of five float64s is read whole
     lazy, content, _ = dataset.load_hashed(path)
     assert content == whole == dataset.computed_content_sha256(lazy)
-    assert len(list(dataset._parts(lazy.variables["raw"]))) == 2 * 3 * 4
+    assert [p.shape for p in dataset._parts(lazy.variables["raw"])] == [(1, 5)] * 24
+    monkeypatch.setattr(dataset, "_PART", 100)  # slabs of two q rows (80 bytes)
+    assert [p.shape for p in dataset._parts(lazy.variables["raw"])] == [(2, 5), (2, 5)] * 6
     edited = dataset.load(path)
     edited["raw"].values[1, 2, 3, 4] += 1
     assert dataset.computed_content_sha256(edited) != whole

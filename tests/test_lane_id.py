@@ -128,6 +128,21 @@ def _garble(kind: str, design: str = lane_id.BOTH):
     return unit
 
 
+def test_apart_refuses_named_waves_the_gemm_waves_contradict() -> None:
+    """D lanes 3 and 4 swapped in every b-named wave and nowhere else: one consistent
+    layout by those waves alone, but not the unit's (C and GEMM waves disagree), so APART,
+    which names nothing twice, recovers none (BOTH refuses it through the a-named waves)."""
+    def unit(layout, a, b, c, shape):
+        d = lane_id.multiply(layout, a, b, c, shape)
+        size = Sizes.widest([shape])
+        named = slice(1, 1 + size.slots("a"))  # one C wave, then one b-named wave per A slot
+        d[named, 3], d[named, 4] = d[named, 4].copy(), d[named, 3].copy()
+        return d
+    ds = run_unit(AMD, hidden(AMD, 11), unit=unit, design=lane_id.APART)
+    assert ds["recovered"].values.tolist() == [0]
+    assert "GEMM waves disagree" in ds["recovered"].attrs["why"]
+
+
 @pytest.mark.parametrize("design", lane_id.DESIGNS)
 @pytest.mark.parametrize("kind", ["sum", "lane-swap", "fraction"])
 def test_units_without_a_layout_are_refused(kind: str, design: str) -> None:

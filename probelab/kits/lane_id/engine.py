@@ -17,7 +17,8 @@ That design (`BOTH`) names every slot twice. Wide shapes (wgmma's N = 256: 16384
 use `APART` instead: "c named" waves carry C's ids alone (A = B = 0, so D = C), and only the
 b-named waves follow, with C = 0, so a D slot reads the B slot's digit + 1 or 0: the raw
 waves are mostly zeros (they compress some 90x) and one wave per A slot names all three
-relations (no `_b` twins; the GEMM waves stay the independent check). Its observable is
+relations (no `_b` twins; the GEMM waves are the cross-check: a layout they contradict is not
+recovered). Its observable is
 `b_src` itself, which B slot the hot A slot met in each D slot: the three relations are its
 projections, and it is 4 to 8 times smaller than `same_col` alone.
 
@@ -685,7 +686,12 @@ def _decode(grid: xr.Dataset, shape: Shape, plan: Plan, d: np.ndarray
         layout, why = recover(by_b, c_src, shape, size)
         if layout is not None and not factorizes(layout, None, b_src):
             layout, why = None, "the outputs are not those of any one layout"
-        return _with_map(values, layout, grid, d[-grid.sizes["trial"]:], shape, c_src), why
+        d_g = d[-grid.sizes["trial"]:]
+        # nothing is named twice here, so only the GEMM waves tie the C waves and the
+        # b-named waves to one unit: a layout they contradict is none
+        if layout is not None and not gemm_exact(layout, grid, d_g, shape).all():
+            layout, why = None, "the GEMM waves disagree with the named waves' layout"
+        return _with_map(values, layout, grid, d_g, shape, c_src), why
     na, nb, p = size.slots("a"), size.slots("b"), plan.rounds
     d_a = d[:p * nb].reshape(p, nb, -1)
     d_b = d[p * nb:p * (nb + na)].reshape(p, na, -1)

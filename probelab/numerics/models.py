@@ -1,0 +1,136 @@
+"""The numeric models a calibration hypothesis can name: small parameterised families of how
+a matrix unit computes D = A·B + C for one output element, each exact (integer significand
+arithmetic over exact.Value). A hypothesis file names a family and its parameters; the lab
+evaluates this one implementation, so a stranger's model is data, never code.
+
+- `FusedDot`: one fused sum per block of k. Products are exact; the block's terms (its
+  products, and C or the running sum) are aligned to the largest one's leading bit and each
+  truncated toward zero to `fraction_bits` bits below it (None: kept whole), summed exactly,
+  and rounded once into the output format. C joins the first block's sum ("in-sum") or is
+  added after it in a second rounding ("after"); blocks of `group` k accumulate in order.
+  `FusedDot(None, rounding="nearest-even")` is the correctly rounded dot product, the naive
+  rival; MMA-Sim's Hopper f16/bf16 model is `FusedDot(25, rounding="toward-zero")`.
+- `FmaChain`: an IEEE fused multiply-add per k, in `order`, each rounded to the output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from probelab.numerics.exact import NAN, ROUNDINGS, Value, round_to
+from probelab.numerics.formats import Format
+
+SUBNORMALS = ("keep", "flush")
+
+
+def product(a: Value, b: Value) -> Value:
+    """a * b exactly (IEEE's specials: 0 * inf is NaN)."""
+    if a.kind == "nan" or b.kind == "nan":
+        return NAN
+    if a.kind == "inf" or b.kind == "inf":
+        if a.is_zero or b.is_zero:
+            return NAN
+        return Value("inf", a.sign ^ b.sign)
+    return Value("finite", a.sign ^ b.sign, a.significand * b.significand,
+                 a.exponent + b.exponent)
+
+
+def _special(terms: Sequence[Value]) -> Value | None:
+    """The sum's NaN or infinity where a term is one (inf - inf: NaN), else None."""
+    if any(t.kind == "nan" for t in terms):
+        return NAN
+    signs = {t.sign for t in terms if t.kind == "inf"}
+    if len(signs) > 1:
+        return NAN
+    return Value("inf", signs.pop()) if signs else None
+
+
+def _flushed(v: Value, fmt: Format) -> Value:
+    """A subnormal of `fmt` read as zero (its sign kept)."""
+    if v.kind == "finite" and v.significand and v.top() < fmt.emin:
+        return Value("finite", v.sign, 0, 0)
+    return v
+
+
+def fused_sum(terms: Sequence[Value], fraction_bits: int | None, rounding: str = "nearest-even"
+              ) -> Value:
+    """The exact sum of the terms after each is truncated toward zero to `fraction_bits`
+    bits below the largest term's leading bit (None: no truncation); an exact cancellation
+    is +0, or -0 where the sum is to round down (IEEE 754 6.3)."""
+    if (special := _special(terms)) is not None:
+        return special
+    live = [t for t in terms if t.significand]
+    if not live:  # IEEE: +0 unless every addend is -0
+        return Value("finite", int(all(t.sign for t in terms)), 0, 0)
+    if fraction_bits is None:
+        low = min(t.exponent for t in live)
+    else:
+        low = max(t.top() for t in live) - fraction_bits
+    total = 0
+    for t in live:
+        shift = t.exponent - low
+        n = t.significand << shift if shift >= 0 else t.significand >> -shift  # toward zero
+        total += -n if t.sign else n
+    if total == 0:
+        return Value("finite", int(rounding == "down"), 0, 0)
+    return Value.of_int(total, low)
+
+
+@dataclass(frozen=True)
+class FusedDot:
+    fraction_bits: int | None = None
+    rounding: str = "nearest-even"
+    c: str = "in-sum"  # or "after"
+    group: int | None = None  # k per fused block; None: all of K at once
+    subnormals: str = "keep"  # or "flush": subnormal inputs and results read as zero
+
+    def __post_init__(self) -> None:
+        if self.rounding not in ROUNDINGS or self.c not in ("in-sum", "after") or \
+                self.subnormals not in SUBNORMALS or (self.group is not None and self.group < 1) \
+                or (self.fraction_bits is not None and self.fraction_bits < 0):
+            raise ValueError(f"not a fused-dot model: {self}")
+
+    def __call__(self, a: Sequence[Value], b: Sequence[Value], c: Value, formats:
+                 tuple[Format, Format, Format]) -> Value:
+        """D for one output element: a and b the k values of its row and column, c its C;
+        formats (A's, B's, the accumulator's)."""
+        fa, fb, out = formats
+        if self.subnormals == "flush":
+            a = [_flushed(x, fa) for x in a]
+            b = [_flushed(x, fb) for x in b]
+            c = _flushed(c, out)
+        products = [product(x, y) for x, y in zip(a, b, strict=True)]
+        step = self.group or max(len(products), 1)
+        blocks = [products[i:i + step] for i in range(0, len(products), step)] or [[]]
+        acc = c
+        for i, block in enumerate(blocks):
+            joins = self.c == "in-sum" or i > 0
+            acc = self._round(self._sum([*block, acc] if joins else block), out)
+            if not joins:  # C after the first block's rounding: one more rounded addition
+                acc = self._round(self._sum([acc, c]), out)
+        return acc
+
+    def _sum(self, terms: Sequence[Value]) -> Value:
+        return fused_sum(terms, self.fraction_bits, self.rounding)
+
+    def _round(self, v: Value, out: Format) -> Value:
+        return round_to(out, v, self.rounding, self.subnormals)
+
+
+@dataclass(frozen=True)
+class FmaChain:
+    order: tuple[int, ...] | None = None  # k in the order they are added; None: 0, 1, ...
+    rounding: str = "nearest-even"
+
+    def __call__(self, a: Sequence[Value], b: Sequence[Value], c: Value, formats:
+                 tuple[Format, Format, Format]) -> Value:
+        out = formats[2]
+        order = self.order if self.order is not None else tuple(range(len(a)))
+        if sorted(order) != list(range(len(a))):
+            raise ValueError(f"order {order} is not a permutation of the {len(a)} k")
+        acc = c
+        for k in order:  # IEEE fma: one rounding of the exact a*b + acc
+            exact = fused_sum([product(a[k], b[k]), acc], None, self.rounding)
+            acc = round_to(out, exact, self.rounding)
+        return acc

@@ -1,0 +1,159 @@
+"""The numerics kit's exact arithmetic and models: every pattern of the small formats reads
+back as numpy reads it, rounding into f32/f16 is numpy's (IEEE) for nearest-even and brackets
+the value for the directed modes, the exact fused dot is the correctly rounded dot product,
+and a truncating one drops exactly the terms below its window."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from probelab.numerics.exact import ROUNDINGS, Value, decode, encode, round_to
+from probelab.numerics.formats import FORMATS
+from probelab.numerics.models import FmaChain, FusedDot
+
+F64, F32, TF32, F16, BF16, E4M3, E5M2 = (FORMATS[n] for n in
+                                         ("f64", "f32", "tf32", "f16", "bf16", "e4m3", "e5m2"))
+
+
+def fraction(v: Value) -> Fraction:
+    assert v.kind == "finite"
+    return (-1) ** v.sign * Fraction(v.significand) * Fraction(2) ** v.exponent
+
+
+def of_float(x: float) -> Value:
+    return decode(F64, int(np.float64(x).view(np.uint64)))
+
+
+def as_float(v: Value) -> float:
+    if v.kind == "nan":
+        return float("nan")
+    if v.kind == "inf":
+        return -np.inf if v.sign else np.inf
+    return float(fraction(v)) if v.significand else (-0.0 if v.sign else 0.0)
+
+
+@pytest.mark.parametrize("fmt, native", [(F16, np.float16), (BF16, None), (F32, np.float32)])
+def test_every_pattern_reads_as_numpy_reads_it_and_encodes_back(fmt, native) -> None:
+    patterns = range(2**16) if fmt.bits == 16 else \
+        np.random.default_rng(0).integers(0, 2**32, 20000).tolist()
+    for bits in patterns:
+        v = decode(fmt, int(bits))
+        if native is not None:
+            want = float(np.array([bits], {16: np.uint16, 32: np.uint32}[fmt.bits]).view(native)[0])
+        else:  # bf16: the upper half of an f32
+            want = float(np.array([bits << 16], np.uint32).view(np.float32)[0])
+        got = as_float(v)
+        assert (np.isnan(want) and np.isnan(got)) or (got == want and
+                                                     np.signbit(got) == np.signbit(want)), bits
+        if v.kind != "nan":
+            assert encode(fmt, v) == bits
+
+
+def test_fp8_and_tf32_patterns() -> None:
+    """e4m3 (OCP, finite only): largest 448, S.1111.111 NaN, no infinity; e5m2: IEEE-like,
+    largest 57344; tf32: an f32 word's top 19 bits."""
+    e4 = [decode(E4M3, b) for b in range(256)]
+    assert max(as_float(v) for v in e4 if v.kind == "finite") == 448.0
+    assert [b for b, v in enumerate(e4) if v.kind == "nan"] == [0x7F, 0xFF]
+    e5 = [decode(E5M2, b) for b in range(256)]
+    assert max(as_float(v) for v in e5 if v.kind == "finite") == 57344.0
+    assert decode(E5M2, 0x7C).kind == "inf" and decode(E5M2, 0x7D).kind == "nan"
+    assert as_float(decode(E4M3, 0x01)) == 2.0**-9 and as_float(decode(E5M2, 0x01)) == 2.0**-16
+    word = int(np.float32(1.5).view(np.uint32)) | 0x1FFF  # low 13 bits ignored
+    assert as_float(decode(TF32, word)) == 1.5
+    assert encode(TF32, decode(TF32, word)) == word & ~0x1FFF
+    for b in range(256):
+        for fmt, vs in ((E4M3, e4), (E5M2, e5)):
+            if vs[b].kind != "nan":
+                assert encode(fmt, vs[b]) == b
+
+
+@settings(max_examples=400, deadline=None)
+@given(x=st.floats(allow_nan=False, allow_infinity=False, width=64))
+def test_nearest_even_is_numpy_and_directed_modes_bracket(x: float) -> None:
+    for fmt, native in ((F32, np.float32), (F16, np.float16)):
+        with np.errstate(over="ignore"):
+            want = float(native(x))
+        got = round_to(fmt, of_float(x), "nearest-even")
+        assert as_float(got) == want and np.signbit(as_float(got)) == np.signbit(want)
+        down, up = (as_float(round_to(fmt, of_float(x), r)) for r in ("down", "up"))
+        zero = as_float(round_to(fmt, of_float(x), "toward-zero"))
+        assert down <= x <= up and abs(zero) <= abs(x)
+        assert zero == (down if x >= 0 else up)
+        if down != up and np.isfinite(up) and np.isfinite(down):  # adjacent values
+            assert np.nextafter(native(down), native(np.inf)) == native(up)
+
+
+def test_overflow_follows_ieee_per_rounding_and_e4m3_has_no_infinity() -> None:
+    big = of_float(2.0**200)
+    assert round_to(F32, big, "nearest-even").kind == "inf"
+    assert as_float(round_to(F32, big, "toward-zero")) == float(np.finfo(np.float32).max)
+    assert as_float(round_to(F32, big, "down")) == float(np.finfo(np.float32).max)
+    assert round_to(F32, of_float(-2.0**200), "down").kind == "inf"
+    assert round_to(E4M3, of_float(480.0)).kind == "nan"  # beyond 448 + half an ulp
+    assert as_float(round_to(E4M3, of_float(460.0))) == 448.0
+    assert round_to(F32, of_float(2.0**-140), subnormals="flush").significand == 0
+
+
+def _correct_dot(a, b, c, fmt=np.float32) -> float:
+    exact = sum((Fraction(x) * Fraction(y) for x, y in zip(a, b, strict=True)), Fraction(c))
+    return float(fmt(float(exact)))  # float(Fraction) is correctly rounded; float32 of it
+    # could double-round, so the values below keep the exact sum within f64's precision
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_the_exact_fused_dot_is_the_correctly_rounded_dot_product(data) -> None:
+    k = data.draw(st.integers(1, 16))
+    half = st.integers(-2048, 2048).map(lambda n: n / 64)  # f16 values, exact sums in f64
+    a, b = data.draw(st.lists(half, min_size=k, max_size=k)), data.draw(
+        st.lists(half, min_size=k, max_size=k))
+    c = data.draw(half)
+    got = FusedDot(None, "nearest-even")([of_float(x) for x in a], [of_float(y) for y in b],
+                                         of_float(c), (F16, F16, F32))
+    assert as_float(got) == _correct_dot(a, b, c)
+    ints = [[round(x * 2) for x in v] for v in (a, b)]  # integers: every partial sum exact
+    chain = FmaChain()([of_float(x) for x in ints[0]], [of_float(y) for y in ints[1]],
+                       of_float(c), (F16, F16, F32))
+    assert as_float(chain) == _correct_dot(*ints, c)
+
+
+def test_truncation_drops_the_terms_below_its_window_and_rounding_then_applies() -> None:
+    """1 + 2**-k (k = 1..30) through FusedDot(F): a term survives where k <= F, the f32
+    result then rounds it (toward zero: kept while k <= 23)."""
+    one = of_float(1.0)
+    for k in range(1, 31):
+        a, b = [one, of_float(2.0**-k)], [one, one]
+        for f in (23, 24, 25, 26):
+            for rounding in ROUNDINGS[:2]:
+                got = as_float(FusedDot(f, rounding)(a, b, of_float(0.0), (F16, F16, F32)))
+                kept = 2.0**-k if k <= f else 0.0
+                assert got == float(np.float32(1.0 + kept)) if rounding == "nearest-even" \
+                    else got == (1.0 + kept if k <= 23 else 1.0)
+
+
+def test_c_after_the_sum_is_a_second_rounding() -> None:
+    """C = 2**24 with products 1 and 1: fused, 2**24 + 2 exactly; C after a rounded 2, the
+    same here, but 2**24 + 1 + 1 as 1 then C differ where the products' sum rounds."""
+    c = of_float(2.0**24)
+    ones = [of_float(1.0)] * 2
+    assert as_float(FusedDot(None)(ones, ones, c, (F16, F16, F32))) == 2.0**24 + 2
+    assert as_float(FusedDot(None, c="after")(ones, ones, c, (F16, F16, F32))) == 2.0**24 + 2
+    single = [of_float(1.0)]
+    assert as_float(FusedDot(None)(single, single, c, (F16, F16, F32))) == 2.0**24  # tie->even
+    assert as_float(FmaChain()(single * 2, single * 2, c, (F16, F16, F32))) == 2.0**24
+
+
+def test_specials_propagate_as_ieee_says() -> None:
+    inf, nan, zero = of_float(np.inf), of_float(np.nan), of_float(0.0)
+    one = of_float(1.0)
+    model = FusedDot(25, "toward-zero")
+    assert model([inf, zero], [zero, one], one, (F16, F16, F32)).kind == "nan"  # inf * 0
+    assert model([inf, inf], [one, of_float(-1.0)], one, (F16, F16, F32)).kind == "nan"
+    assert model([inf], [one], one, (F16, F16, F32)) == Value("inf", 0)
+    assert model([nan], [one], one, (F16, F16, F32)).kind == "nan"
+    negzero = FusedDot(None)([of_float(-0.0)], [one], of_float(-0.0), (F16, F16, F32))
+    assert negzero.significand == 0 and negzero.sign == 1
