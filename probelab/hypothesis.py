@@ -41,6 +41,7 @@ import xarray as xr
 
 from probelab.errors import UsageError
 from probelab.expr import ExprError, Program, compile_program
+from probelab.numerics import spec as numerics_spec
 from probelab.text import UNPRINTABLE
 from probelab.tomlguard import structure_problem
 
@@ -59,7 +60,8 @@ LITERAL = "literal"
 _REQUIRED = {"schema": int, "id": str, "probe": str, "claim": str, "coordinates": str,
              "predict": dict}
 _OPTIONAL = {"kernels": list, "targets": list, "where": str, "parent": str, "let": dict,
-             "translations": dict, "near_misses": dict, "agrees_with": list}
+             "translations": dict, "near_misses": dict, "agrees_with": list, "model": dict}
+MODEL = "model"  # the name expressions read a [model]'s prediction by
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,8 @@ class Hypothesis:
     parent: str | None = None
     near_misses: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     agrees_with: tuple[str, ...] = ()
+    # a numeric model the lab evaluates (probelab.numerics.spec): {"family": ..., params}
+    model: Mapping[str, object] | None = None
 
     @property
     def sha256(self) -> str:
@@ -177,6 +181,14 @@ def parse_hypothesis(path: Path, raw: bytes) -> Hypothesis:
             raise UsageError(f"{path}: each [near_misses.NAME] must be a plain name with a "
                              "non-empty table of predictions")
     kernels, targets = doc.get("kernels"), doc.get("targets")
+    if "model" in doc:
+        try:
+            numerics_spec.model_of(doc["model"])
+        except ValueError as exc:
+            raise UsageError(f"{path}: {exc}") from exc
+        if doc["coordinates"] != "raw" or translations:
+            raise UsageError(f"{path}: a [model] predicts in the grid's own coordinates: "
+                             "coordinates = \"raw\" and no translations")
     predict = _strings(doc["predict"], "predict")
     if not predict:
         raise UsageError(f"{path}: [predict] names no observable")
@@ -189,7 +201,7 @@ def parse_hypothesis(path: Path, raw: bytes) -> Hypothesis:
         targets=tuple(targets) if targets is not None else None, where=doc.get("where"),
         parent=doc.get("parent"),
         near_misses={k: _strings(v, f"near_misses.{k}") for k, v in near.items()},
-        agrees_with=tuple(agrees),
+        agrees_with=tuple(agrees), model=doc.get("model"),
     )
 
 
@@ -275,6 +287,7 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
     if unknown:
         raise UsageError(f"{h.path}: predicts {sorted(unknown)}, but the probe observes "
                          f"{sorted(observables)}")
+    grid = _with_model(h, grid)
     known = set(_integer_coords(grid))
     for name, mapping in h.translations.items():
         if missing := set(mapping) - known - set(observables):
@@ -378,6 +391,20 @@ class Evaluations:
         return self._done[key]
 
 
+def _with_model(h: Hypothesis, grid: xr.Dataset) -> xr.Dataset:
+    """The grid with the file's [model] evaluated over its numeric cases as the integer
+    coordinate `model` (D's bit patterns per case), so expressions can read it."""
+    if h.model is None:
+        return grid
+    if MODEL in grid.variables:
+        raise UsageError(f"{h.path}: the grid already has a coordinate named {MODEL!r}")
+    try:
+        bits = numerics_spec.predicted_bits(h.model, grid)
+    except ValueError as exc:
+        raise UsageError(f"{h.path}: {exc}") from exc
+    return grid.assign_coords({MODEL: (grid["c_bits"].dims, bits)})
+
+
 def _claim_key(h: Hypothesis, grid: xr.Dataset,
                observables: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
     """Everything `evaluate_claim` reads (kept in step with it), unambiguously: the file's
@@ -389,7 +416,7 @@ def _claim_key(h: Hypothesis, grid: xr.Dataset,
         return tuple((k, items(v) if isinstance(v, Mapping) else v) for k, v in table.items())
 
     fields = (str(h.path), items(h.predict), h.lets, h.where, items(h.translations),
-              items(h.near_misses))
+              items(h.near_misses), items(h.model or {}))
     names = {*h.predict, *(name for mapping in h.translations.values() for name in mapping)}
     seen = {n: tuple(observables[n]) if n in observables else None for n in names}
     dims = {d for n in h.predict for d in seen[n] or ()}

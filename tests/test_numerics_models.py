@@ -157,3 +157,29 @@ def test_specials_propagate_as_ieee_says() -> None:
     assert model([nan], [one], one, (F16, F16, F32)).kind == "nan"
     negzero = FusedDot(None)([of_float(-0.0)], [one], of_float(-0.0), (F16, F16, F32))
     assert negzero.significand == 0 and negzero.sign == 1
+
+
+def _outcomes(family: str, model, k: int = 16) -> list[Value]:
+    from probelab.numerics.stimulus import FAMILIES
+    return [model(a, b, c, (F16, F16, F32)) for _, a, b, c in FAMILIES[family](k)]
+
+
+def test_each_stimulus_family_separates_the_rivals_it_is_meant_to() -> None:
+    """The design check issue 19 asks of `prereg power`, on the models themselves: the
+    alignment sweep tells 24, 25 and 26 fraction bits apart; the ties tell the four
+    roundings apart; swamping tells one fused sum from blocks of 4 and from an fma chain;
+    c_joins tells C in the sum from C after it."""
+    from probelab.numerics.stimulus import FAMILIES
+    for k in FAMILIES:  # every case's values are exact and K long
+        for _, a, b, _ in FAMILIES[k](16):
+            assert len(a) == len(b) == 16
+    by_bits = {f: _outcomes("alignment", FusedDot(f, "toward-zero")) for f in (24, 25, 26)}
+    assert by_bits[24] != by_bits[25] != by_bits[26] != by_bits[24]
+    by_rounding = {r: _outcomes("ties", FusedDot(None, r)) for r in ROUNDINGS}
+    assert len({tuple(v) for v in by_rounding.values()}) == 4
+    grouped = [_outcomes("swamping", m) for m in (FusedDot(25, "toward-zero"),
+                                                  FusedDot(25, "toward-zero", group=4),
+                                                  FmaChain())]
+    assert grouped[0] != grouped[1] != grouped[2] != grouped[0]
+    joins = [_outcomes("c_joins", FusedDot(25, "toward-zero", c=c)) for c in ("in-sum", "after")]
+    assert joins[0] != joins[1]

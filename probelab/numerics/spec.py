@@ -1,0 +1,69 @@
+"""A hypothesis's `[model]` table read as one of the model families, and evaluated over a
+calibration grid: the lab's own implementation runs; the file supplies only data (a family
+name and its parameters, each checked against what the family takes)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields
+
+import numpy as np
+
+from probelab.numerics.exact import Value, decode, encode
+from probelab.numerics.formats import FORMATS
+from probelab.numerics.models import FmaChain, FusedDot
+
+FAMILIES = {"fused-dot": FusedDot, "fma-chain": FmaChain}
+GRID = ("a_bits", "b_bits", "c_bits")  # per case: A's and B's K patterns, C's pattern
+FORMAT_COORDS = ("a_format", "b_format", "d_format")  # C is read in D's format
+MAX_CASES = 1 << 20  # exact integer arithmetic per case: bounded work
+
+
+def model_of(spec: Mapping[str, object]) -> FusedDot | FmaChain:
+    """The model a `[model]` table names: `family` and that family's parameters; any other
+    key, a wrong type or a value outside the family's range is refused (ValueError)."""
+    spec = dict(spec)
+    family = spec.pop("family", None)
+    if family not in FAMILIES:
+        raise ValueError(f"[model] family must be one of {sorted(FAMILIES)}, not {family!r}")
+    cls = FAMILIES[family]
+    known = {f.name: f for f in fields(cls)}
+    if unknown := sorted(set(spec) - set(known)):
+        raise ValueError(f"[model] {family} takes {sorted(known)}, not {unknown}")
+    for name, value in spec.items():
+        ok = isinstance(value, int) and not isinstance(value, bool) if name in (
+            "fraction_bits", "group") else isinstance(value, list) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value) \
+            if name == "order" else isinstance(value, str)
+        if not ok:
+            raise ValueError(f"[model] {name} = {value!r} is not a value {family} takes")
+    if "order" in spec:
+        spec["order"] = tuple(spec["order"])
+    try:
+        return cls(**spec)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"[model] {exc}") from exc
+
+
+def predicted_bits(spec: Mapping[str, object], grid) -> np.ndarray:
+    """The model's D, as D's bit patterns (int64), for every case of the grid (dims of
+    `c_bits`), from the grid's `a_bits`/`b_bits` (case dims, then k) and formats."""
+    model = model_of(spec)
+    missing = [n for n in (*GRID, *FORMAT_COORDS) if n not in grid.variables]
+    if missing:
+        raise ValueError(f"[model] needs the grid's {missing}: this grid has no numeric cases")
+    names = [str(grid[n].values) for n in FORMAT_COORDS]
+    if unknown := [n for n in names if n not in FORMATS]:
+        raise ValueError(f"[model] the grid names formats {unknown}; known: {sorted(FORMATS)}")
+    fa, fb, fd = (FORMATS[n] for n in names)
+    a, b, c = (np.asarray(grid[n].values).astype(np.int64) for n in GRID)
+    if a.shape != b.shape or a.shape[:-1] != c.shape or c.size > MAX_CASES:
+        raise ValueError(f"[model] a_bits {a.shape}, b_bits {b.shape} and c_bits {c.shape} "
+                         f"are not K-long cases of one grid (at most {MAX_CASES:,} cases)")
+    out = np.empty(c.shape, np.int64)
+    flat_a, flat_b = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
+    for i, (ra, rb, rc) in enumerate(zip(flat_a, flat_b, c.reshape(-1), strict=True)):
+        d: Value = model([decode(fa, int(x)) for x in ra], [decode(fb, int(y)) for y in rb],
+                         decode(fd, int(rc)), (fa, fb, fd))
+        out.reshape(-1)[i] = encode(fd, d)
+    return out

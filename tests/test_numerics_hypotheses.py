@@ -1,0 +1,95 @@
+"""A hypothesis names a numeric model as data (`[model]`: a family and its parameters); the
+lab evaluates its own implementation over the grid's cases and expressions read the result
+as the coordinate `model`. A model the lab does not have, a parameter it does not take and
+a grid without numeric cases are refused with one clear line."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from probelab.errors import UsageError
+from probelab.hypothesis import load_hypothesis, predict
+from probelab.numerics.exact import encode
+from probelab.numerics.formats import FORMATS
+from probelab.numerics.stimulus import alignment, ties
+
+F16, F32 = FORMATS["f16"], FORMATS["f32"]
+OBSERVABLES = {"d_bits": ("kernel", "case")}
+
+
+def grid(cases) -> xr.Dataset:
+    """A calibration grid: per case A's and B's 16 f16 patterns and C's f32 pattern."""
+    cases = list(cases)
+    a = np.array([[encode(F16, v) for v in c[1]] for c in cases], np.uint32)
+    b = np.array([[encode(F16, v) for v in c[2]] for c in cases], np.uint32)
+    c = np.array([encode(F32, x[3]) for x in cases], np.uint32)
+    return xr.Dataset(coords={
+        "kernel": ("kernel", np.array(["m16n8k16"])), "case": ("case", np.arange(len(cases))),
+        "a_bits": (("case", "k"), a), "b_bits": (("case", "k"), b), "c_bits": ("case", c),
+        "a_format": ((), "f16"), "b_format": ((), "f16"), "d_format": ((), "f32")})
+
+
+def write(tmp_path: Path, model: str, predict_line: str = 'd_bits = "model"',
+          name: str = "m") -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'schema = 1\nid = "{name}"\nprobe = "numerics-toy"\nclaim = "x"\n'
+                    f'coordinates = "raw"\n\n[model]\n{model}\n\n[predict]\n{predict_line}\n')
+    return path
+
+
+def test_a_model_hypothesis_predicts_the_labs_own_evaluation(tmp_path: Path) -> None:
+    g = grid(alignment(16))
+    rz25 = predict(load_hypothesis(write(tmp_path, 'family = "fused-dot"\nfraction_bits = 25\n'
+                                                   'rounding = "toward-zero"')), g, OBSERVABLES)
+    rz24 = predict(load_hypothesis(write(tmp_path, 'family = "fused-dot"\nfraction_bits = 24\n'
+                                                   'rounding = "toward-zero"', name="n")),
+                   g, OBSERVABLES)
+    got, other = rz25["literal"]["d_bits"][0], rz24["literal"]["d_bits"][0]
+    assert got.shape == (g.sizes["case"],) and (got != other).any()
+    one = int(np.float32(1.0).view(np.uint32))
+    small = {s: int(np.float32(1.0 + 15 * 2.0**-s).view(np.uint32)) for s in range(18, 23)}
+    for i, (name, *_) in enumerate(alignment(16)):
+        s, sign = int(name.split("s=")[1].split()[0]), name.endswith("+")
+        if sign and s in small:  # 1 + 15 * 2**-s is exact in f32 there: kept
+            assert got[i] == small[s]
+        if s >= 27:  # every small term below a 25-bit window: dropped, whatever its sign
+            assert got[i] == one
+
+
+def test_expressions_read_the_model_like_a_coordinate(tmp_path: Path) -> None:
+    g = grid(ties(16))
+    model = 'family = "fused-dot"\nrounding = "nearest-even"'
+    plain = predict(load_hypothesis(write(tmp_path, model)), g, OBSERVABLES)
+    masked = predict(load_hypothesis(write(tmp_path, model, 'd_bits = "model & 0xFFFF"',
+                                           name="n")), g, OBSERVABLES)
+    np.testing.assert_array_equal(masked["literal"]["d_bits"],
+                                  plain["literal"]["d_bits"] & 0xFFFF)
+
+
+@pytest.mark.parametrize("model, why", [
+    ('family = "magic"', "family must be one of"),
+    ('family = "fused-dot"\nfraction_bits = "25"', "is not a value fused-dot takes"),
+    ('family = "fused-dot"\nalign = "min"', "takes"),
+    ('family = "fused-dot"\nrounding = "sideways"', "not a fused-dot model"),
+    ('family = "fma-chain"\norder = [0, true]', "is not a value fma-chain takes"),
+])
+def test_a_model_the_lab_does_not_have_is_refused_at_load(tmp_path: Path, model: str,
+                                                          why: str) -> None:
+    with pytest.raises(UsageError, match=why):
+        load_hypothesis(write(tmp_path, model))
+
+
+def test_a_model_needs_raw_coordinates_and_a_grid_with_cases(tmp_path: Path) -> None:
+    path = write(tmp_path, 'family = "fused-dot"')
+    path.write_text(path.read_text().replace('coordinates = "raw"', 'coordinates = "cute"'))
+    with pytest.raises(UsageError, match="own coordinates"):
+        load_hypothesis(path)
+    h = load_hypothesis(write(tmp_path, 'family = "fused-dot"', name="n"))
+    bare = grid(ties(16)).drop_vars("a_bits")
+    with pytest.raises(UsageError, match="no numeric cases"):
+        predict(h, bare, OBSERVABLES)
+    order = load_hypothesis(write(tmp_path, 'family = "fma-chain"\norder = [0, 1]', name="o"))
+    with pytest.raises(UsageError, match="not a permutation"):
+        predict(order, grid(ties(16)), OBSERVABLES)
