@@ -183,3 +183,13 @@ def test_each_stimulus_family_separates_the_rivals_it_is_meant_to() -> None:
     assert grouped[0] != grouped[1] != grouped[2] != grouped[0]
     joins = [_outcomes("c_joins", FusedDot(25, "toward-zero", c=c)) for c in ("in-sum", "after")]
     assert joins[0] != joins[1]
+
+
+def test_encode_refuses_a_value_the_format_does_not_hold() -> None:
+    for v in (Value("finite", 0, 1, 16), Value("finite", 0, 1, -25), Value("finite", 0, 3, 15),
+              Value("finite", 0, 2049, 0)):  # too large, too small, 98304, 12 bits
+        with pytest.raises(ValueError, match="is not a f16 value"):
+            encode(F16, v)
+    assert encode(F16, Value("finite", 0, 3, 13)) == int(np.float16(24576).view(np.uint16))
+    with pytest.raises(ValueError, match="e4m3"):
+        encode(E4M3, Value("finite", 0, 15, 5))  # 480: the NaN pattern's magnitude

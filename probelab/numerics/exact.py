@@ -142,14 +142,19 @@ def magnitude_above(a: Value, b: Value) -> bool:
     return a.significand << (a.exponent - low) > b.significand << (b.exponent - low)
 
 
-def encode(e: Format, v: Value) -> int:
-    """The stored pattern of a value the format holds exactly (round_to's output)."""
+NANS = ("quiet", "all-ones")  # IEEE's default quiet NaN (top fraction bit); every bit set
+
+
+def encode(e: Format, v: Value, nan: str = "quiet") -> int:
+    """The stored pattern of a value the format holds exactly (round_to's output); a NaN as
+    `nan` spells it (e4m3 has one NaN pattern per sign)."""
     ebits, fbits, bias = _float_parts(e)
     sign = v.sign << (ebits + fbits)
     if v.kind == "nan":
-        body = (1 << (ebits + fbits)) - 1 if _finite_only(e) else \
+        if nan not in NANS:
+            raise ValueError(f"no NaN spelling {nan!r} (known: {NANS})")
+        out = (1 << (ebits + fbits)) - 1 if _finite_only(e) or nan == "all-ones" else \
             (((1 << ebits) - 1) << fbits) | (1 << (fbits - 1))
-        out = body
     elif v.kind == "inf":
         if _finite_only(e):
             raise ValueError("e4m3 has no infinity")
@@ -162,8 +167,11 @@ def encode(e: Format, v: Value) -> int:
             shift = min(fbits + 1 - n.bit_length(), exp - (1 - bias - fbits))
             n, exp = n << shift, exp - shift
         field = exp + fbits + bias if n >> fbits else 0
-        if (n >> fbits and n.bit_length() != fbits + 1) or (not n >> fbits and
-                                                             exp != 1 - bias - fbits):
+        top = (1 << ebits) - (1 if _finite_only(e) else 2)  # the largest finite field
+        if (n >> fbits and (n.bit_length() != fbits + 1 or not 1 <= field <= top)) or \
+                (not n >> fbits and exp != 1 - bias - fbits) or \
+                (_finite_only(e) and field == top and n & ((1 << fbits) - 1) ==
+                 (1 << fbits) - 1):
             raise ValueError(f"{v} is not a {e.name} value")
         out = sign | (field << fbits) | (n & ((1 << fbits) - 1))
     if e.stored_in:

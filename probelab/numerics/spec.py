@@ -9,7 +9,7 @@ from dataclasses import fields
 
 import numpy as np
 
-from probelab.numerics.exact import Value, decode, encode
+from probelab.numerics.exact import NANS, Value, decode, encode
 from probelab.numerics.formats import FORMATS
 from probelab.numerics.models import FmaChain, FusedDot
 
@@ -20,9 +20,12 @@ MAX_CASES = 1 << 20  # exact integer arithmetic per case: bounded work
 
 
 def model_of(spec: Mapping[str, object]) -> FusedDot | FmaChain:
-    """The model a `[model]` table names: `family` and that family's parameters; any other
-    key, a wrong type or a value outside the family's range is refused (ValueError)."""
+    """The model a `[model]` table names: `family` and that family's parameters (and `nan`,
+    how D spells a NaN); any other key, a wrong type or a value outside the family's range is
+    refused (ValueError)."""
     spec = dict(spec)
+    if spec.pop("nan", "quiet") not in NANS:  # how D spells a NaN: read by predicted_bits
+        raise ValueError(f"[model] nan must be one of {NANS}")
     family = spec.pop("family", None)
     if family not in FAMILIES:
         raise ValueError(f"[model] family must be one of {sorted(FAMILIES)}, not {family!r}")
@@ -49,6 +52,9 @@ def predicted_bits(spec: Mapping[str, object], grid) -> np.ndarray:
     """The model's D, as D's bit patterns (int64), for every case of the grid (dims of
     `c_bits`), from the grid's `a_bits`/`b_bits` (case dims, then k) and formats."""
     model = model_of(spec)
+    nan = spec.get("nan", "quiet")
+    if nan not in NANS:
+        raise ValueError(f"[model] nan = {nan!r}: D spells a NaN one of {NANS}")
     missing = [n for n in (*GRID, *FORMAT_COORDS) if n not in grid.variables]
     if missing:
         raise ValueError(f"[model] needs the grid's {missing}: this grid has no numeric cases")
@@ -65,5 +71,5 @@ def predicted_bits(spec: Mapping[str, object], grid) -> np.ndarray:
     for i, (ra, rb, rc) in enumerate(zip(flat_a, flat_b, c.reshape(-1), strict=True)):
         d: Value = model([decode(fa, int(x)) for x in ra], [decode(fb, int(y)) for y in rb],
                          decode(fd, int(rc)), (fa, fb, fd))
-        out.reshape(-1)[i] = encode(fd, d)
+        out.reshape(-1)[i] = encode(fd, d, str(nan))
     return out

@@ -71,15 +71,18 @@ def ties(k: int) -> Iterator[Case]:
 
 
 def swamping(k: int, big: int = 24) -> Iterator[Case]:
-    """+2**big at k = i, -2**big at k = j, 1 elsewhere: an exact sum gives k - 2; a unit
-    that adds the ones to +M before -M arrives (or in a block without it) loses them."""
+    """+2**big at k = i, -2**big at k = j (each 2**(big/2) squared: f16 holds the halves), 1
+    elsewhere: an exact sum gives k - 2; a unit that adds the ones to +M before -M arrives
+    (or in a block without it) loses them."""
+    half = power(big // 2)
     for i in range(k):
         for j in range(k):
             if i == j:
                 continue
-            a = [ONE] * k
-            a[i], a[j] = power(big), power(big, 1)
-            yield f"swamping +M@{i} -M@{j}", tuple(a), (ONE,) * k, ZERO
+            a, b = [ONE] * k, [ONE] * k
+            a[i], a[j] = half, Value("finite", 1, 1, big // 2)
+            b[i] = b[j] = power(big - big // 2)
+            yield f"swamping +M@{i} -M@{j}", tuple(a), tuple(b), ZERO
 
 
 def c_joins(k: int) -> Iterator[Case]:
