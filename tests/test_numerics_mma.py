@@ -6,6 +6,7 @@ element is +0 exactly where the inputs are finite."""
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from probelab.hypothesis import evaluate_claim, parse_hypothesis
 from probelab.numerics.models import FusedDot
@@ -15,8 +16,8 @@ from probelab.sweep import run_sweep
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _model_file(model: str) -> bytes:
-    return (f'schema = 1\nid = "m"\nprobe = "numerics-mma-f16-f32"\nclaim = "x"\n'
+def _model_file(model: str, probe_id: str) -> bytes:
+    return (f'schema = 1\nid = "m"\nprobe = "{probe_id}"\nclaim = "x"\n'
             f'coordinates = "raw"\nwhere = "finite_inputs == 1"\n\n[model]\n{model}\n\n'
             '[predict]\nd_bits = "model"\nrest_zero = "1"\n').encode()
 
@@ -28,9 +29,11 @@ def test_the_fragment_maps_place_each_element_once() -> None:
         assert len(flat) == cells == table.shape[0] * table.shape[1]
 
 
-def test_a_simulated_unit_is_read_back_through_the_models(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("probe_id", ["numerics-mma-f16-f32", "numerics-mma-bf16-f32"])
+def test_a_simulated_unit_is_read_back_through_the_models(tmp_path: Path, monkeypatch,
+                                                          probe_id: str) -> None:
     monkeypatch.delenv("PROBELAB_GIT_HEAD", raising=False)
-    probe = get_probe("numerics-mma-f16-f32")
+    probe = get_probe(probe_id)
     monkeypatch.setattr(probe, "sim_model", FusedDot(24, "toward-zero"))
     ds = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path,
                    allow_blind=True).dataset
@@ -38,9 +41,9 @@ def test_a_simulated_unit_is_read_back_through_the_models(tmp_path: Path, monkey
     finite = ds["finite_inputs"].values == 1
     np.testing.assert_array_equal(ds["rest_zero"].values[0], finite.astype(np.uint32))
     own = parse_hypothesis(tmp_path / "own.toml", _model_file(
-        'family = "fused-dot"\nfraction_bits = 24\nrounding = "toward-zero"'))
+        'family = "fused-dot"\nfraction_bits = 24\nrounding = "toward-zero"', probe_id))
     rival = parse_hypothesis(tmp_path / "rival.toml", _model_file(
-        'family = "fused-dot"\nfraction_bits = 25\nrounding = "toward-zero"'))
+        'family = "fused-dot"\nfraction_bits = 25\nrounding = "toward-zero"', probe_id))
     want = evaluate_claim(own, grid, probe.observables)[0]["literal"]["d_bits"]
     other = evaluate_claim(rival, grid, probe.observables)[0]["literal"]["d_bits"]
     got = ds["d_bits"].values[0]

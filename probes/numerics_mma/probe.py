@@ -1,5 +1,6 @@
-"""numerics-mma-f16-f32: how NVIDIA's mma.sync m16n8k16 f16 x f16 -> f32 (SASS HMMA.16816.F32
-on sm_90) rounds and accumulates, measured against sealed numeric models (issue 19).
+"""numerics-mma-f16-f32 and numerics-mma-bf16-f32: how NVIDIA's mma.sync m16n8k16 f16 (bf16)
+-> f32 (SASS HMMA.16816.F32, .F32.BF16 on sm_90) rounds and accumulates, measured against
+sealed numeric models (issue 19).
 
 Each wave is one MMA and one case: the case's 16 values of A fill row 0, its 16 of B column
 0, its C the element D(0, 0); every other element of A, B and C is +0, so D(0, 0) is the
@@ -21,11 +22,12 @@ from probelab.numerics import stimulus as families
 from probelab.numerics.exact import decode, encode
 from probelab.numerics.formats import FORMATS
 from probelab.numerics.models import FmaChain, FusedDot
-from probelab.probe import Evidence, Kernel, Launch
+from probelab.probe import Evidence, Kernel, Launch, load_sibling
 
 HERE = Path(__file__).parent
-F16, F32 = FORMATS["f16"], FORMATS["f32"]
+F32 = FORMATS["f32"]
 K, LANES = 16, 32
+SASS = {"f16": r"HMMA\.16816\.F32", "bf16": r"HMMA\.16816\.F32\.BF16"}
 
 
 def a_cell(lane: int, i: int) -> tuple[int, int]:
@@ -60,33 +62,39 @@ def cases() -> list[tuple[str, str, tuple, tuple, object]]:
 
 @dataclass
 class NumericsProbe:
-    id: str = "numerics-mma-f16-f32"
+    kind: str  # the input format: "f16" or "bf16"
     version: str = "1"
-    summary: str = ("f16 -> f32 mma.sync m16n8k16: D(0, 0) of one MMA per case, raw f32 "
-                    "bits, against sealed numeric models")
     targets: tuple[str, ...] = ("sm_8*", "sm_90*")
     observables: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: {
         "d_bits": ("case",), "rest_zero": ("case",)})  # one prediction serves every kernel
-    plots: Mapping[str, object] = field(default_factory=dict)
+    plots: Mapping[str, object] = field(default_factory=lambda: {
+        "alignment": load_sibling(HERE / "plots.py").alignment})
     # the simulated unit's model (tests and the sim backend only; never evidence)
     sim_model: FusedDot | FmaChain = field(default_factory=lambda: FusedDot(
         25, "toward-zero"))
 
+    def __post_init__(self) -> None:
+        self.id = f"numerics-mma-{self.kind}-f32"
+        self.summary = (f"{self.kind} -> f32 mma.sync m16n8k16: D(0, 0) of one MMA per case, "
+                        "raw f32 bits, against sealed numeric models")
+        self.fmt = FORMATS[self.kind]
+
     def kernels(self, vendor: str) -> list[Kernel]:
         if vendor != "nvidia":
             return []
-        form = r"HMMA\.16816\.F32"
-        return [Kernel("f16_f32_m16n8k16", "probe_f16_f32_m16n8k16", HERE / "numerics_mma.cu",
-                       "nvidia", Evidence(form, forbidden=(r"HMMA\.(?!16816\.F32$).*",
-                                                           r"IMMA.*", r"DMMA.*", r"HFMA2.*"),
-                                          operands=("unmodified",) * 3, spans=(4, 2, 4)))]
+        form = SASS[self.kind]
+        return [Kernel(f"{self.kind}_f32_m16n8k16", f"probe_{self.kind}_f32_m16n8k16",
+                       HERE / "numerics_mma.cu", "nvidia",
+                       Evidence(form, forbidden=(rf"HMMA\.(?!{form[6:]}$).*", r"IMMA.*",
+                                                 r"DMMA.*", r"HFMA2.*"),
+                                operands=("unmodified",) * 3, spans=(4, 2, 4)))]
 
     def stimulus(self):
         import xarray as xr
 
         found = cases()
-        a = np.array([[encode(F16, v) for v in c[2]] for c in found], np.uint32)
-        b = np.array([[encode(F16, v) for v in c[3]] for c in found], np.uint32)
+        a = np.array([[encode(self.fmt, v) for v in c[2]] for c in found], np.uint32)
+        b = np.array([[encode(self.fmt, v) for v in c[3]] for c in found], np.uint32)
         c = np.array([encode(F32, x[4]) for x in found], np.uint32)
         names = list(families.FAMILIES)
         return xr.Dataset(coords={
@@ -103,7 +111,7 @@ class NumericsProbe:
             "finite_inputs": ("case", np.array([all(v.kind == "finite" for v in (*x[2], *x[3],
                                                                                  x[4]))
                                                 for x in found], np.uint32)),
-            "a_format": ((), "f16"), "b_format": ((), "f16"), "d_format": ((), "f32")})
+            "a_format": ((), self.kind), "b_format": ((), self.kind), "d_format": ((), "f32")})
 
     def launch(self, stimulus) -> Launch:
         a, b, c = (stimulus[n].values.astype(np.uint32) for n in ("a_bits", "b_bits", "c_bits"))
@@ -160,11 +168,12 @@ class NumericsProbe:
             for lane in range(LANES):
                 for i in range(4):
                     m, n = D_MAP[lane, i]
-                    d = self.sim_model([decode(F16, int(x)) for x in am[m]],
-                                       [decode(F16, int(y)) for y in bm[:, n]],
-                                       decode(F32, int(c[w, lane, i])), (F16, F16, F32))
+                    d = self.sim_model([decode(self.fmt, int(x)) for x in am[m]],
+                                       [decode(self.fmt, int(y)) for y in bm[:, n]],
+                                       decode(F32, int(c[w, lane, i])),
+                                       (self.fmt, self.fmt, F32))
                     out[w, lane, i] = encode(F32, d)
         return {"d": out.reshape(-1)}
 
 
-PROBE = NumericsProbe()
+PROBES = (NumericsProbe("f16"), NumericsProbe("bf16"))
