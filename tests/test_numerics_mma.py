@@ -24,12 +24,15 @@ def _model_file(model: str, probe_id: str) -> bytes:
 
 def test_the_fragment_maps_place_each_element_once() -> None:
     mod = load_sibling(ROOT / "probes" / "numerics_mma" / "probe.py")
-    for table, cells in ((mod.A_MAP, 16 * 16), (mod.B_MAP, 16 * 8), (mod.D_MAP, 16 * 8)):
-        flat = {tuple(c) for c in table.reshape(-1, 2).tolist()}
-        assert len(flat) == cells == table.shape[0] * table.shape[1]
+    for kind in mod.KINDS.values():
+        for table, cells in ((kind.a_map, 16 * kind.k), (kind.b_map, kind.k * 8),
+                             (mod.D_MAP, 16 * 8)):
+            flat = {tuple(c) for c in table.reshape(-1, 2).tolist()}
+            assert len(flat) == cells == table.shape[0] * table.shape[1]
 
 
-@pytest.mark.parametrize("probe_id", ["numerics-mma-f16-f32", "numerics-mma-bf16-f32"])
+@pytest.mark.parametrize("probe_id", ["numerics-mma-f16-f32", "numerics-mma-bf16-f32",
+                                      "numerics-mma-tf32-f32"])
 def test_a_simulated_unit_is_read_back_through_the_models(tmp_path: Path, monkeypatch,
                                                           probe_id: str) -> None:
     monkeypatch.delenv("PROBELAB_GIT_HEAD", raising=False)
