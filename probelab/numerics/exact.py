@@ -50,25 +50,16 @@ class Value:
 NAN = Value("nan")
 
 
-def _float_parts(e: Format) -> tuple[int, int, int]:
-    """(exponent bits, fraction bits, bias)."""
-    return e.exponent, e.fraction, e.bias
-
-
-def _finite_only(e: Format) -> bool:
-    return e.finite_only
-
-
 def decode(e: Format, bits: int) -> Value:
     """The exact value of one stored pattern (tf32: the low 13 bits of its word ignored)."""
-    ebits, fbits, bias = _float_parts(e)
+    ebits, fbits, bias = e.exponent, e.fraction, e.bias
     if e.stored_in:
         bits >>= e.stored_in - 1 - ebits - fbits
     sign = (bits >> (ebits + fbits)) & 1
     field = (bits >> fbits) & ((1 << ebits) - 1)
     frac = bits & ((1 << fbits) - 1)
     top = (1 << ebits) - 1
-    if _finite_only(e):
+    if e.finite_only:
         if field == top and frac == (1 << fbits) - 1:
             return NAN
     elif field == top:
@@ -79,9 +70,9 @@ def decode(e: Format, bits: int) -> Value:
 
 
 def largest(e: Format) -> Value:
-    ebits, fbits, bias = _float_parts(e)
+    ebits, fbits, bias = e.exponent, e.fraction, e.bias
     top = (1 << ebits) - 1
-    if _finite_only(e):  # the top exponent holds numbers; its all-ones fraction is NaN
+    if e.finite_only:  # the top exponent holds numbers; its all-ones fraction is NaN
         return Value("finite", 0, (1 << (fbits + 1)) - 2, top - bias - fbits)
     return Value("finite", 0, (1 << (fbits + 1)) - 1, top - 1 - bias - fbits)
 
@@ -111,10 +102,10 @@ def round_to(e: Format, v: Value, rounding: str = "nearest-even",
     if rounding not in ROUNDINGS:
         raise ValueError(f"no rounding {rounding!r} (known: {ROUNDINGS})")
     if v.kind != "finite":
-        return v if not (v.kind == "inf" and _finite_only(e)) else NAN
+        return v if not (v.kind == "inf" and e.finite_only) else NAN
     if v.significand == 0:
         return v
-    _, fbits, bias = _float_parts(e)
+    fbits, bias = e.fraction, e.bias
     emin = 1 - bias  # the smallest normal exponent
     quantum = max(v.top() - fbits, emin - fbits)  # the weight of the result's last bit
     n = _round_int(v.significand, quantum - v.exponent, v.sign, rounding)
@@ -125,7 +116,7 @@ def round_to(e: Format, v: Value, rounding: str = "nearest-even",
         return Value("finite", v.sign, 0, 0)
     big = largest(e)
     if magnitude_above(out, big):
-        if _finite_only(e):
+        if e.finite_only:
             return NAN
         # IEEE 754 7.4: to nearest and away from zero overflow to the infinity, toward
         # zero and toward the other infinity to the largest finite
@@ -148,15 +139,15 @@ NANS = ("quiet", "all-ones")  # IEEE's default quiet NaN (top fraction bit); eve
 def encode(e: Format, v: Value, nan: str = "quiet") -> int:
     """The stored pattern of a value the format holds exactly (round_to's output); a NaN as
     `nan` spells it (e4m3 has one NaN pattern per sign)."""
-    ebits, fbits, bias = _float_parts(e)
+    ebits, fbits, bias = e.exponent, e.fraction, e.bias
     sign = v.sign << (ebits + fbits)
     if v.kind == "nan":
         if nan not in NANS:
             raise ValueError(f"no NaN spelling {nan!r} (known: {NANS})")
-        out = (1 << (ebits + fbits)) - 1 if _finite_only(e) or nan == "all-ones" else \
+        out = (1 << (ebits + fbits)) - 1 if e.finite_only or nan == "all-ones" else \
             (((1 << ebits) - 1) << fbits) | (1 << (fbits - 1))
     elif v.kind == "inf":
-        if _finite_only(e):
+        if e.finite_only:
             raise ValueError("e4m3 has no infinity")
         out = sign | (((1 << ebits) - 1) << fbits)
     elif v.significand == 0:
@@ -167,10 +158,10 @@ def encode(e: Format, v: Value, nan: str = "quiet") -> int:
             shift = min(fbits + 1 - n.bit_length(), exp - (1 - bias - fbits))
             n, exp = n << shift, exp - shift
         field = exp + fbits + bias if n >> fbits else 0
-        top = (1 << ebits) - (1 if _finite_only(e) else 2)  # the largest finite field
+        top = (1 << ebits) - (1 if e.finite_only else 2)  # the largest finite field
         if (n >> fbits and (n.bit_length() != fbits + 1 or not 1 <= field <= top)) or \
                 (not n >> fbits and exp != 1 - bias - fbits) or \
-                (_finite_only(e) and field == top and n & ((1 << fbits) - 1) ==
+                (e.finite_only and field == top and n & ((1 << fbits) - 1) ==
                  (1 << fbits) - 1):
             raise ValueError(f"{v} is not a {e.name} value")
         out = sign | (field << fbits) | (n & ((1 << fbits) - 1))

@@ -19,6 +19,19 @@ FORMAT_COORDS = ("a_format", "b_format", "d_format")  # C is read in D's format
 MAX_CASES = 1 << 20  # exact integer arithmetic per case: bounded work
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_text(value: object) -> bool:
+    return isinstance(value, str)
+
+
+# the parameters that are not text, and what each must be
+_TYPED = {"fraction_bits": _is_int, "group": _is_int,
+          "order": lambda v: isinstance(v, list) and all(_is_int(x) for x in v)}
+
+
 def model_of(spec: Mapping[str, object]) -> FusedDot | FmaChain:
     """The model a `[model]` table names: `family` and that family's parameters (and `nan`,
     how D spells a NaN); any other key, a wrong type or a value outside the family's range is
@@ -34,11 +47,7 @@ def model_of(spec: Mapping[str, object]) -> FusedDot | FmaChain:
     if unknown := sorted(set(spec) - set(known)):
         raise ValueError(f"[model] {family} takes {sorted(known)}, not {unknown}")
     for name, value in spec.items():
-        ok = isinstance(value, int) and not isinstance(value, bool) if name in (
-            "fraction_bits", "group") else isinstance(value, list) and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value) \
-            if name == "order" else isinstance(value, str)
-        if not ok:
+        if not _TYPED.get(name, _is_text)(value):
             raise ValueError(f"[model] {name} = {value!r} is not a value {family} takes")
     if "order" in spec:
         spec["order"] = tuple(spec["order"])

@@ -39,11 +39,9 @@ def alignment(k: int, shifts: range = range(18, 29)) -> Iterator[Case]:
     """s <= 28: both halves of 2**-s stay f16 normals (a flushed input would mask it)."""
     for s in shifts:
         for sign in (0, 1):
-            a, b = [ONE] * 1, [ONE] * 1
-            small = _split(s)
-            a += [Value("finite", sign, 1, small[0].exponent)] * (k - 1)
-            b += [small[1]] * (k - 1)
-            yield f"alignment s={s} sign={'-' if sign else '+'}", tuple(a), tuple(b), ZERO
+            x, y = _split(s)
+            a = (ONE, *[Value("finite", sign, 1, x.exponent)] * (k - 1))
+            yield f"alignment s={s} sign={'-' if sign else '+'}", a, (ONE, *[y] * (k - 1)), ZERO
 
 
 def c_mantissa(k: int, bits: range = range(0, 24)) -> Iterator[Case]:

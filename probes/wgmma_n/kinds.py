@@ -21,10 +21,9 @@ class Kind:
     scaled: bool  # takes imm-scale-a/b (all but the integer form)
     transposable: bool  # takes imm-trans-a/b (16-bit types only)
 
-    @property
-    def acc_words(self) -> int:
-        """32-bit accumulator registers per 2 values (f16x2: 1; f32, s32: 2)."""
-        return 1 if self.codec.accumulator.bits == 16 else 2
+    def acc_registers(self, n: int) -> int:
+        """32-bit accumulator registers per thread at width n (n / 2 values each)."""
+        return n // 2 * self.codec.accumulator.bits // 32
 
 
 KINDS = {

@@ -686,12 +686,13 @@ def _decode(grid: xr.Dataset, shape: Shape, plan: Plan, d: np.ndarray
         layout, why = recover(by_b, c_src, shape, size)
         if layout is not None and not factorizes(layout, None, b_src):
             layout, why = None, "the outputs are not those of any one layout"
-        d_g = d[-grid.sizes["trial"]:]
+        gemm = _gemm(layout, grid, d[-grid.sizes["trial"]:], shape)
         # nothing is named twice here, so only the GEMM waves tie the C waves and the
         # b-named waves to one unit: a layout they contradict is none
-        if layout is not None and not gemm_exact(layout, grid, d_g, shape).all():
+        if layout is not None and not gemm.all():
             layout, why = None, "the GEMM waves disagree with the named waves' layout"
-        return _with_map(values, layout, grid, d_g, shape, c_src), why
+            gemm = _gemm(None, grid, d, shape)
+        return _with_map(values, layout, grid, gemm, c_src), why
     na, nb, p = size.slots("a"), size.slots("b"), plan.rounds
     d_a = d[:p * nb].reshape(p, nb, -1)
     d_b = d[p * nb:p * (nb + na)].reshape(p, na, -1)
@@ -719,19 +720,26 @@ def _decode(grid: xr.Dataset, shape: Shape, plan: Plan, d: np.ndarray
         "same_k_b": _lane_grid(by_b.k_ab, size, "a", "b"),
         "same_col_b": _lane_grid(by_b.col_bd, size, "b", "d"),
     }
-    return _with_map(values, layout, grid, d_g, shape, c_src), why
+    return _with_map(values, layout, grid, _gemm(layout, grid, d_g, shape), c_src), why
+
+
+def _gemm(layout: Layout | None, grid: xr.Dataset, d_g: np.ndarray, shape: Shape
+          ) -> np.ndarray:
+    """The GEMM check read through the layout; 0 for every trial where there is none."""
+    if layout is None:
+        return np.zeros(grid.sizes["trial"], np.uint32)
+    return gemm_exact(layout, grid, d_g, shape)
 
 
 def _with_map(values: dict[str, np.ndarray], layout: Layout | None, grid: xr.Dataset,
-              d_g: np.ndarray, shape: Shape, c_src: np.ndarray) -> dict[str, np.ndarray]:
+              gemm: np.ndarray, c_src: np.ndarray) -> dict[str, np.ndarray]:
     """A kernel's variables completed: where C landed, the lane map (all -1 where none was
-    recovered) and the GEMM check read through it."""
+    recovered) and the GEMM check (`_gemm`'s)."""
     size = _sizes(grid)
     values |= {
         "c_src": _lane_grid(c_src[None], size, "d")[0],
         "recovered": np.uint32(layout is not None),
-        "gemm_exact": (gemm_exact(layout, grid, d_g, shape) if layout is not None
-                       else np.zeros(grid.sizes["trial"], np.uint32)),
+        "gemm_exact": gemm,
     }
     for n in OPERANDS:
         cells = getattr(layout, n) if layout is not None else np.full(
