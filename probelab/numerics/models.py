@@ -4,10 +4,17 @@ arithmetic over exact.Value). A hypothesis file names a family and its parameter
 evaluates this one implementation, so a stranger's model is data, never code.
 
 - `FusedDot`: one fused sum per block of k. Products are exact; the block's terms (its
-  products, and C or the running sum) are aligned to the largest one's leading bit and each
-  truncated toward zero to `fraction_bits` bits below it (None: kept whole), summed exactly,
-  and rounded once into the output format. C joins the first block's sum ("in-sum") or is
-  added after it in a second rounding ("after"); blocks of `group` k accumulate in order.
+  products, and C or the running sum) are aligned to the largest one and each truncated
+  toward zero to `fraction_bits` bits below it (None: kept whole), summed exactly, and
+  rounded once into the output format (to `result_bits` fraction bits where the unit keeps
+  fewer than the format). "The largest" is the largest leading bit (`align="leading-bit"`)
+  or, as MMA-Sim reads the unit, the largest exponent sum of a product's operands
+  (`align="exponents"`: each operand's exponent, a subnormal's the format's smallest, a
+  zero's -126; a product of two significands >= 1.5 then keeps one bit more). C joins the
+  first block's sum ("in-sum") or is added after the last in one more rounding ("after",
+  `after_rounding`); blocks of `group` k accumulate in order, from k = 0 (`blocks =
+  "ascending"`) or from the last block (`"descending"`). An overflow goes as IEEE 754
+  says for the rounding, or always to the infinity (`overflow="infinity"`).
   `FusedDot(None, rounding="nearest-even")` is the correctly rounded dot product, the naive
   rival; MMA-Sim's Hopper f16/bf16 model is `FusedDot(25, rounding="toward-zero")`.
 - `FmaChain`: an IEEE fused multiply-add per k, in `order`, each rounded to the output.
@@ -18,10 +25,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from probelab.numerics.exact import NAN, ROUNDINGS, Value, round_to
+from probelab.numerics.exact import NAN, ROUNDINGS, Value, largest, magnitude_above, round_to
 from probelab.numerics.formats import Format
 
 SUBNORMALS = ("keep", "flush")
+ALIGNS = ("leading-bit", "exponents")
+OVERFLOWS = ("ieee", "infinity")
+ZERO_EXPONENT = -126  # the exponent MMA-Sim's decoding gives a zero, in every format
 
 
 def product(a: Value, b: Value) -> Value:
@@ -53,11 +63,12 @@ def _flushed(v: Value, fmt: Format) -> Value:
     return v
 
 
-def fused_sum(terms: Sequence[Value], fraction_bits: int | None, rounding: str = "nearest-even"
-              ) -> Value:
+def fused_sum(terms: Sequence[Value], fraction_bits: int | None, rounding: str = "nearest-even",
+              refs: Sequence[int] | None = None) -> Value:
     """The exact sum of the terms after each is truncated toward zero to `fraction_bits`
-    bits below the largest term's leading bit (None: no truncation); an exact cancellation
-    is +0, or -0 where the sum is to round down (IEEE 754 6.3)."""
+    bits below the reference: the largest of `refs` (one exponent per term), or of the live
+    terms' leading bits (None: no truncation); an exact cancellation is +0, or -0 where the
+    sum is to round down (IEEE 754 6.3)."""
     if (special := _special(terms)) is not None:
         return special
     live = [t for t in terms if t.significand]
@@ -66,7 +77,7 @@ def fused_sum(terms: Sequence[Value], fraction_bits: int | None, rounding: str =
     if fraction_bits is None:
         low = min(t.exponent for t in live)
     else:
-        low = max(t.top() for t in live) - fraction_bits
+        low = max(refs if refs is not None else [t.top() for t in live]) - fraction_bits
     total = 0
     for t in live:
         shift = t.exponent - low
@@ -77,6 +88,14 @@ def fused_sum(terms: Sequence[Value], fraction_bits: int | None, rounding: str =
     return Value.of_int(total, low)
 
 
+def _exponent(v: Value, fmt: Format) -> int:
+    """An operand's exponent as MMA-Sim decodes it: a subnormal's the format's smallest, a
+    zero's ZERO_EXPONENT."""
+    if not v.significand:
+        return ZERO_EXPONENT
+    return max(v.top(), fmt.emin)
+
+
 @dataclass(frozen=True)
 class FusedDot:
     fraction_bits: int | None = None
@@ -84,11 +103,20 @@ class FusedDot:
     c: str = "in-sum"  # or "after"
     group: int | None = None  # k per fused block; None: all of K at once
     subnormals: str = "keep"  # or "flush": subnormal inputs and results read as zero
+    align: str = "leading-bit"  # or "exponents"
+    result_bits: int | None = None  # fraction bits the result keeps; None: the format's
+    overflow: str = "ieee"  # or "infinity"
+    after_rounding: str | None = None  # C's add when c = "after"; None: `rounding`
+    blocks: str = "ascending"  # or "descending": the order the k-blocks accumulate in
 
     def __post_init__(self) -> None:
         if self.rounding not in ROUNDINGS or self.c not in ("in-sum", "after") or \
-                self.subnormals not in SUBNORMALS or (self.group is not None and self.group < 1) \
-                or (self.fraction_bits is not None and self.fraction_bits < 0):
+                self.subnormals not in SUBNORMALS or self.align not in ALIGNS or \
+                self.overflow not in OVERFLOWS or \
+                self.after_rounding not in (None, *ROUNDINGS) or \
+                self.blocks not in ("ascending", "descending") or \
+                (self.group is not None and self.group < 1) or \
+                any(b is not None and b < 0 for b in (self.fraction_bits, self.result_bits)):
             raise ValueError(f"not a fused-dot model: {self}")
 
     def __call__(self, a: Sequence[Value], b: Sequence[Value], c: Value, formats:
@@ -100,22 +128,34 @@ class FusedDot:
             a = [_flushed(x, fa) for x in a]
             b = [_flushed(x, fb) for x in b]
             c = _flushed(c, out)
-        products = [product(x, y) for x, y in zip(a, b, strict=True)]
-        step = self.group or max(len(products), 1)
-        blocks = [products[i:i + step] for i in range(0, len(products), step)] or [[]]
-        acc = c
-        for i, block in enumerate(blocks):
-            joins = self.c == "in-sum" or i > 0
-            acc = self._round(self._sum([*block, acc] if joins else block), out)
-            if not joins:  # C after the first block's rounding: one more rounded addition
-                acc = self._round(self._sum([acc, c]), out)
+        pairs = list(zip(a, b, strict=True))
+        step = self.group or max(len(pairs), 1)
+        blocks = [pairs[i:i + step] for i in range(0, len(pairs), step)] or [[]]
+        if self.blocks == "descending":
+            blocks.reverse()
+        acc = c if self.c == "in-sum" else Value("finite", 0, 0, 0)
+        for block in blocks:
+            terms = [product(x, y) for x, y in block] + [acc]
+            refs = [_exponent(x, fa) + _exponent(y, fb) for x, y in block] + \
+                [_exponent(acc, out)] if self.align == "exponents" else None
+            acc = self._round(fused_sum(terms, self.fraction_bits, self.rounding, refs), out,
+                              self.rounding)
+        if self.c == "after":  # one more rounded addition, of C exactly
+            exact = fused_sum([acc, c], None, self.after_rounding or self.rounding)
+            acc = self._round(exact, out, self.after_rounding or self.rounding)
         return acc
 
-    def _sum(self, terms: Sequence[Value]) -> Value:
-        return fused_sum(terms, self.fraction_bits, self.rounding)
-
-    def _round(self, v: Value, out: Format) -> Value:
-        return round_to(out, v, self.rounding, self.subnormals)
+    def _round(self, v: Value, out: Format, rounding: str) -> Value:
+        fraction = out.fraction if self.result_bits is None else \
+            min(self.result_bits, out.fraction)
+        got = round_to(Format(out.name, out.exponent, fraction), v, rounding, self.subnormals)
+        if self.overflow == "infinity" and got.kind == "finite" and not out.finite_only:
+            # rounded as if the exponent had no top, then too large for the format: inf
+            wide = round_to(Format(out.name, out.exponent + 1, fraction), v, rounding,
+                            self.subnormals)
+            if wide.kind == "finite" and magnitude_above(wide, largest(out)):
+                return Value("inf", v.sign)
+        return got
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ def _is_text(value: object) -> bool:
 
 
 # the parameters that are not text, and what each must be
-_TYPED = {"fraction_bits": _is_int, "group": _is_int,
+_TYPED = {"fraction_bits": _is_int, "group": _is_int, "result_bits": _is_int,
           "order": lambda v: isinstance(v, list) and all(_is_int(x) for x in v)}
 
 
@@ -58,8 +58,9 @@ def model_of(spec: Mapping[str, object]) -> FusedDot | FmaChain:
 
 
 def predicted_bits(spec: Mapping[str, object], grid) -> np.ndarray:
-    """The model's D, as D's bit patterns (int64), for every case of the grid (dims of
-    `c_bits`), from the grid's `a_bits`/`b_bits` (case dims, then k) and formats."""
+    """The model's D, as D's bit patterns, for every case of the grid (dims of `c_bits`),
+    from the grid's `a_bits`/`b_bits` (case dims, then k) and formats: int64 (an f64's
+    pattern in two's complement, so `model >> 32 & 0xFFFFFFFF` is its high word)."""
     model = model_of(spec)
     nan = spec.get("nan", "quiet")
     if nan not in NANS:
@@ -71,14 +72,14 @@ def predicted_bits(spec: Mapping[str, object], grid) -> np.ndarray:
     if unknown := [n for n in names if n not in FORMATS]:
         raise ValueError(f"[model] the grid names formats {unknown}; known: {sorted(FORMATS)}")
     fa, fb, fd = (FORMATS[n] for n in names)
-    a, b, c = (np.asarray(grid[n].values).astype(np.int64) for n in GRID)
+    a, b, c = (np.asarray(grid[n].values).astype(np.uint64) for n in GRID)
     if a.shape != b.shape or a.shape[:-1] != c.shape or c.size > MAX_CASES:
         raise ValueError(f"[model] a_bits {a.shape}, b_bits {b.shape} and c_bits {c.shape} "
                          f"are not K-long cases of one grid (at most {MAX_CASES:,} cases)")
-    out = np.empty(c.shape, np.int64)
+    out = np.empty(c.shape, np.uint64)
     flat_a, flat_b = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
     for i, (ra, rb, rc) in enumerate(zip(flat_a, flat_b, c.reshape(-1), strict=True)):
         d: Value = model([decode(fa, int(x)) for x in ra], [decode(fb, int(y)) for y in rb],
                          decode(fd, int(rc)), (fa, fb, fd))
         out.reshape(-1)[i] = encode(fd, d, str(nan))
-    return out
+    return out.view(np.int64)

@@ -3,106 +3,227 @@ sums K products and C into one output (issue 19). A case is one output element: 
 values of A and of B and its C, every one exact in its format (built from powers of two,
 so no input is ever rounded on the way in). Families, after the properties they probe:
 
-- `alignment`: one product 1 and fifteen products 2**-s: the small terms survive the
-  alignment window only while s <= its fraction bits (15 of them sum to a visible bit);
+- `alignment`: one product 1 and K - 1 products 2**-s: the small terms survive the
+  alignment window only while s <= its fraction bits (K - 1 of them sum to a visible bit);
+- `window`: the same behind a cancelling pair (+1, -1, then K - 2 products 2**-s), so D is
+  the small terms alone and no output rounding hides the window (f16 outputs need it);
+- `carry`: where the window is measured: a cancelling pair of 1.5 * 1.5 = 2.25 (a product
+  whose leading bit is one above its operands' exponent sum) before K - 2 products 2**-s,
+  and K/2 products 1 (a sum that carries log2(K/2) bits) beside one product 2**-s;
 - `c_mantissa`: A = B = 0, C with every mantissa pattern the sweep gives: what C passes;
 - `ties`: 1 plus small terms that leave exactly half, just under and just over half an
   output ulp, both signs: the result's rounding;
+- `c_ties`: one product 1 and C a quarter, half or three quarters of an output ulp: C's
+  own rounding (inside the fused sum, or in an addition after it);
+- `carry_ties`: four products 1 and one, two or three products of the window's last bit:
+  a sum that carries past a result narrower than its window (`carry_precision`) and rounds;
 - `swamping`: +M and -M at two chosen k and ones elsewhere (FPRev-style): which terms are
   summed before the cancellation reveals the grouping across K;
 - `c_joins`: C below the products' window: added inside the fused sum or after it;
-- `specials`: subnormal inputs and outputs, signed zeros, infinities and NaN.
+- `specials`: subnormal inputs and outputs, signed zeros, infinities and NaN;
+- `overflow`: sums just past the output's largest finite (a rounding toward zero stays
+  finite, to nearest it overflows): only where the inputs can reach it.
 
+A `Frame` places them: K, the formats, and where "1" sits (`one`, `swamp_one`: exponents
+that keep every input a normal of its format and every result inside the output's range).
 Each family returns cases as (name, a, b, c): a and b tuples of K exact Values, c a Value.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
-from probelab.numerics.exact import NAN, Value
+from probelab.numerics.exact import NAN, Value, largest
+from probelab.numerics.formats import FORMATS, Format
 
 Case = tuple[str, tuple[Value, ...], tuple[Value, ...], Value]
-ZERO, ONE = Value("finite", 0, 0, 0), Value("finite", 0, 1, 0)
+ZERO = Value("finite", 0, 0, 0)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Where one probe's cases sit. The defaults are the first frame (f16-range inputs into
+    f32, `numerics-mma-f16-f32`), so its cases are what they were when it was sealed."""
+
+    k: int
+    a: Format = FORMATS["f16"]  # the input format (A and B)
+    out: Format = FORMATS["f32"]  # D's and C's
+    one: int = 0  # 2**one is the unit term of every family but swamping
+    swamp_one: int | None = None  # swamping's unit term (None: one); M = its 2**precision
+    shifts: range = range(18, 29)  # the s the alignment families sweep
+    tiny: tuple[tuple[int, int], ...] = ((-24, -24), (-20, -20), (-14, -14))  # a, b of tiny
+    c_tiny: int = -140  # an output-subnormal C
+    carry_precision: int | None = None  # a result's significand bits below the output's
+
+    @property
+    def precision(self) -> int:
+        """The output's significand bits (f32: 24)."""
+        return self.out.fraction + 1
 
 
 def power(e: int, sign: int = 0) -> Value:
     return Value("finite", sign, 1, e)
 
 
-def _split(s: int) -> tuple[Value, Value]:
-    """2**-s as a product of two halves (each within f16's normal range for s <= 28)."""
-    return power(-((s + 1) // 2)), power(-(s // 2))
+def split(e: int, sign: int = 0) -> tuple[Value, Value]:
+    """2**e as a product of two halves as near each other as they go (the sign on the
+    first), so both stay normals of a narrow input format."""
+    return power(e // 2, sign), power(e - e // 2)
 
 
-def alignment(k: int, shifts: range = range(18, 29)) -> Iterator[Case]:
-    """s <= 28: both halves of 2**-s stay f16 normals (a flushed input would mask it)."""
-    for s in shifts:
+def _padded(f: Frame, a: list[Value], b: list[Value]) -> tuple[tuple[Value, ...], ...]:
+    pad = [ZERO] * (f.k - len(a))
+    return tuple(a + pad), tuple(b + pad)
+
+
+def _sign(sign: int) -> str:
+    return "-" if sign else "+"
+
+
+def alignment(f: Frame) -> Iterator[Case]:
+    x, y = split(f.one)
+    for s in f.shifts:
         for sign in (0, 1):
-            x, y = _split(s)
-            a = (ONE, *[Value("finite", sign, 1, x.exponent)] * (k - 1))
-            yield f"alignment s={s} sign={'-' if sign else '+'}", a, (ONE, *[y] * (k - 1)), ZERO
+            u, v = split(f.one - s, sign)
+            yield f"alignment s={s} sign={_sign(sign)}", (x, *[u] * (f.k - 1)), \
+                (y, *[v] * (f.k - 1)), ZERO
 
 
-def c_mantissa(k: int, bits: range = range(0, 24)) -> Iterator[Case]:
-    zeros = (ZERO,) * k
-    for i in bits:  # 1 + 2**-i + 2**-23: a leading bit, one middle bit and the last
-        c = Value("finite", 0, (1 << 23) | (1 << (23 - i)) | 1, -23)
+def window(f: Frame) -> Iterator[Case]:
+    x, y = split(f.one)
+    for s in f.shifts:
+        for sign in (0, 1):
+            u, v = split(f.one - s, sign)
+            yield f"window s={s} sign={_sign(sign)}", (x, Value("finite", 1, 1, x.exponent),
+                                                       *[u] * (f.k - 2)), \
+                (y, y, *[v] * (f.k - 2)), ZERO
+
+
+def carry(f: Frame) -> Iterator[Case]:
+    x, y = split(f.one)
+    x, y = (Value("finite", 0, 3, v.exponent - 1) for v in (x, y))  # 1.5 * 2**e each
+    ones = f.k // 2
+    for s in f.shifts:
+        for sign in (0, 1):
+            u, v = split(f.one - s, sign)
+            yield f"carry product s={s} sign={_sign(sign)}", \
+                (x, Value("finite", 1, 3, x.exponent), *[u] * (f.k - 2)), \
+                (y, y, *[v] * (f.k - 2)), ZERO
+        u, v = split(f.one - s)
+        a, b = split(f.one)
+        yield (f"carry sum s={s}", *_padded(f, [a] * ones + [u], [b] * ones + [v]), ZERO)
+
+
+def c_mantissa(f: Frame) -> Iterator[Case]:
+    zeros, p = (ZERO,) * f.k, f.out.fraction
+    for i in range(p + 1):  # 1 + 2**-i + 2**-p: a leading bit, one middle bit and the last
+        c = Value("finite", 0, (1 << p) | (1 << (p - i)) | 1, f.one - p)
         yield f"c_mantissa bit={i}", zeros, zeros, c
 
 
-def ties(k: int) -> Iterator[Case]:
-    """1 + f * 2**-24 for f in {1 (a tie), 3/4 * 2 = 1.5, ...}: the fraction below the output
-    ulp (2**-23 at 1) is spelled by products 2**-24, 2**-25, 2**-26 at separate k."""
-    spellings = {"half": (24,), "under-half": (25, 26), "over-half": (24, 26),
-                 "quarter": (25,), "three-quarters": (24, 25)}
+def ties(f: Frame) -> Iterator[Case]:
+    """1 + r * 2**-(p - 1) for the fractions r of an output ulp below: 1/2 (a tie), 3/8,
+    5/8, 1/4, 3/4, spelled by products 2**-p, 2**-(p+1), 2**-(p+2) at separate k."""
+    p = f.precision
+    spellings = {"half": (p,), "under-half": (p + 1, p + 2), "over-half": (p, p + 2),
+                 "quarter": (p + 1,), "three-quarters": (p, p + 1)}
     for name, shifts in spellings.items():
         for sign in (0, 1):
-            a, b = [Value("finite", sign, 1, 0)], [ONE]
+            x, y = split(f.one, sign)
+            a, b = [x], [y]
             for s in shifts:
-                x, y = _split(s)
-                a.append(Value("finite", sign, 1, x.exponent))
-                b.append(y)
-            pad = k - len(a)
-            yield f"ties {name} sign={'-' if sign else '+'}", tuple(a + [ZERO] * pad), \
-                tuple(b + [ZERO] * pad), ZERO
+                u, v = split(f.one - s, sign)
+                a.append(u)
+                b.append(v)
+            yield (f"ties {name} sign={_sign(sign)}", *_padded(f, a, b), ZERO)
 
 
-def swamping(k: int, big: int = 24) -> Iterator[Case]:
-    """+2**big at k = i, -2**big at k = j (each 2**(big/2) squared: f16 holds the halves), 1
-    elsewhere: an exact sum gives k - 2; a unit that adds the ones to +M before -M arrives
-    (or in a block without it) loses them."""
-    half = power(big // 2)
-    for i in range(k):
-        for j in range(k):
+def c_ties(f: Frame) -> Iterator[Case]:
+    x, y = split(f.one)
+    p = f.precision
+    for name, n, e in (("quarter", 1, p + 1), ("half", 1, p), ("three-quarters", 3, p + 1)):
+        for sign in (0, 1):
+            yield (f"c_ties {name} sign={_sign(sign)}", *_padded(f, [x], [y]),
+                   Value("finite", sign, n, f.one - e))
+
+
+def carry_ties(f: Frame) -> Iterator[Case]:
+    """4 + r * 2**-(q-1) for r = 1, 2, 3 (q = carry_precision): a quarter, half and three
+    quarters of a q-bit result's ulp at 4, spelled by products inside a q-1-bit window."""
+    if f.carry_precision is None:
+        return
+    x, y = split(f.one)
+    for r in (1, 2, 3):
+        for sign in (0, 1):
+            u, v = split(f.one - (f.carry_precision - 1), sign)
+            a = [Value("finite", sign, 1, x.exponent)] * 4 + [u] * r
+            yield (f"carry_ties r={r} sign={_sign(sign)}", *_padded(f, a, [y] * 4 + [v] * r),
+                   ZERO)
+
+
+def swamping(f: Frame) -> Iterator[Case]:
+    """+M at k = i, -M at k = j (M = 2**precision ones), 1 elsewhere: an exact sum gives
+    K - 2; a unit that adds the ones to +M before -M arrives (or in a block without it)
+    loses them."""
+    one = f.one if f.swamp_one is None else f.swamp_one
+    x, y = split(one)
+    big, big_b = split(one + f.precision)
+    for i in range(f.k):
+        for j in range(f.k):
             if i == j:
                 continue
-            a, b = [ONE] * k, [ONE] * k
-            a[i], a[j] = half, Value("finite", 1, 1, big // 2)
-            b[i] = b[j] = power(big - big // 2)
+            a, b = [x] * f.k, [y] * f.k
+            a[i], a[j] = big, Value("finite", 1, 1, big.exponent)
+            b[i] = b[j] = big_b
             yield f"swamping +M@{i} -M@{j}", tuple(a), tuple(b), ZERO
 
 
-def c_joins(k: int) -> Iterator[Case]:
+def c_joins(f: Frame) -> Iterator[Case]:
     """Products 1 and -1 cancel; C = 2**-e survives a fused sum aligned to the products'
     leading bit only while e <= its window, but always survives when added after."""
-    for e in range(20, 34):
-        a = (ONE, Value("finite", 1, 1, 0), *(ZERO,) * (k - 2))
-        yield f"c_joins c=2^-{e}", a, (ONE, ONE, *(ZERO,) * (k - 2)), power(-e)
+    x, y = split(f.one)
+    for e in range(f.shifts.start + 2, f.shifts.stop + 5):
+        a, b = [x, Value("finite", 1, 1, x.exponent)], [y, y]
+        yield (f"c_joins c=2^-{e}", *_padded(f, a, b), power(f.one - e))
 
 
-def specials(k: int) -> Iterator[Case]:
-    inf, ninf = Value("inf", 0), Value("inf", 1)
-    pad = (ZERO,) * (k - 1)
-    yield "specials 0*inf", (ZERO, *pad), (inf, *pad), ZERO
-    yield "specials inf-inf", (inf, ninf, *pad[1:]), (ONE, ONE, *pad[1:]), ZERO
-    yield "specials nan", (NAN, *pad), (ONE, *pad), ZERO
-    yield "specials -0 + -0", (Value("finite", 1, 0, 0), *pad), (ONE, *pad), \
-        Value("finite", 1, 0, 0)
-    for e in (-24, -20, -14):  # f16 subnormal/normal inputs, products below f32's range
-        yield f"specials tiny 2^{e}", (power(e), *pad), (power(e), *pad), ZERO
-    yield "specials f32 subnormal C", (ZERO, *pad), (ZERO, *pad), power(-140)
+def specials(f: Frame) -> Iterator[Case]:
+    """Inputs without an infinity (e4m3) skip the cases that need one."""
+    inf, ninf, one = Value("inf", 0), Value("inf", 1), power(0)
+    if not f.a.finite_only:
+        yield ("specials 0*inf", *_padded(f, [ZERO], [inf]), ZERO)
+        yield ("specials inf-inf", *_padded(f, [inf, ninf], [one, one]), ZERO)
+    yield ("specials nan", *_padded(f, [NAN], [one]), ZERO)
+    yield ("specials -0 + -0", *_padded(f, [Value("finite", 1, 0, 0)], [one]),
+           Value("finite", 1, 0, 0))
+    for ea, eb in f.tiny:  # subnormal/normal inputs, products near or below D's range
+        name = f"specials tiny 2^{ea}" + (f"*2^{eb}" if eb != ea else "")
+        yield (name, *_padded(f, [power(ea)], [power(eb)]), ZERO)
+    yield (f"specials {f.out.name} subnormal C", *_padded(f, [], []), power(f.c_tiny))
 
 
-FAMILIES = {"alignment": alignment, "c_mantissa": c_mantissa, "ties": ties,
-            "swamping": swamping, "c_joins": c_joins, "specials": specials}
+def overflow(f: Frame) -> Iterator[Case]:
+    """2**t + 2**t with 2**t the output's largest power, and its largest finite plus half
+    and a whole ulp of it (C), both signs: none where the inputs cannot reach 2**t."""
+    big = largest(f.out)
+    t = big.top()
+    x, y = split(t)
+    if min(x.exponent, y.exponent) < f.a.emin or \
+            max(x.exponent, y.exponent) > largest(f.a).top():
+        return
+    ulp = big.exponent
+    for sign in (0, 1):
+        u = Value("finite", sign, 1, x.exponent)
+        yield (f"overflow 2^{t}+2^{t} sign={_sign(sign)}", *_padded(f, [u, u], [y, y]), ZERO)
+        for name, e in (("half", ulp - 1), ("ulp", ulp)):
+            ea, eb = split(e, sign)
+            yield (f"overflow max+{name} sign={_sign(sign)}", *_padded(f, [ea], [eb]),
+                   Value("finite", sign, big.significand, big.exponent))
+
+
+FAMILIES = {"alignment": alignment, "window": window, "carry": carry,
+            "c_mantissa": c_mantissa, "ties": ties, "c_ties": c_ties, "carry_ties": carry_ties,
+            "swamping": swamping, "c_joins": c_joins, "specials": specials,
+            "overflow": overflow}
+FIRST = ("alignment", "c_mantissa", "ties", "swamping", "c_joins", "specials")  # 1st probes'

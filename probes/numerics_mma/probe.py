@@ -1,20 +1,22 @@
-"""numerics-mma-f16-f32, numerics-mma-bf16-f32 and numerics-mma-tf32-f32: how NVIDIA's
-mma.sync m16n8k16 f16 (bf16) -> f32 and m16n8k8 tf32 -> f32 (SASS HMMA.16816.F32,
-.F32.BF16, HMMA.1688.F32.TF32 on sm_90) round and accumulate, measured against sealed
-numeric models (issue 19).
+"""numerics-mma-* and numerics-wgmma-*: how NVIDIA's matrix units round and accumulate,
+measured against sealed numeric models (issue 19). mma.sync m16n8k16 f16 and bf16 into f32
+and f16 -> f16 (SASS HMMA.16816.F32[.BF16], .F16), m16n8k8 tf32 (HMMA.1688.F32.TF32),
+m16n8k32 e4m3/e5m2 (lowered on sm_90 to two f16 HMMA and C's FADD, as probes/mma_fp8
+proves), f64 m8n8k4 and m16n8k16 (DMMA); wgmma m64n8k16 f16/bf16, m64n8k8 tf32 and m64n8k32
+e4m3/e5m2 into f32 (HGMMA, QGMMA), A from registers and B from a shared tile.
 
-Each wave is one MMA and one case: the case's 16 values of A fill row 0, its 16 of B column
+Each wave is one MMA and one case: the case's K values of A fill row 0, its K of B column
 0, its C the element D(0, 0); every other element of A, B and C is +0, so D(0, 0) is the
 case's result and every other D element must come back +0 (`rest_zero`). The fragments are
-placed by the PTX ISA's m16n8k16 and m16n8k8 figures (9.7.13.4.8), which this lab measured
-CONFIRMED on the H200 (mma-f16-f32 ptx-layouts, mma-tf32 ptx-fragments). Cases come from
-probelab.numerics.stimulus: every value exact in its format. Raw D registers are kept
-whole (`d_raw`).
+placed by the PTX ISA's figures (9.7.13.4, 9.7.15.5), which this lab measured CONFIRMED on
+the H200 (the mma-*, dmma-f64 and wgmma-* lane maps); B's wgmma tile is K-major without
+swizzle, as wgmma-* measured it. Cases come from probelab.numerics.stimulus, placed by
+each kind's Frame: every value exact in its format. Raw D registers are kept whole (`d_raw`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,11 +26,12 @@ from probelab.numerics import stimulus as families
 from probelab.numerics.exact import decode, encode
 from probelab.numerics.formats import FORMATS
 from probelab.numerics.models import FmaChain, FusedDot
+from probelab.numerics.stimulus import FIRST, Frame
 from probelab.probe import Evidence, Kernel, Launch, load_sibling
 
 HERE = Path(__file__).parent
-F32 = FORMATS["f32"]
-LANES = 32
+F16, F32, F64, E4M3, E5M2 = (FORMATS[n] for n in ("f16", "f32", "f64", "e4m3", "e5m2"))
+Cell = Callable[[int, int], tuple[int, int]]  # (lane of a warp, element) -> (row, col)
 
 
 def a_cell(lane: int, i: int) -> tuple[int, int]:
@@ -44,7 +47,8 @@ def b_cell(lane: int, i: int) -> tuple[int, int]:
 
 
 def a_cell_tf32(lane: int, i: int) -> tuple[int, int]:
-    """(m, k) of element i of lane's A fragment (PTX m16n8k8 .tf32)."""
+    """(m, k) of element i of lane's A fragment (PTX m16n8k8 .tf32; m16n8k16 and, as
+    element 0, m8n8k4 .f64)."""
     g, t = lane >> 2, lane % 4
     return g + 8 * (i & 1), t + 4 * (i >> 1)
 
@@ -54,47 +58,166 @@ def b_cell_tf32(lane: int, i: int) -> tuple[int, int]:
     return t + 4 * i, g
 
 
+def a_cell_fp8(lane: int, i: int) -> tuple[int, int]:
+    """(m, k) of element i of lane's A fragment (PTX m16n8k32 .e4m3/.e5m2)."""
+    g, t = lane >> 2, lane % 4
+    return g + 8 * ((i >> 2) & 1), 4 * t + (i & 3) + 16 * (i >> 3)
+
+
+def b_cell_fp8(lane: int, i: int) -> tuple[int, int]:
+    g, t = lane >> 2, lane % 4
+    return 4 * t + (i & 3) + 16 * (i >> 2), g
+
+
 def d_cell(lane: int, i: int) -> tuple[int, int]:
-    """(m, n) of register i of lane's C/D fragment (f32)."""
+    """(m, n) of element i of lane's C/D fragment (f32, f16 and f64 alike)."""
     g, t = lane >> 2, lane % 4
     return g + 8 * (i >> 1), 2 * t + (i & 1)
 
 
-def _table(cell, elements: int) -> np.ndarray:
-    return np.array([[cell(lane, i) for i in range(elements)] for lane in range(LANES)])
+def _table(cell: Cell, lanes: int, elements: int) -> np.ndarray:
+    """(lanes, elements, 2): a warpgroup's warp w holds rows 16 w.. (wgmma's figures)."""
+    return np.array([[np.add(cell(lane % 32, i), (16 * (lane // 32), 0))
+                      for i in range(elements)] for lane in range(lanes)])
+
+
+def mma_evidence(form: str, spans: tuple[int, int, int]) -> Evidence:
+    """Exactly one MMA of this form and no other; A, B and C straight from their loads."""
+    unit = form.split("\\.")[0]
+    others = tuple(rf"{u}.*" for u in ("HMMA", "IMMA", "DMMA") if u != unit)
+    return Evidence(form, forbidden=(rf"{unit}\.(?!{form[len(unit) + 2:]}$).*", *others,
+                                     r"HFMA2.*" if unit == "HMMA" else r"DFMA.*"),
+                    operands=("unmodified",) * 3, spans=spans)
+
+
+def fp8_evidence(name: str) -> Evidence:
+    """sm_90's realisation of fp8 mma.sync (probes/mma_fp8 measured it): A and B unpacked to
+    f16, two f16 HMMA m16n8k16, the first from a zero C, and C's FADD after them."""
+    return Evidence(
+        r"HMMA\.16816\.F32", count=2,
+        lowered=f"sm_90 has no fp8 mma.sync unit: ptxas unpacks A and B to f16 "
+                f"(F2FP.F16.{name.upper()}.UNPACK_B), issues two f16 HMMA m16n8k16, the first "
+                "from a zero C and the second accumulating on it, and adds C after them (FADD)",
+        forbidden=(r"HMMA\.(?!16816\.F32$).*", r"IMMA.*", r"DMMA.*", r"[HQ]GMMA.*"),
+        operands=("from_memory", "from_memory", "any"), spans=(4, 2, 4),
+        companions=((rf"F2FP\.F16\.{name.upper()}\.UNPACK_B", "before", 12),
+                    ("FADD", "after", 4)))
+
+
+def wgmma_evidence(form: str) -> Evidence:
+    """One warpgroup MMA of this form and no other matrix instruction; A and C straight from
+    their loads; B placed by the tile's store, then the async-proxy fence, the warpgroup's
+    arrive before the MMA and its wait after."""
+    return Evidence(form, forbidden=(rf"(?!{form}$)[HIQ]GMMA.*", r"[HID]MMA.*"),
+                    operands=("unmodified", "any", "unmodified"), spans=(4, 1, 4),
+                    companions=((r"STS", "before", 1), (r"FENCE\.VIEW\.ASYNC\.S", "before", 1),
+                                (r"WARPGROUP\.ARRIVE", "before", 1),
+                                (r"WARPGROUP\.DEPBAR\.LE", "after", 1)))
 
 
 @dataclass(frozen=True)
 class Kind:
-    k: int
-    shape: str  # the kernel's PTX shape
-    sass: str
-    a_map: np.ndarray  # (lanes, A elements, 2) -> (m, k)
-    b_map: np.ndarray  # (lanes, B elements, 2) -> (k, n)
+    id: str
+    kernel: str  # the kernel's name; its symbol is probe_<kernel>
+    a: str  # A's and B's format
+    out: str  # C's and D's
+    shape: str  # the PTX shape
+    a_cell: Cell
+    b_cell: Cell | None  # None: B from wgmma's shared tile
+    elements: tuple[int, int, int]  # A, B and C/D elements per lane
+    evidence: Evidence
+    frame: Frame
+    families: tuple[str, ...] = (*FIRST, "window", "carry", "c_ties", "carry_ties", "overflow")
+    lanes: int = 32  # 128: a warpgroup
+    targets: tuple[str, ...] = ("sm_90*",)
+
+    @property
+    def k(self) -> int:
+        return self.frame.k
 
 
-KINDS = {
-    "f16": Kind(16, "m16n8k16", r"HMMA\.16816\.F32", _table(a_cell, 8), _table(b_cell, 4)),
-    "bf16": Kind(16, "m16n8k16", r"HMMA\.16816\.F32\.BF16", _table(a_cell, 8),
-                 _table(b_cell, 4)),
-    "tf32": Kind(8, "m16n8k8", r"HMMA\.1688\.F32\.TF32", _table(a_cell_tf32, 4),
-                 _table(b_cell_tf32, 2)),
-}
-D_MAP = _table(d_cell, 4)
+# the first three probes' kinds keep their cases (FIRST) and names as sealed
+# fp8: the unit terms inside e4m3/e5m2, and ties of a 14-bit result (QGMMA keeps 13 bits)
+F8 = dict(one=16, swamp_one=-8, shifts=range(8, 29), carry_precision=14)
+FP8_TINY = {"e4m3": ((-9, 0), (-7, 0), (-6, -6), (-9, -9)),
+            "e5m2": ((-16, 0), (-15, 0), (-14, -14), (-16, -16))}
+F64_FRAME = dict(a=F64, out=F64, shifts=range(48, 60), c_tiny=-1060,
+                 tiny=((-1074, 0), (-1060, 0), (-1022, -30), (-600, -500)))
+SM8 = ("sm_8*", "sm_90*")  # the first three probes' (their kernels are sm_80's too)
+WGMMA = dict(b_cell=None, lanes=128, elements=(8, 0, 4))
+KINDS = {k.id: k for k in (
+    Kind("numerics-mma-f16-f32", "f16_f32_m16n8k16", "f16", "f32", "m16n8k16", a_cell, b_cell,
+         (8, 4, 4), mma_evidence(r"HMMA\.16816\.F32", (4, 2, 4)), Frame(16), FIRST, targets=SM8),
+    Kind("numerics-mma-bf16-f32", "bf16_f32_m16n8k16", "bf16", "f32", "m16n8k16", a_cell,
+         b_cell, (8, 4, 4), mma_evidence(r"HMMA\.16816\.F32\.BF16", (4, 2, 4)), Frame(16),
+         FIRST, targets=SM8),
+    Kind("numerics-mma-tf32-f32", "tf32_f32_m16n8k8", "tf32", "f32", "m16n8k8", a_cell_tf32,
+         b_cell_tf32, (4, 2, 4), mma_evidence(r"HMMA\.1688\.F32\.TF32", (4, 2, 4)), Frame(8),
+         FIRST, targets=SM8),
+    Kind("numerics-mma-f16-f16", "f16_f16_m16n8k16", "f16", "f16", "m16n8k16", a_cell, b_cell,
+         (8, 4, 4), mma_evidence(r"HMMA\.16816\.F16", (4, 2, 2)),
+         Frame(16, out=F16, one=10, tiny=((-24, 0), (-20, 0), (-14, -6), (-15, -10)),
+               c_tiny=-20)),
+    *(Kind(f"numerics-mma-{n}-f32", f"{n}_f32_m16n8k32", n, "f32", "m16n8k32", a_cell_fp8,
+           b_cell_fp8, (16, 8, 4), fp8_evidence(n),
+           Frame(32, a=FORMATS[n], tiny=FP8_TINY[n], **F8)) for n in ("e4m3", "e5m2")),
+    Kind("numerics-mma-f64-m8n8k4", "f64_m8n8k4", "f64", "f64", "m8n8k4", a_cell_tf32,
+         b_cell_tf32, (1, 1, 2), mma_evidence(r"DMMA\.8x8x4", (2, 2, 4)),
+         Frame(4, **F64_FRAME)),
+    Kind("numerics-mma-f64-m16n8k16", "f64_m16n8k16", "f64", "f64", "m16n8k16", a_cell_tf32,
+         b_cell_tf32, (8, 4, 4), mma_evidence(r"DMMA\.16x8x16", (16, 8, 8)),
+         Frame(16, **F64_FRAME)),
+    Kind("numerics-wgmma-f16-f32", "wgmma_f16_f32_m64n8k16", "f16", "f32", "m64n8k16", a_cell,
+         evidence=wgmma_evidence(r"HGMMA\.64x8x16\.F32"), frame=Frame(16), **WGMMA),
+    Kind("numerics-wgmma-bf16-f32", "wgmma_bf16_f32_m64n8k16", "bf16", "f32", "m64n8k16",
+         a_cell, evidence=wgmma_evidence(r"HGMMA\.64x8x16\.F32\.BF16"),
+         frame=Frame(16, a=FORMATS["bf16"]),
+         **WGMMA),
+    Kind("numerics-wgmma-tf32-f32", "wgmma_tf32_f32_m64n8k8", "tf32", "f32", "m64n8k8",
+         a_cell_tf32, evidence=wgmma_evidence(r"HGMMA\.64x8x8\.F32\.TF32"),
+         frame=Frame(8, a=FORMATS["tf32"]),
+         **{**WGMMA, "elements": (4, 0, 4)}),
+    *(Kind(f"numerics-wgmma-{n}-f32", f"wgmma_{n}_f32_m64n8k32", n, "f32", "m64n8k32",
+           a_cell_fp8, evidence=wgmma_evidence(rf"QGMMA\.64x8x32\.F32\.{n.upper()}\.{n.upper()}"),
+           frame=Frame(32, a=FORMATS[n], tiny=FP8_TINY[n], **F8),
+           **{**WGMMA, "elements": (16, 0, 4)}) for n in ("e4m3", "e5m2")),
+)}
+TILE_BYTES = 512  # wgmma's B tile (the first 256 bytes hold the N = 8, K-major matrix)
 
 
-def cases(k: int) -> list[tuple[str, str, tuple, tuple, object]]:
-    return [(name, case, a, b, c) for name, family in families.FAMILIES.items()
-            for case, a, b, c in family(k)]
+def pack(values: np.ndarray, bits: int) -> np.ndarray:
+    """(..., elements) patterns of `bits` into (..., words) little-endian 32-bit words."""
+    values = values.astype(np.uint64)
+    if bits == 64:
+        return np.stack([values & 0xFFFFFFFF, values >> 32], -1).reshape(
+            *values.shape[:-1], -1).astype(np.uint32)
+    per = 32 // bits
+    words = np.zeros((*values.shape[:-1], -(-values.shape[-1] // per)), np.uint64)
+    for i in range(values.shape[-1]):
+        words[..., i // per] |= values[..., i] << np.uint64(bits * (i % per))
+    return words.astype(np.uint32)
+
+
+def unpack(words: np.ndarray, bits: int, elements: int) -> np.ndarray:
+    """pack's inverse: (..., words) into (..., elements) patterns (uint64)."""
+    words = words.astype(np.uint64)
+    if bits == 64:
+        return words[..., 0::2][..., :elements] | (words[..., 1::2][..., :elements] << 32)
+    per, mask = 32 // bits, np.uint64((1 << bits) - 1)
+    return np.stack([(words[..., i // per] >> np.uint64(bits * (i % per))) & mask
+                     for i in range(elements)], -1)
+
+
+def tile_byte(k: int, size: int) -> int:
+    """Byte of B(k, 0) in wgmma's K-major tile without swizzle: 16 bytes of k per core row,
+    the next 16 bytes of k LBO = 128 bytes on."""
+    return (k * size) % 16 + 128 * ((k * size) // 16)
 
 
 @dataclass
 class NumericsProbe:
-    kind: str  # the input format: "f16", "bf16" or "tf32"
+    kind: str  # the probe's id
     version: str = "1"
-    targets: tuple[str, ...] = ("sm_8*", "sm_90*")
-    observables: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: {
-        "d_bits": ("case",), "rest_zero": ("case",)})  # one prediction serves every kernel
     plots: Mapping[str, object] = field(default_factory=lambda: {
         "alignment": load_sibling(HERE / "plots.py").alignment})
     # the simulated unit's model (tests and the sim backend only; never evidence)
@@ -102,34 +225,42 @@ class NumericsProbe:
         25, "toward-zero"))
 
     def __post_init__(self) -> None:
-        self.id = f"numerics-mma-{self.kind}-f32"
-        self.spec = KINDS[self.kind]
-        self.summary = (f"{self.kind} -> f32 mma.sync {self.spec.shape}: D(0, 0) of one MMA per "
-                        "case, raw f32 bits, against sealed numeric models")
-        self.fmt = FORMATS[self.kind]
-        self.per = 32 // self.fmt.bits  # elements per A/B register
+        self.id = self.kind
+        self.spec = spec = KINDS[self.kind]
+        self.fmt, self.out = FORMATS[spec.a], FORMATS[spec.out]
+        unit = "wgmma" if spec.lanes == 128 else "mma.sync"
+        self.summary = (f"{spec.a} -> {spec.out} {unit} {spec.shape}: D(0, 0) of one MMA per "
+                        f"case, raw {spec.out} bits, against sealed numeric models")
+        self.targets = spec.targets
+        # D(0, 0) as one 32-bit observable, or an f64's two words
+        words = ("d_lo", "d_hi") if self.out.bits == 64 else ("d_bits",)
+        self.observables = {w: ("case",) for w in (*words, "rest_zero")}
+        self.a_map = _table(spec.a_cell, spec.lanes, spec.elements[0])
+        self.b_map = None if spec.b_cell is None else _table(spec.b_cell, 32, spec.elements[1])
+        self.d_map = _table(d_cell, spec.lanes, spec.elements[2])
 
     def kernels(self, vendor: str) -> list[Kernel]:
         if vendor != "nvidia":
             return []
-        form, shape = self.spec.sass, self.spec.shape
-        return [Kernel(f"{self.kind}_f32_{shape}", f"probe_{self.kind}_f32_{shape}",
-                       HERE / "numerics_mma.cu", "nvidia",
-                       Evidence(form, forbidden=(rf"HMMA\.(?!{form[6:]}$).*", r"IMMA.*",
-                                                 r"DMMA.*", r"HFMA2.*"),
-                                operands=("unmodified",) * 3, spans=(4, 2, 4)))]
+        wgmma = self.spec.lanes == 128
+        return [Kernel(self.spec.kernel, f"probe_{self.spec.kernel}",
+                       HERE / ("numerics_wgmma.cu" if wgmma else "numerics_mma.cu"), "nvidia",
+                       self.spec.evidence, options={"arch": "sm_90a"} if wgmma else {})]
 
     def stimulus(self):
         import xarray as xr
 
-        found = cases(self.spec.k)
-        a = np.array([[encode(self.fmt, v) for v in c[2]] for c in found], np.uint32)
-        b = np.array([[encode(self.fmt, v) for v in c[3]] for c in found], np.uint32)
-        c = np.array([encode(F32, x[4]) for x in found], np.uint32)
-        names = list(families.FAMILIES)
+        frame = self.spec.frame
+        found = [(name, case, a, b, c) for name in self.spec.families
+                 for case, a, b, c in families.FAMILIES[name](frame)]
+        dtype = np.uint64 if self.out.bits == 64 else np.uint32
+        a = np.array([[encode(self.fmt, v) for v in c[2]] for c in found], dtype)
+        b = np.array([[encode(self.fmt, v) for v in c[3]] for c in found], dtype)
+        c = np.array([encode(self.out, x[4]) for x in found], dtype)
+        names = list(self.spec.families)
         return xr.Dataset(coords={
             "case": ("case", np.arange(len(found), dtype=np.uint32)),
-            "k": ("k", np.arange(self.spec.k, dtype=np.uint32)),
+            "k": ("k", np.arange(frame.k, dtype=np.uint32)),
             "a_bits": (("case", "k"), a), "b_bits": (("case", "k"), b), "c_bits": ("case", c),
             "family": ("case", np.array([f for f, *_ in found])),
             "family_id": ("case", np.array([names.index(f) for f, *_ in found], np.uint32),
@@ -141,72 +272,117 @@ class NumericsProbe:
             "finite_inputs": ("case", np.array([all(v.kind == "finite" for v in (*x[2], *x[3],
                                                                                  x[4]))
                                                 for x in found], np.uint32)),
-            "a_format": ((), self.kind), "b_format": ((), self.kind), "d_format": ((), "f32")})
+            "a_format": ((), self.spec.a), "b_format": ((), self.spec.a),
+            "d_format": ((), self.spec.out)})
+
+    def _words(self, elements: int, bits: int) -> int:
+        return -(-elements * bits // 32)
 
     def launch(self, stimulus) -> Launch:
-        a, b, c = (stimulus[n].values.astype(np.uint32) for n in ("a_bits", "b_bits", "c_bits"))
+        spec, bits, lanes = self.spec, self.fmt.bits, self.spec.lanes
+        a, b, c = (stimulus[n].values.astype(np.uint64) for n in ("a_bits", "b_bits", "c_bits"))
         waves = len(c)
-        regs = {"a": np.zeros((waves, LANES, 4), np.uint32),
-                "b": np.zeros((waves, LANES, 2), np.uint32),
-                "c": np.zeros((waves, LANES, 4), np.uint32)}
-        per, width = self.per, 32 // self.per
-        for lane in range(LANES):  # the case: A's row 0 and B's column 0
-            for i, (m, k) in enumerate(self.spec.a_map[lane]):
+        av = np.zeros((waves, lanes, spec.elements[0]), np.uint64)
+        for lane in range(lanes):  # the case: A's row 0 and B's column 0
+            for i, (m, k) in enumerate(self.a_map[lane]):
                 if m == 0:
-                    regs["a"][:, lane, i // per] |= a[:, k] << (width * (i % per))
-            for i, (k, n) in enumerate(self.spec.b_map[lane]):
-                if n == 0:
-                    regs["b"][:, lane, i // per] |= b[:, k] << (width * (i % per))
-        regs["c"][:, 0, 0] = c  # D(0, 0): lane 0, register 0
-        inputs = {"params": np.array([waves], np.uint32)} | \
-            {n: v.reshape(-1) for n, v in regs.items()}
-        return Launch(inputs=inputs, outputs={"d": waves * LANES * 4}, threads=waves * LANES,
-                      block=128)
+                    av[:, lane, i] = a[:, k]
+        if self.b_map is None:  # wgmma: B(k, 0) at its byte of the tile, word t to thread t
+            tile = np.zeros((waves, TILE_BYTES), np.uint64)
+            size = bits // 8
+            for k in range(spec.k):
+                for byte in range(size):
+                    tile[:, tile_byte(k, size) + byte] = (b[:, k] >> np.uint64(8 * byte)) & 0xFF
+            bw = pack(tile, 8).reshape(waves, lanes, 1)
+        else:
+            bv = np.zeros((waves, lanes, spec.elements[1]), np.uint64)
+            for lane in range(lanes):
+                for i, (k, n) in enumerate(self.b_map[lane]):
+                    if n == 0:
+                        bv[:, lane, i] = b[:, k]
+            bw = pack(bv, bits)
+        cv = np.zeros((waves, lanes, spec.elements[2]), np.uint64)
+        cv[:, 0, 0] = c  # D(0, 0): lane 0, element 0
+        inputs = {"params": np.array([waves], np.uint32), "a": pack(av, bits).reshape(-1),
+                  "b": bw.reshape(-1), "c": pack(cv, self.out.bits).reshape(-1)}
+        d_words = self._words(spec.elements[2], self.out.bits)
+        return Launch(inputs=inputs, outputs={"d": waves * lanes * d_words},
+                      threads=waves * lanes, block=128)
 
     def assemble(self, stimulus, outputs):
-        names = list(outputs)
-        raw = np.stack([np.asarray(outputs[k]["d"], np.uint32).reshape(-1, LANES, 4)
+        names, lanes = list(outputs), self.spec.lanes
+        words = self._words(self.spec.elements[2], self.out.bits)
+        raw = np.stack([np.asarray(outputs[k]["d"], np.uint32).reshape(-1, lanes, words)
                         for k in names])
-        rest = raw.copy()
+        d = unpack(raw, self.out.bits, self.spec.elements[2])
+        first = d[:, :, 0, 0]
+        rest = d.copy()
         rest[:, :, 0, 0] = 0
         ds = stimulus.assign_coords(kernel=("kernel", np.array(names)),
-                                    lane=("lane", np.arange(LANES, dtype=np.uint32)),
-                                    reg=("reg", np.arange(4, dtype=np.uint32)))
+                                    lane=("lane", np.arange(lanes, dtype=np.uint32)),
+                                    reg=("reg", np.arange(words, dtype=np.uint32)))
         ds["d_raw"] = (("kernel", "case", "lane", "reg"), raw,
-                       {"description": "every lane's four f32 D registers, raw bits"})
-        ds["d_bits"] = (("kernel", "case"), raw[:, :, 0, 0],
-                        {"description": "D(0, 0) of the case's MMA (lane 0, register 0), raw "
-                         "f32 bits"})
+                       {"description": f"every lane's {words} D registers, raw bits"})
+        out = self.out.name
+        if self.out.bits == 64:
+            for name, part, half in (("d_lo", first & 0xFFFFFFFF, "low"),
+                                     ("d_hi", first >> 32, "high")):
+                ds[name] = (("kernel", "case"), part.astype(np.uint32),
+                            {"description": f"the {half} 32 bits of D(0, 0), raw f64 bits"})
+        else:
+            ds["d_bits"] = (("kernel", "case"), first.astype(np.uint32),
+                            {"description": "D(0, 0) of the case's MMA (lane 0, its first "
+                             f"element), raw {out} bits"})
         ds["rest_zero"] = (("kernel", "case"), (rest == 0).all((2, 3)).astype(np.uint32),
                            {"description": "1 where every D element but D(0, 0) is +0"})
         return ds
 
     def simulate(self, kernel: Kernel, inputs: Mapping[str, np.ndarray]
                  ) -> dict[str, np.ndarray]:
-        waves = int(inputs["params"][0])
-        a = np.asarray(inputs["a"], np.uint32).reshape(waves, LANES, 4)
-        b = np.asarray(inputs["b"], np.uint32).reshape(waves, LANES, 2)
-        c = np.asarray(inputs["c"], np.uint32).reshape(waves, LANES, 4)
-        out = np.zeros((waves, LANES, 4), np.uint32)
-        per, width, k = self.per, 32 // self.per, self.spec.k
-        mask = (1 << width) - 1
+        spec, lanes, bits = self.spec, self.spec.lanes, self.fmt.bits
+        waves, rows = int(inputs["params"][0]), 16 * (lanes // 32)
+        av = unpack(np.asarray(inputs["a"], np.uint32).reshape(waves, lanes, -1), bits,
+                    spec.elements[0])
+        cv = unpack(np.asarray(inputs["c"], np.uint32).reshape(waves, lanes, -1),
+                    self.out.bits, spec.elements[2])
+        am = np.zeros((waves, rows, spec.k), np.uint64)
+        bm = np.zeros((waves, spec.k, 8), np.uint64)
+        cm = np.zeros((waves, rows, 8), np.uint64)
+        for lane in range(lanes):
+            for i, (m, k) in enumerate(self.a_map[lane]):
+                am[:, m, k] = av[:, lane, i]
+            for i, (m, n) in enumerate(self.d_map[lane]):
+                cm[:, m, n] = cv[:, lane, i]
+        if self.b_map is None:  # the tile's bytes, read back as the MMA reads them
+            tile = unpack(np.asarray(inputs["b"], np.uint32).reshape(waves, -1), 8,
+                          TILE_BYTES)
+            size = bits // 8
+            for k in range(spec.k):
+                for n in range(8):
+                    at = tile_byte(k, size) + 16 * n
+                    bm[:, k, n] = sum(tile[:, at + j] << np.uint64(8 * j) for j in range(size))
+        else:
+            bv = unpack(np.asarray(inputs["b"], np.uint32).reshape(waves, 32, -1), bits,
+                        spec.elements[1])
+            for lane in range(32):
+                for i, (k, n) in enumerate(self.b_map[lane]):
+                    bm[:, k, n] = bv[:, lane, i]
+        dm = np.zeros_like(cm)
+        formats = (self.fmt, self.fmt, self.out)
         for w in range(waves):
-            am = np.zeros((16, k), np.uint32)
-            bm = np.zeros((k, 8), np.uint32)
-            for lane in range(LANES):
-                for i, cell in enumerate(self.spec.a_map[lane]):
-                    am[tuple(cell)] = (int(a[w, lane, i // per]) >> (width * (i % per))) & mask
-                for i, cell in enumerate(self.spec.b_map[lane]):
-                    bm[tuple(cell)] = (int(b[w, lane, i // per]) >> (width * (i % per))) & mask
-            for lane in range(LANES):
-                for i in range(4):
-                    m, n = D_MAP[lane, i]
-                    d = self.sim_model([decode(self.fmt, int(x)) for x in am[m]],
-                                       [decode(self.fmt, int(y)) for y in bm[:, n]],
-                                       decode(F32, int(c[w, lane, i])),
-                                       (self.fmt, self.fmt, F32))
-                    out[w, lane, i] = encode(F32, d)
-        return {"d": out.reshape(-1)}
+            # a cell off row 0 and column 0 with C = +0 sums zeros: +0 (the unit's own law
+            # would say the same; computing it 100 times per case only costs time)
+            for m, n in {(m, n) for m in range(rows) for n in range(8)
+                         if m == 0 or n == 0 or cm[w, m, n]}:
+                d = self.sim_model([decode(self.fmt, int(x)) for x in am[w, m]],
+                                   [decode(self.fmt, int(y)) for y in bm[w, :, n]],
+                                   decode(self.out, int(cm[w, m, n])), formats)
+                dm[w, m, n] = encode(self.out, d)
+        dv = np.zeros_like(cv)
+        for lane in range(lanes):
+            for i, (m, n) in enumerate(self.d_map[lane]):
+                dv[:, lane, i] = dm[:, m, n]
+        return {"d": pack(dv, self.out.bits).reshape(-1)}
 
 
 PROBES = tuple(NumericsProbe(kind) for kind in KINDS)
