@@ -13,7 +13,7 @@ from probelab.errors import UsageError
 from probelab.hypothesis import load_hypothesis, predict
 from probelab.numerics.exact import encode
 from probelab.numerics.formats import FORMATS
-from probelab.numerics.stimulus import alignment, ties
+from probelab.numerics.stimulus import Frame, alignment, ties
 
 F16, F32 = FORMATS["f16"], FORMATS["f32"]
 OBSERVABLES = {"d_bits": ("kernel", "case")}
@@ -40,7 +40,7 @@ def write(tmp_path: Path, model: str, predict_line: str = 'd_bits = "model"',
 
 
 def test_a_model_hypothesis_predicts_the_labs_own_evaluation(tmp_path: Path) -> None:
-    g = grid(alignment(16))
+    g = grid(alignment(Frame(16)))
     rz25 = predict(load_hypothesis(write(tmp_path, 'family = "fused-dot"\nfraction_bits = 25\n'
                                                    'rounding = "toward-zero"')), g, OBSERVABLES)
     rz24 = predict(load_hypothesis(write(tmp_path, 'family = "fused-dot"\nfraction_bits = 24\n'
@@ -50,7 +50,7 @@ def test_a_model_hypothesis_predicts_the_labs_own_evaluation(tmp_path: Path) -> 
     assert got.shape == (g.sizes["case"],) and (got != other).any()
     one = int(np.float32(1.0).view(np.uint32))
     small = {s: int(np.float32(1.0 + 15 * 2.0**-s).view(np.uint32)) for s in range(18, 23)}
-    for i, (name, *_) in enumerate(alignment(16)):
+    for i, (name, *_) in enumerate(alignment(Frame(16))):
         s, sign = int(name.split("s=")[1].split()[0]), name.endswith("+")
         if sign and s in small:  # 1 + 15 * 2**-s is exact in f32 there: kept
             assert got[i] == small[s]
@@ -59,7 +59,7 @@ def test_a_model_hypothesis_predicts_the_labs_own_evaluation(tmp_path: Path) -> 
 
 
 def test_expressions_read_the_model_like_a_coordinate(tmp_path: Path) -> None:
-    g = grid(ties(16))
+    g = grid(ties(Frame(16)))
     model = 'family = "fused-dot"\nrounding = "nearest-even"'
     plain = predict(load_hypothesis(write(tmp_path, model)), g, OBSERVABLES)
     masked = predict(load_hypothesis(write(tmp_path, model, 'd_bits = "model & 0xFFFF"',
@@ -71,7 +71,9 @@ def test_expressions_read_the_model_like_a_coordinate(tmp_path: Path) -> None:
 @pytest.mark.parametrize("model, why", [
     ('family = "magic"', "family must be one of"),
     ('family = "fused-dot"\nfraction_bits = "25"', "is not a value fused-dot takes"),
-    ('family = "fused-dot"\nalign = "min"', "takes"),
+    ('family = "fused-dot"\nwindow = "min"', "takes"),
+    ('family = "fused-dot"\nalign = "min"', "not a fused-dot model"),
+    ('family = "fused-dot"\nresult_bits = -1', "not a fused-dot model"),
     ('family = "fused-dot"\nrounding = "sideways"', "not a fused-dot model"),
     ('family = "fma-chain"\norder = [0, true]', "is not a value fma-chain takes"),
 ])
@@ -87,9 +89,9 @@ def test_a_model_needs_raw_coordinates_and_a_grid_with_cases(tmp_path: Path) -> 
     with pytest.raises(UsageError, match="own coordinates"):
         load_hypothesis(path)
     h = load_hypothesis(write(tmp_path, 'family = "fused-dot"', name="n"))
-    bare = grid(ties(16)).drop_vars("a_bits")
+    bare = grid(ties(Frame(16))).drop_vars("a_bits")
     with pytest.raises(UsageError, match="no numeric cases"):
         predict(h, bare, OBSERVABLES)
     order = load_hypothesis(write(tmp_path, 'family = "fma-chain"\norder = [0, 1]', name="o"))
     with pytest.raises(UsageError, match="not a permutation"):
-        predict(order, grid(ties(16)), OBSERVABLES)
+        predict(order, grid(ties(Frame(16))), OBSERVABLES)

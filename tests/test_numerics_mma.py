@@ -24,11 +24,14 @@ def _model_file(model: str, probe_id: str) -> bytes:
 
 def test_the_fragment_maps_place_each_element_once() -> None:
     mod = load_sibling(ROOT / "probes" / "numerics_mma" / "probe.py")
-    for kind in mod.KINDS.values():
-        for table, cells in ((kind.a_map, 16 * kind.k), (kind.b_map, kind.k * 8),
-                             (mod.D_MAP, 16 * 8)):
+    for probe in mod.PROBES:
+        rows = int(probe.spec.shape[1:].split("n")[0])  # M of the shape
+        tables = [(probe.a_map, rows * probe.spec.k), (probe.d_map, rows * 8)]
+        if probe.b_map is not None:
+            tables.append((probe.b_map, probe.spec.k * 8))
+        for table, cells in tables:
             flat = {tuple(c) for c in table.reshape(-1, 2).tolist()}
-            assert len(flat) == cells == table.shape[0] * table.shape[1]
+            assert len(flat) == cells == table.shape[0] * table.shape[1], probe.id
 
 
 @pytest.mark.parametrize("probe_id", ["numerics-mma-f16-f32", "numerics-mma-bf16-f32",
@@ -51,3 +54,56 @@ def test_a_simulated_unit_is_read_back_through_the_models(tmp_path: Path, monkey
     other = evaluate_claim(rival, grid, probe.observables)[0]["literal"]["d_bits"]
     got = ds["d_bits"].values[0]
     assert (got[finite] == want[finite]).all() and (got[finite] != other[finite]).any()
+
+
+def test_every_kind_places_its_cases_inside_its_formats() -> None:
+    """Outside `specials` every nonzero input is a normal of its format (a flushed input
+    would mask the property), every case is K long, and the first three probes keep the
+    case count they were sealed with."""
+    from probelab.numerics import stimulus
+    mod = load_sibling(ROOT / "probes" / "numerics_mma" / "probe.py")
+    for kind in mod.KINDS.values():
+        for family in kind.families:
+            for name, a, b, _ in stimulus.FAMILIES[family](kind.frame):
+                assert len(a) == len(b) == kind.k, name
+                if family != "specials":
+                    assert all(v.top() >= kind.frame.a.emin for v in (*a, *b)
+                               if v.kind == "finite" and v.significand), (kind.id, name)
+    sizes = {p.id: p.stimulus().sizes["case"] for p in mod.PROBES}
+    assert (sizes["numerics-mma-f16-f32"], sizes["numerics-mma-tf32-f32"]) == (318, 134)
+
+
+def test_pack_and_the_wgmma_tile_round_trip() -> None:
+    mod = load_sibling(ROOT / "probes" / "numerics_mma" / "probe.py")
+    rng = np.random.default_rng(7)
+    for bits in (8, 16, 32, 64):
+        values = rng.integers(0, 2**min(bits, 63), (3, 5, 8), dtype=np.uint64)
+        assert (mod.unpack(mod.pack(values, bits), bits, 8) == values).all()
+    for size in (1, 2, 4):  # B(k, 0) of every k at its own byte, none past the 256 of N = 8
+        k = 32 // size
+        places = {mod.tile_byte(i, size) + j for i in range(k) for j in range(size)}
+        assert len(places) == k * size and max(places) < 128 + 16
+
+
+@pytest.mark.parametrize("probe_id", ["numerics-mma-f16-f16", "numerics-mma-f64-m8n8k4",
+                                      "numerics-mma-e4m3-f32", "numerics-wgmma-tf32-f32"])
+def test_the_new_kinds_read_back_a_hidden_law(tmp_path: Path, monkeypatch, probe_id) -> None:
+    """A simulated unit with a law no sealed file names (24 bits, toward zero, C after) is
+    read back through each kind's fragments, tile and words: its own model predicts every
+    finite cell, and the lab's main hypothesis's model does not."""
+    monkeypatch.delenv("PROBELAB_GIT_HEAD", raising=False)
+    probe = get_probe(probe_id)
+    monkeypatch.setattr(probe, "sim_model", FusedDot(24, "toward-zero", c="after"))
+    ds = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path,
+                   allow_blind=True).dataset
+    grid = probe.stimulus()
+    finite = ds["finite_inputs"].values == 1
+    np.testing.assert_array_equal(ds["rest_zero"].values[0], finite.astype(np.uint32))
+    from probelab.numerics.spec import predicted_bits
+    own = predicted_bits({"family": "fused-dot", "fraction_bits": 24,
+                          "rounding": "toward-zero", "c": "after"}, grid).view(np.uint64)
+    rival = predicted_bits({"family": "fused-dot", "fraction_bits": 25,
+                            "rounding": "toward-zero"}, grid).view(np.uint64)
+    got = ds["d_bits"].values[0].astype(np.uint64) if "d_bits" in ds else \
+        ds["d_lo"].values[0].astype(np.uint64) | (ds["d_hi"].values[0].astype(np.uint64) << 32)
+    assert (got[finite] == own[finite]).all() and (got[finite] != rival[finite]).any()

@@ -159,9 +159,9 @@ def test_specials_propagate_as_ieee_says() -> None:
     assert negzero.significand == 0 and negzero.sign == 1
 
 
-def _outcomes(family: str, model, k: int = 16) -> list[Value]:
-    from probelab.numerics.stimulus import FAMILIES
-    return [model(a, b, c, (F16, F16, F32)) for _, a, b, c in FAMILIES[family](k)]
+def _outcomes(family: str, model, frame=None, formats=(F16, F16, F32)) -> list[Value]:
+    from probelab.numerics.stimulus import FAMILIES, Frame
+    return [model(a, b, c, formats) for _, a, b, c in FAMILIES[family](frame or Frame(16))]
 
 
 def test_each_stimulus_family_separates_the_rivals_it_is_meant_to() -> None:
@@ -169,9 +169,9 @@ def test_each_stimulus_family_separates_the_rivals_it_is_meant_to() -> None:
     alignment sweep tells 24, 25 and 26 fraction bits apart; the ties tell the four
     roundings apart; swamping tells one fused sum from blocks of 4 and from an fma chain;
     c_joins tells C in the sum from C after it."""
-    from probelab.numerics.stimulus import FAMILIES
+    from probelab.numerics.stimulus import FAMILIES, Frame
     for k in FAMILIES:  # every case's values are exact and K long
-        for _, a, b, _ in FAMILIES[k](16):
+        for _, a, b, _ in FAMILIES[k](Frame(16)):
             assert len(a) == len(b) == 16
     by_bits = {f: _outcomes("alignment", FusedDot(f, "toward-zero")) for f in (24, 25, 26)}
     assert by_bits[24] != by_bits[25] != by_bits[26] != by_bits[24]
@@ -193,3 +193,74 @@ def test_encode_refuses_a_value_the_format_does_not_hold() -> None:
     assert encode(F16, Value("finite", 0, 3, 13)) == int(np.float16(24576).view(np.uint16))
     with pytest.raises(ValueError, match="e4m3"):
         encode(E4M3, Value("finite", 0, 15, 5))  # 480: the NaN pattern's magnitude
+
+
+def test_mmasim_alignment_keeps_one_more_bit_below_a_carried_product() -> None:
+    """1.5 * 1.5 = 2.25 leads at 2**1, but its operands' exponents sum to 0: aligned to the
+    exponent sum (MMA-Sim) a term 2**-25 survives 25 fraction bits, aligned to the leading
+    bit it does not; with products of powers of two both readings agree."""
+    big, small = of_float(1.5), of_float(2.0**-25)
+    one = of_float(1.0)
+    pair = ([big, of_float(-1.5), small], [big, big, one])
+    got = {align: FusedDot(25, "toward-zero", align=align)(*pair, of_float(0.0),
+                                                          (F16, F16, F32))
+           for align in ("exponents", "leading-bit")}
+    assert as_float(got["exponents"]) == 2.0**-25 and as_float(got["leading-bit"]) == 0.0
+    plain = ([one, of_float(-1.0), small], [one, one, one])
+    assert len({as_float(FusedDot(25, "toward-zero", align=a)(*plain, of_float(0.0),
+                                                             (F16, F16, F32)))
+                for a in ("exponents", "leading-bit")}) == 1
+
+
+def test_result_bits_overflow_blocks_and_c_after_are_their_own_parameters() -> None:
+    ones = [of_float(1.0)] * 4
+    small = of_float(3 * 2.0**-13)  # 4 + 3 * 2**-13: three quarters of a 13-bit ulp at 4
+    a, b = [*ones, small], [*ones, of_float(1.0)]
+    fmt = (E4M3, E4M3, F32)
+    kept = {r: as_float(FusedDot(13, r, result_bits=13)(a, b, of_float(0.0), (F16, F16, F32)))
+            for r in ("toward-zero", "nearest-even")}
+    assert kept == {"toward-zero": 4.0, "nearest-even": 4.0 + 2.0**-11}
+    assert as_float(FusedDot(13, "toward-zero")(a, b, of_float(0.0), (F16, F16, F32))) == \
+        4.0 + 3 * 2.0**-13
+    # 2**127 + 2**127 toward zero: IEEE's largest finite, or (MMA-Sim's cast) the infinity
+    top = of_float(2.0**64)
+    big = ([of_float(2.0**63)] * 2, [top, top])
+    assert as_float(FusedDot(25, "toward-zero")(*big, of_float(0.0), (BF16, BF16, F32))) == \
+        float(np.finfo(np.float32).max)
+    assert FusedDot(25, "toward-zero", overflow="infinity")(*big, of_float(0.0),
+                                                             (BF16, BF16, F32)).kind == "inf"
+    # C after the last block, in its own rounding: 1 + 3 * 2**-25 to nearest is 1 + 2**-23
+    c = of_float(3 * 2.0**-25)
+    after = {r: as_float(FusedDot(25, "toward-zero", c="after", after_rounding=r)(
+        [of_float(1.0)], [of_float(1.0)], c, fmt)) for r in ("toward-zero", "nearest-even")}
+    assert after == {"toward-zero": 1.0, "nearest-even": 1.0 + 2.0**-23}
+    # +M in the first block, -M in the second: the order of the blocks decides what is lost
+    m, unit = of_float(2.0**8), of_float(2.0**-4)  # products 2**16, 2**-8
+    xs = [m, *[unit] * 15, of_float(-2.0**8), *[unit] * 15]
+    ys = [m, *[unit] * 15, m, *[unit] * 15]
+    order = {o: as_float(FusedDot(25, "toward-zero", group=16, blocks=o)(xs, ys, of_float(0.0),
+                                                                         fmt))
+             for o in ("ascending", "descending")}
+    assert order == {"ascending": 29 * 2.0**-8, "descending": 30 * 2.0**-8}
+
+
+def test_the_new_families_separate_what_they_are_meant_to() -> None:
+    """carry: the alignment's reference; c_ties: C's own rounding after the sum; carry_ties:
+    a 13-bit result's rounding; overflow: IEEE's largest finite against the infinity."""
+    from probelab.numerics.stimulus import Frame
+    fp8 = Frame(32, a=E4M3, one=16, swamp_one=-8, shifts=range(8, 29), carry_precision=14)
+    fmt = (E4M3, E4M3, F32)
+    assert _outcomes("carry", FusedDot(25, "toward-zero", align="exponents"), fp8, fmt) != \
+        _outcomes("carry", FusedDot(25, "toward-zero"), fp8, fmt)
+    after = [_outcomes("c_ties", FusedDot(25, "toward-zero", c="after", group=16,
+                                          after_rounding=r), fp8, fmt)
+             for r in ("toward-zero", "nearest-even")]
+    assert after[0] != after[1]
+    narrow = [_outcomes("carry_ties", FusedDot(13, r, result_bits=13), fp8, fmt)
+              for r in ("toward-zero", "nearest-even")]
+    assert narrow[0] != narrow[1]
+    wide = Frame(16, a=BF16)
+    over = [_outcomes("overflow", FusedDot(25, "toward-zero", overflow=o), wide,
+                      (BF16, BF16, F32)) for o in ("ieee", "infinity")]
+    assert over[0] != over[1]
+    assert _outcomes("overflow", FusedDot(25), Frame(16)) == []  # f16 cannot reach f32's top
