@@ -264,3 +264,30 @@ def test_the_new_families_separate_what_they_are_meant_to() -> None:
                       (BF16, BF16, F32)) for o in ("ieee", "infinity")]
     assert over[0] != over[1]
     assert _outcomes("overflow", FusedDot(25), Frame(16)) == []  # f16 cannot reach f32's top
+
+
+def test_nan_spellings_canonical_quiet_or_passed_through() -> None:
+    """A NaN input keeps its sign and fraction in the value; `passed-negative-quiet` writes
+    it back quieted, and a NaN an operation makes as the negative quiet NaN (DFMA's)."""
+    payload = decode(F64, 0x7FF0000000000001)  # a signalling NaN with fraction 1
+    made = FmaChain()([of_float(0.0)], [of_float(np.inf)], of_float(0.0), (F64, F64, F64))
+    passed = FmaChain()([payload], [of_float(1.0)], of_float(0.0), (F64, F64, F64))
+    assert encode(F64, made, "passed-negative-quiet") == 0xFFF8000000000000
+    assert encode(F64, passed, "passed-negative-quiet") == 0x7FF8000000000001
+    assert {encode(F64, v, "all-ones") for v in (made, passed)} == {0x7FFFFFFFFFFFFFFF}
+    assert {encode(F64, v, "quiet") for v in (made, passed)} == {0x7FF8000000000000}
+    assert encode(F32, made, "passed-negative-quiet") == 0xFFC00000
+
+
+def test_order_hands_each_block_its_k() -> None:
+    """+M = 2**24 at k = 0, -M at k = 2, ones at 1 and 3, blocks of 2 each rounded toward
+    zero into f32: in k order +M's block loses its one (D = 1); by pairs (0, 2), (1, 3) the
+    Ms cancel first and both ones survive (D = 2)."""
+    half = of_float(2.0**12)
+    xs, ys = [half, of_float(1.0), of_float(-2.0**12), of_float(1.0)], [half, of_float(1.0)] * 2
+    fmt = (F16, F16, F32)
+    got = {order: as_float(FusedDot(None, "toward-zero", group=2, order=order)(
+        xs, ys, of_float(0.0), fmt)) for order in (None, (0, 2, 1, 3))}
+    assert got == {None: 1.0, (0, 2, 1, 3): 2.0}
+    with pytest.raises(ValueError, match="permutation"):
+        FusedDot(order=(0, 0, 1, 2))(xs, ys, of_float(0.0), fmt)

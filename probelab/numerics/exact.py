@@ -18,7 +18,9 @@ ROUNDINGS = ("nearest-even", "toward-zero", "down", "up")
 
 @dataclass(frozen=True)
 class Value:
-    """An exact binary value: finite (sign, significand, exponent), or NaN or an infinity."""
+    """An exact binary value: finite (sign, significand, exponent), or NaN or an infinity.
+    A NaN read from an input keeps its sign and fraction field (sign, significand) so a unit
+    that passes NaNs through can be modelled; a NaN an operation makes has significand 0."""
 
     kind: str  # "finite", "inf", "nan"
     sign: int = 0
@@ -61,9 +63,9 @@ def decode(e: Format, bits: int) -> Value:
     top = (1 << ebits) - 1
     if e.finite_only:
         if field == top and frac == (1 << fbits) - 1:
-            return NAN
+            return Value("nan", sign, frac)
     elif field == top:
-        return Value("inf", sign) if frac == 0 else NAN
+        return Value("inf", sign) if frac == 0 else Value("nan", sign, frac)
     if field == 0:  # zero and subnormals
         return Value("finite", sign, frac, 1 - bias - fbits)
     return Value("finite", sign, frac | (1 << fbits), field - bias - fbits)
@@ -133,7 +135,10 @@ def magnitude_above(a: Value, b: Value) -> bool:
     return a.significand << (a.exponent - low) > b.significand << (b.exponent - low)
 
 
-NANS = ("quiet", "all-ones")  # IEEE's default quiet NaN (top fraction bit); every bit set
+# how D spells a NaN: IEEE's default quiet NaN (top fraction bit); every bit set; or an
+# input's NaN passed through quieted (its sign and fraction kept) and a made one negative
+# quiet (x86's default NaN, and sm_90's DFMA's)
+NANS = ("quiet", "all-ones", "passed-negative-quiet")
 
 
 def encode(e: Format, v: Value, nan: str = "quiet") -> int:
@@ -144,8 +149,15 @@ def encode(e: Format, v: Value, nan: str = "quiet") -> int:
     if v.kind == "nan":
         if nan not in NANS:
             raise ValueError(f"no NaN spelling {nan!r} (known: {NANS})")
-        out = (1 << (ebits + fbits)) - 1 if e.finite_only or nan == "all-ones" else \
-            (((1 << ebits) - 1) << fbits) | (1 << (fbits - 1))
+        quiet = (((1 << ebits) - 1) << fbits) | (1 << (fbits - 1))
+        if e.finite_only or nan == "all-ones":
+            out = (1 << (ebits + fbits)) - 1
+        elif nan == "quiet":
+            out = quiet
+        elif v.significand:  # passed through: its own sign and fraction, quieted
+            out = sign | quiet | (v.significand & ((1 << fbits) - 1))
+        else:
+            out = (1 << (ebits + fbits)) | quiet
     elif v.kind == "inf":
         if e.finite_only:
             raise ValueError("e4m3 has no infinity")

@@ -13,7 +13,9 @@ evaluates this one implementation, so a stranger's model is data, never code.
   zero's -126; a product of two significands >= 1.5 then keeps one bit more). C joins the
   first block's sum ("in-sum") or is added after the last in one more rounding ("after",
   `after_rounding`); blocks of `group` k accumulate in order, from k = 0 (`blocks =
-  "ascending"`) or from the last block (`"descending"`). An overflow goes as IEEE 754
+  "ascending"`) or from the last block (`"descending"`), each block the next `group` k of
+  `order` (None: 0, 1, ...; sm_90's lowered fp8 mma.sync gives its first HMMA the k whose
+  k % 4 < 2). An overflow goes as IEEE 754
   says for the rounding, or always to the infinity (`overflow="infinity"`).
   `FusedDot(None, rounding="nearest-even")` is the correctly rounded dot product, the naive
   rival; MMA-Sim's Hopper f16/bf16 model is `FusedDot(25, rounding="toward-zero")`.
@@ -35,9 +37,9 @@ ZERO_EXPONENT = -126  # the exponent MMA-Sim's decoding gives a zero, in every f
 
 
 def product(a: Value, b: Value) -> Value:
-    """a * b exactly (IEEE's specials: 0 * inf is NaN)."""
+    """a * b exactly (IEEE's specials: 0 * inf is NaN; a NaN operand is the result)."""
     if a.kind == "nan" or b.kind == "nan":
-        return NAN
+        return a if a.kind == "nan" else b
     if a.kind == "inf" or b.kind == "inf":
         if a.is_zero or b.is_zero:
             return NAN
@@ -47,9 +49,10 @@ def product(a: Value, b: Value) -> Value:
 
 
 def _special(terms: Sequence[Value]) -> Value | None:
-    """The sum's NaN or infinity where a term is one (inf - inf: NaN), else None."""
-    if any(t.kind == "nan" for t in terms):
-        return NAN
+    """The sum's NaN or infinity where a term is one (inf - inf: NaN; the first NaN term
+    passes), else None."""
+    if nans := [t for t in terms if t.kind == "nan"]:
+        return nans[0]
     signs = {t.sign for t in terms if t.kind == "inf"}
     if len(signs) > 1:
         return NAN
@@ -108,6 +111,7 @@ class FusedDot:
     overflow: str = "ieee"  # or "infinity"
     after_rounding: str | None = None  # C's add when c = "after"; None: `rounding`
     blocks: str = "ascending"  # or "descending": the order the k-blocks accumulate in
+    order: tuple[int, ...] | None = None  # the k as the blocks take them; None: 0, 1, ...
 
     def __post_init__(self) -> None:
         if self.rounding not in ROUNDINGS or self.c not in ("in-sum", "after") or \
@@ -129,6 +133,10 @@ class FusedDot:
             b = [_flushed(x, fb) for x in b]
             c = _flushed(c, out)
         pairs = list(zip(a, b, strict=True))
+        if self.order is not None:
+            if sorted(self.order) != list(range(len(pairs))):
+                raise ValueError(f"order {self.order} is not a permutation of the {len(pairs)} k")
+            pairs = [pairs[k] for k in self.order]
         step = self.group or max(len(pairs), 1)
         blocks = [pairs[i:i + step] for i in range(0, len(pairs), step)] or [[]]
         if self.blocks == "descending":
