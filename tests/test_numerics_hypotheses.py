@@ -95,3 +95,53 @@ def test_a_model_needs_raw_coordinates_and_a_grid_with_cases(tmp_path: Path) -> 
     order = load_hypothesis(write(tmp_path, 'family = "fma-chain"\norder = [0, 1]', name="o"))
     with pytest.raises(UsageError, match="not a permutation"):
         predict(order, grid(ties(Frame(16))), OBSERVABLES)
+
+
+
+def _f64_file(lab_root: Path, name: str, model: str) -> Path:
+    path = lab_root / "preregistrations" / "numerics-mma-f64-m8n8k4" / f"{name}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'schema = 1\nid = "{name}"\nprobe = "numerics-mma-f64-m8n8k4"\n'
+                    f'claim = "x"\ncoordinates = "raw"\nwhere = "finite_inputs == 1"\n\n'
+                    f'[model]\n{model}\n\n[predict]\nd_lo = "model & 4294967295"\n'
+                    'd_hi = "(model >> 32) & 4294967295"\nrest_zero = "1"\n')
+    return path
+
+
+def test_a_sealed_model_is_checked_end_to_end_and_its_meaning_is_pinned(
+        toylab, monkeypatch, tmp_path: Path) -> None:
+    """In a lab of its own: a model file sealed, a (faked) measurement of the simulated unit
+    after it: the unit's own law CONFIRMED, a rival one parameter away REFUTED; then the
+    lab's implementation of the family changes under the sealed file (as an edit of
+    models.py would): the prediction no longer evaluates to the sealed table, TAMPERED."""
+    from toylab import copy_probe
+
+    from probelab import check, prereg
+    from probelab.numerics import models, spec
+
+    copy_probe(toylab.root, "numerics_mma")
+    own = _f64_file(toylab.root, "own", 'family = "fused-dot"\nfraction_bits = 25\n'
+                    'rounding = "toward-zero"')  # the simulated unit's law
+    rival = _f64_file(toylab.root, "rival", 'family = "fused-dot"\nfraction_bits = 26\n'
+                      'rounding = "toward-zero"')
+    toylab.git("add", "-A")
+    toylab.git("commit", "-qm", "numerics probe and two model files")
+    for path in (own, rival):
+        prereg.seal(path)
+    from probelab.sweep import run_sweep
+    data = toylab.as_measured(run_sweep("numerics-mma-f64-m8n8k4", "sim", target="sm_90",
+                                        out_root=toylab.root / "sim-data",
+                                        allow_blind=True).path)
+    first = check.check(own, data)
+    assert first["verdict"] == check.CONFIRMED and first["dataset"]["grid_matches_seal"]
+    assert check.check(rival, data)["verdict"] == check.REFUTED
+
+    class Nearer(models.FusedDot):  # the same name and parameters, another rounding
+        def _round(self, v, out, rounding):
+            return super()._round(v, out, "nearest-even")
+
+    monkeypatch.setitem(spec.FAMILIES, "fused-dot", Nearer)
+    monkeypatch.setenv("PROBELAB_CACHE", str(tmp_path / "fresh-cache"))  # a new code digest
+    doc = check.check(own, data)
+    assert doc["verdict"] == check.TAMPERED
+    assert "no longer evaluates to the sealed table" in doc["reasons"][0]
