@@ -6,16 +6,22 @@
 // straight from global memory so the evidence gate sees the loads. params[0] = waves.
 typedef unsigned int uint32_t;  // NVRTC has no standard headers
 
-#define MMA_F32(NAME, SHAPE, TYPES)                                                      \
-extern "C" __global__ void NAME(const uint32_t* params, const uint32_t* a,              \
-                                const uint32_t* b, const uint32_t* c, uint32_t* d) {    \
+#define ARGS const uint32_t* params, const uint32_t* a, const uint32_t* b, \
+             const uint32_t* c, uint32_t* d
+// what every kernel begins with: its wave and lane, and the lane's slots of a, b, c and d
+// as registers of type T (uint32_t, or double), AW, BW and CW (C and D alike) of them
+#define FRAGMENTS(T, AW, BW, CW)                                                         \
     const uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) / 32;                    \
     const uint32_t lane = threadIdx.x % 32;                                             \
     if (w >= params[0]) return;                                                         \
-    const uint32_t* pa = a + (w * 32 + lane) * 4;                                       \
-    const uint32_t* pb = b + (w * 32 + lane) * 2;                                       \
-    const uint32_t* pc = c + (w * 32 + lane) * 4;                                       \
-    uint32_t* pd = d + (w * 32 + lane) * 4;                                             \
+    const T* pa = (const T*)a + (w * 32 + lane) * (AW);                                 \
+    const T* pb = (const T*)b + (w * 32 + lane) * (BW);                                 \
+    const T* pc = (const T*)c + (w * 32 + lane) * (CW);                                 \
+    T* pd = (T*)d + (w * 32 + lane) * (CW);
+
+#define MMA_F32(NAME, SHAPE, TYPES)                                                      \
+extern "C" __global__ void NAME(ARGS) {                                                \
+    FRAGMENTS(uint32_t, 4, 2, 4)                                                       \
     uint32_t d0, d1, d2, d3;                                                            \
     asm volatile("mma.sync.aligned." SHAPE ".row.col.f32." TYPES ".f32 "                \
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"  \
@@ -31,15 +37,8 @@ MMA_F32(probe_tf32_f32_m16n8k8, "m16n8k8", "tf32.tf32")
 
 // f16 accumulators: C and D two registers of two f16 each
 #define MMA_F16(NAME, SHAPE, TYPES)                                                      \
-extern "C" __global__ void NAME(const uint32_t* params, const uint32_t* a,              \
-                                const uint32_t* b, const uint32_t* c, uint32_t* d) {    \
-    const uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) / 32;                    \
-    const uint32_t lane = threadIdx.x % 32;                                             \
-    if (w >= params[0]) return;                                                         \
-    const uint32_t* pa = a + (w * 32 + lane) * 4;                                       \
-    const uint32_t* pb = b + (w * 32 + lane) * 2;                                       \
-    const uint32_t* pc = c + (w * 32 + lane) * 2;                                       \
-    uint32_t* pd = d + (w * 32 + lane) * 2;                                             \
+extern "C" __global__ void NAME(ARGS) {                                                \
+    FRAGMENTS(uint32_t, 4, 2, 2)                                                       \
     uint32_t d0, d1;                                                                    \
     asm volatile("mma.sync.aligned." SHAPE ".row.col.f16." TYPES ".f16 "                \
                  "{%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%8, %9};"                      \
@@ -54,16 +53,8 @@ MMA_F32(probe_e4m3_f32_m16n8k32, "m16n8k32", "e4m3.e4m3")
 MMA_F32(probe_e5m2_f32_m16n8k32, "m16n8k32", "e5m2.e5m2")
 
 // f64: one double per A, B element, C and D element
-extern "C" __global__ void probe_f64_m8n8k4(const uint32_t* params, const uint32_t* a,
-                                           const uint32_t* b, const uint32_t* c,
-                                           uint32_t* d) {
-    const uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-    const uint32_t lane = threadIdx.x % 32;
-    if (w >= params[0]) return;
-    const double* pa = (const double*)a + (w * 32 + lane);
-    const double* pb = (const double*)b + (w * 32 + lane);
-    const double* pc = (const double*)c + (w * 32 + lane) * 2;
-    double* pd = (double*)d + (w * 32 + lane) * 2;
+extern "C" __global__ void probe_f64_m8n8k4(ARGS) {
+    FRAGMENTS(double, 1, 1, 2)
     double d0, d1;
     asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, "
                  "{%4, %5};"
@@ -71,16 +62,8 @@ extern "C" __global__ void probe_f64_m8n8k4(const uint32_t* params, const uint32
     pd[0] = d0; pd[1] = d1;
 }
 
-extern "C" __global__ void probe_f64_m16n8k16(const uint32_t* params, const uint32_t* a,
-                                             const uint32_t* b, const uint32_t* c,
-                                             uint32_t* d) {
-    const uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-    const uint32_t lane = threadIdx.x % 32;
-    if (w >= params[0]) return;
-    const double* pa = (const double*)a + (w * 32 + lane) * 8;
-    const double* pb = (const double*)b + (w * 32 + lane) * 4;
-    const double* pc = (const double*)c + (w * 32 + lane) * 4;
-    double* pd = (double*)d + (w * 32 + lane) * 4;
+extern "C" __global__ void probe_f64_m16n8k16(ARGS) {
+    FRAGMENTS(double, 8, 4, 4)
     double d0, d1, d2, d3;
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, "
                  "{%4, %5, %6, %7, %8, %9, %10, %11}, {%12, %13, %14, %15}, "
