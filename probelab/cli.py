@@ -204,6 +204,10 @@ def sweep(
                                               "stimulus cannot tell two sealed rivals apart "
                                               "(see `prereg power`); the dataset records the "
                                               "blind pairs.")] = False,
+    toolchain: Annotated[str | None, typer.Option(
+        help="Static probes: the compiler that is measured, by name (clang-19, clang-22; "
+             "`probelab doctor` lists them) or `all`: one dataset per (target, toolchain). "
+             "Default: $PROBELAB_CLANG, else the newest.")] = None,
 ) -> None:
     """Run a probe on a device and save one dataset with full provenance.
 
@@ -214,10 +218,20 @@ def sweep(
     (see `prereg power`). With --check, the verdicts follow at once, and each sealed
     hypothesis left out says why (exit 3 if any is tampered or post hoc, 1 if the data are
     simulated, as `check` says; refuted rivals are results, not failures: 0).
+
+    A static probe is measured on a compiler: without --target, on every target it lists;
+    with --toolchain all, under every toolchain found. A (target, toolchain) pair the
+    toolchain cannot build is said and skipped (exit 4 if no pair could be built).
     """
     from probelab.backends import prewarm
+    from probelab.probe import get_probe
 
-    prewarm(backend or "cuda")  # the device's setup overlaps the imports below
+    static = getattr(get_probe(probe), "static", False)
+    if not static:
+        if toolchain is not None:
+            raise UsageError(f"--toolchain is for static probes; {probe} runs on a device "
+                             "(its dataset records the compiler that built each kernel)")
+        prewarm(backend or "cuda")  # the device's setup overlaps the imports below
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from probelab.sweep import run_sweep
@@ -225,13 +239,36 @@ def sweep(
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=err, transient=True, disable=not err.is_terminal) as progress:
         task = progress.add_task("starting", total=None)
-        result = run_sweep(probe, backend, target=target, repeats=repeats, out_root=out_dir,
-                           timeout_s=timeout, allow_blind=allow_blind,
-                           step=lambda text: progress.update(task, description=text),
-                           command=["probelab", *sys.argv[1:]])
+        kwargs = dict(out_root=out_dir, allow_blind=allow_blind,
+                      step=lambda text: progress.update(task, description=text),
+                      command=["probelab", *sys.argv[1:]])
+        if static:
+            from probelab.static import run_static_sweeps
+
+            for flag, value in (("--backend", backend), ("--repeats", repeats),
+                                ("--timeout", timeout)):
+                if value is not None:
+                    raise UsageError(f"{probe} is a static probe, measured on the compiler's "
+                                     f"output (each case built twice): {flag} does not apply")
+            results, skipped = run_static_sweeps(get_probe(probe), target, toolchain, **kwargs)
+        else:
+            results = [run_sweep(probe, backend, target=target, repeats=repeats,
+                                 timeout_s=timeout, **kwargs)]
+            skipped = {}
+    for pair, why in skipped.items():
+        say(f"skipped {pair}: {why}", err=True)
+    codes = [_said_sweep(result, check_after) for result in results]
+    if max(codes):  # every dataset said first, then the worst exit
+        raise typer.Exit(max(codes))
+
+
+def _said_sweep(result, check_after: bool) -> int:
+    """What `sweep` says of one dataset saved, and with --check its verdicts; the exit code
+    they call for."""
     prov = result.provenance
     same = "identical" if prov["repeats_identical"] else "(declared outputs varied)"
-    done = (f"{prov['target']}: the toolchain's output, every case built twice, identical"
+    done = (f"{prov['target']}: {prov['toolchain'].get('name', 'the toolchain')}'s output, "
+            "every case built twice, identical"
             if prov.get("static") else
             f"{prov['device']} ({prov['target']}), {prov['repeats']} repeats {same}")
     err.print(safe(done) + (", [bold red]SIMULATED[/]" if prov["simulated"] else ""))
@@ -246,9 +283,10 @@ def sweep(
         for hypothesis, why in skipped.items():
             say(f"{hypothesis}: not applicable ({why})")
         if {doc["verdict"] for doc in docs} & {"TAMPERED", "POST-HOC"}:
-            raise typer.Exit(int(Exit.INTEGRITY))
+            return int(Exit.INTEGRITY)
         if prov["simulated"]:  # as `check` says it: simulated data are not evidence, exit 1
-            raise typer.Exit(int(Exit.REFUTED))
+            return int(Exit.REFUTED)
+    return 0
 
 
 @app.command(epilog=EPILOG)
@@ -256,6 +294,9 @@ def sweep(
 def asm(
     probe: Annotated[str, typer.Argument(help="Probe id (see `probelab list`).")],
     arch: Annotated[str, typer.Option(help="Target ISA: gfx1201, gfx942, gfx90a, sm_90, ...")],
+    toolchain: Annotated[str | None, typer.Option(
+        help="The compiler, by name (clang-19, clang-22; see `probelab doctor`) or `all`; "
+             "default $PROBELAB_CLANG, else the newest.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Build a probe's kernels offline for --arch and show what the code objects hold.
@@ -269,12 +310,12 @@ def asm(
 
     from probelab.asm import inspect
 
-    reports = inspect(probe, arch)
+    reports = inspect(probe, arch, toolchain)
     if as_json:
         emit_json([asdict(r) for r in reports])
     else:
         for r in reports:
-            say(f"== {r.kernel} ({r.symbol}) for {arch}: {r.status.upper()}")
+            say(f"== {r.kernel} ({r.symbol}) for {arch} by {r.toolchain}: {r.status.upper()}")
             if r.status == "skipped":
                 say(f"   {r.detail}")
                 continue
@@ -470,6 +511,10 @@ def verify(
             kernels = ", ".join(f"{k} {v}" for k, v in row["kernels"].items())
             say(f"{row['dataset']} × {row['hypothesis']}: {row['verdict']} "
                        f"({kernels}) [recorded: {row['recorded']}]")
+        for row in result["toolchains"]:
+            say(f"across toolchains: {row['probe']} {row['target']} × {row['hypothesis']}: "
+                + ", ".join(f"{t} {v}" for t, v in row["verdicts"].items())
+                + ("" if row["same"] else " — changes with the compiler"))
         for note in result["notes"]:
             say(f"note: {note}", err=True)
         for problem in result["problems"]:

@@ -17,9 +17,10 @@ from probelab import dataset
 from probelab.errors import UsageError
 from probelab.paths import shown
 from probelab.probe import get_probe
-from probelab.records import Provenance
+from probelab.records import Provenance, toolchain_name
 
 FIRST_SHOWN = 8
+CASES_SHOWN = 40  # changed cases of two static datasets printed (all in --json)
 MAX_INDEX_DECIMAL = 256  # index-like dimension coordinates shorter than this print in decimal
 
 
@@ -42,7 +43,8 @@ class Side:
     def describe(self) -> dict[str, Any]:
         prov = self.provenance
         return {"path": shown(self.path), "device": prov.get("device"),
-                "target": prov.get("target"), "utc": prov.get("utc"),
+                "target": prov.get("target"), "toolchain": toolchain_name(prov),
+                "utc": prov.get("utc"),
                 "git_head": prov.get("git_head"), "kernels": self.kernels,
                 "simulated": dataset.simulated(prov)}
 
@@ -174,18 +176,47 @@ def diff(a_spec: str, b_spec: str) -> tuple[dict[str, Any], Side, Side, list[Pai
     compared = pairs(a, b)
     results = [compare(a, b, ka, kb, observables) for ka, kb in compared]
     sides = {"a": a.describe(), "b": b.describe()}
+    changed = (changed_cases(a, b, results[0]) if all(s["toolchain"] for s in sides.values())
+               else None)
     doc = {"probe": a.provenance["probe"], "grid_sha256": dataset.grid_sha256(a.ds),
            **sides, "any_simulated": any(s["simulated"] for s in sides.values()),
            "identical": all(r.identical for r in results),
            "pairs": [r.to_dict() for r in results],
            "not_compared": {"observables": missing,
                             "kernels": _uncompared_kernels(a, b, compared)}}
+    if changed is not None:
+        doc["changed_cases"] = changed
     return doc, a, b, results
+
+
+TEXTS = ("instruction", "diagnostic")  # a static dataset's text outputs, beside its values
+
+
+def changed_cases(a: Side, b: Side, result: PairDiff) -> list[dict[str, Any]]:
+    """Two static datasets (one per toolchain): every case whose observables or text
+    outputs differ, with the case's coordinates, what differs, and both texts."""
+    texts = [t for t in (*TEXTS, *getattr(get_probe(a.provenance["probe"]), "texts", ()))
+             if t in a.ds and t in b.ds and a.ds[t].dims == ("case",)]
+    texts = list(dict.fromkeys(texts))
+    rows = []
+    for i in range(a.ds.sizes["case"]):
+        values = [o for o, m in result.masks.items() if m.reshape(-1)[i]]
+        words = [t for t in texts if str(a.ds[t].values[i]) != str(b.ds[t].values[i])]
+        if not values and not words:
+            continue
+        case = {str(c): _plain(a.ds[c].values[i]) for c in a.ds.coords
+                if a.ds[c].dims == ("case",)}
+        rows.append(case | {"differs": values + words,
+                            "a": {t: str(a.ds[t].values[i]) for t in words},
+                            "b": {t: str(b.ds[t].values[i]) for t in words}})
+    return rows
 
 
 def _where(side: dict[str, Any]) -> str:
     device, target = str(side.get("device")), str(side.get("target"))
     where = device if target in device else f"{device}, {target}"
+    if side.get("toolchain"):
+        where = f"{target}, built by {side['toolchain']}"
     return where + (", SIMULATED" if side["simulated"] else ", measured")
 
 
@@ -221,6 +252,17 @@ def render(doc: dict[str, Any], ds: xr.Dataset | None = None) -> str:
             lines.append(f"  {cell['observable']} at {coords}: A {cell['a']}  B {cell['b']}")
         if p["differing"] > len(p["first_differences"]):
             lines.append(f"  ... and {p['differing'] - len(p['first_differences']):,} more")
+    if "changed_cases" in doc:
+        rows = doc["changed_cases"]
+        lines.append(f"cases that changed with the compiler: {len(rows)}")
+        for row in rows[:CASES_SHOWN]:
+            labels = " ".join(f"{k}={v}" for k, v in row.items()
+                              if k not in ("differs", "a", "b"))
+            lines.append(f"  {labels}: {', '.join(row['differs'])}")
+            for text in row["a"]:
+                lines.append(f"    {text}: A {row['a'][text]!r}  B {row['b'][text]!r}")
+        if len(rows) > CASES_SHOWN:
+            lines.append(f"  ... and {len(rows) - CASES_SHOWN} more (--json lists them all)")
     skipped = doc["not_compared"]
     for observable, lacking in skipped["observables"].items():
         lines.append(f"  not compared: observable {observable} ({lacking} lacks it)")

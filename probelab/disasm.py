@@ -75,11 +75,12 @@ def parse_gcn(text: str) -> dict[str, list[Instruction]]:
             continue
         offset = comment.strip().split(":")[0]
         at = int(offset, 16) if offset else len(current)
-        current += [_gcn_instruction(at, half.strip()) for half in body.split(" :: ")]
+        current += [gcn_instruction(at, half.strip()) for half in body.split(" :: ")]
     return functions
 
 
-def _gcn_instruction(offset: int, body: str) -> Instruction:
+def gcn_instruction(offset: int, body: str) -> Instruction:
+    """One AMDGPU instruction as llvm-objdump or llc prints it ("v_x v[0:7], v8 clamp")."""
     mnemonic, _, rest = body.partition(" ")
     parts = [p.strip() for p in _GCN_SPLIT.split(rest.strip())] if rest.strip() else []
     modifiers: list[str] = []

@@ -74,15 +74,20 @@ def _toolchains() -> list[dict[str, Any]]:
     from probelab.toolchains import amdgpu
 
     try:
-        clang = amdgpu.find_clang()
-        known = amdgpu.supported_targets()
-        lab = ("gfx90a", "gfx942", "gfx950", "gfx1201")
+        found = amdgpu.toolchains()
+    except LabError as exc:
+        return [*rows, _check("AMDGPU toolchain", False, str(exc))]
+    lab = ("gfx90a", "gfx942", "gfx950", "gfx1201", "gfx1250")
+    for n, tc in enumerate(found):
+        known = amdgpu.supported_targets(tc)
         builds = ", ".join(t for t in lab if t in known)
         lacks = ", ".join(t for t in lab if t not in known) or "none"
-        rows.append(_check("AMDGPU clang", True, f"{clang.version} ({clang.origin}) at "
-                           f"{clang.path}; builds {builds}; not {lacks}"))
-    except LabError as exc:
-        rows.append(_check("AMDGPU clang", False, str(exc)))
+        tools = ", ".join(f"{t} {'ok' if tc.has(t) else 'MISSING'}"
+                          for t in ("llc", "llvm-mc"))
+        rows.append(_check(f"AMDGPU toolchain {tc.name}", True,
+                           f"{tc.version} ({tc.origin}) at {tc.path}"
+                           f"{' (the default)' if n == 0 else ''}; builds {builds}; not "
+                           f"{lacks}; {tools}"))
     return rows
 
 

@@ -81,6 +81,8 @@ def save_sweep(probe: Probe, ds: xr.Dataset, prov: Provenance, root: Path, step:
                  "xarray": xr.__version__},
     } | prov
     stem = root / probe.id / prov["target"] / now.strftime("%Y%m%dT%H%M%SZ")
+    if prov.get("static"):  # one dataset per (target, toolchain): the name says which
+        stem = stem.with_name(f"{stem.name}.{prov['toolchain']['name']}")
     step(f"saving {shown(stem)}.nc")
     path = dataset.save_new(ds, stem, prov)
     prov = dataset.stored_provenance(path)  # with the content hash it was saved with

@@ -149,6 +149,41 @@ class StaticProbe(Protocol):
     def decode(self, instruction: Instruction) -> dict[str, int]: ...
 
 
+@dataclass(frozen=True)
+class BuiltCase:
+    """One case of a static pipeline probe, as its own pipeline built it: the observables it
+    read off the compiler's output, its text outputs, and the object's disassembly of the
+    case's function, which the core gates like any kernel's (None: no object was built)."""
+
+    values: Mapping[str, int]
+    texts: Mapping[str, str]
+    evidence: Evidence
+    function: list[Instruction] | None = None
+    object_sha256: str = ""
+
+
+class StaticPipeline(Protocol):
+    """A static probe that drives the compiler's tools itself (`measure` instead of
+    `variant`/`decode`): e.g. llc at -O0 with either instruction selector, then llvm-mc on
+    its text. `texts` names its text outputs, `tools` the LLVM tools it runs (recorded with
+    their paths). The core measures the grid twice and refuses a difference."""
+
+    id: str
+    version: str
+    summary: str
+    targets: tuple[str, ...]
+    static: bool
+    observables: Mapping[str, tuple[str, ...]]
+    plots: Mapping[str, Callable[..., object]]
+    texts: tuple[str, ...]
+    tools: tuple[str, ...]
+
+    def kernels(self, vendor: str) -> list[Kernel]: ...
+    def stimulus(self) -> xr.Dataset: ...
+    def measure(self, grid: xr.Dataset, target: str, toolchain: object,
+                step: Callable[[str], None]) -> list[BuiltCase]: ...
+
+
 def stack_kernels(stimulus: xr.Dataset, outputs: Mapping[str, Mapping[str, np.ndarray]],
                   output: str, dims: tuple[str, ...]) -> tuple[xr.Dataset, np.ndarray]:
     """The grid with a `kernel` axis, and one output of every kernel shaped (kernel, *dims)."""

@@ -5,6 +5,8 @@ document itself; these declarations say which keys exist and what each holds, fo
 module that writes or reads one. A reader of a stored record still checks a value's type
 before trusting it (a record can be old, or edited: the content hash says which)."""
 
+import re
+from pathlib import Path
 from typing import Any, TypedDict
 
 
@@ -76,3 +78,24 @@ class Verdict(TypedDict, total=False):
     kernels: dict[str, KernelVerdict]
     separation: dict[str, int]  # a refutation: refuting cells of all claimed cells
     blind_to: list[str]  # sealed rivals the sweep recorded this stimulus unable to separate
+
+
+def toolchain_name(prov: Provenance) -> str | None:
+    """The toolchain a static dataset was built by ("clang-19"): as recorded, or, in a
+    dataset from before toolchains had names, read off its compiler's version line."""
+    described = prov.get("toolchain")
+    if not prov.get("static") or not isinstance(described, dict):
+        return None
+    if isinstance(described.get("name"), str):
+        return described["name"]
+    found = re.search(r"clang version (\d+)", str(described.get("compiler", "")))
+    if not found:
+        return None
+    return f"{'rocm-' if described.get('origin') == 'ROCm' else ''}clang-{found.group(1)}"
+
+
+def toolchain_label(path: Path) -> str | None:
+    """The toolchain a dataset's file name names (TIME.TOOLCHAIN.nc, TIME.TOOLCHAIN-2.nc),
+    or None for a name without one."""
+    found = re.fullmatch(r"\d{8}T\d{6}Z\.(.+?)(?:-\d+)?\.nc", path.name)
+    return found.group(1) if found else None

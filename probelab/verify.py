@@ -36,6 +36,7 @@ from probelab.hypothesis import load_hypothesis
 from probelab.paths import data_dir, lab_root
 from probelab.prereg import Record, verify_seals
 from probelab.probe import get_probe
+from probelab.records import toolchain_name
 
 EXPECTED_SUFFIXES = (".nc", ".verdict.json", ".png", ".svg", ".md")
 VERDICT = ".verdict.json"
@@ -54,7 +55,8 @@ def archive_files(root: Path) -> tuple[list[Path], list[Path]]:
 
 def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, Any]:
     root = root or data_dir()
-    result: dict[str, Any] = {"seals": [], "checks": [], "problems": [], "notes": []}
+    result: dict[str, Any] = {"seals": [], "checks": [], "problems": [], "notes": [],
+                              "toolchains": []}
     try:
         record = Record.read()  # read once: every check below shares it
         result["seals"] = verify_seals(record)
@@ -92,6 +94,10 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
         problems += [f"{rel(path)}: {why}" for why in changed[path]]  # whatever it says
         accounted |= _verify_dataset(path, record, pins, write, result, counted)
     _flips(counted, result)
+    result["toolchains"] = across_toolchains(counted)
+    notes += [f"{row['probe']} {row['target']} × {row['hypothesis']}: changes with the "
+              "compiler (" + ", ".join(f"{v} under {t}" for t, v in row["verdicts"].items())
+              + ")" for row in result["toolchains"] if not row["same"]]
     for stray in (p for p in files if p.name.endswith(VERDICT) and p not in accounted):
         problems.append(f"{rel(stray)}: a recorded verdict that no sealed hypothesis of its "
                         "dataset reproduces (never sealed, not applicable, or its dataset is "
@@ -122,13 +128,14 @@ def _flips(counted: dict[tuple, list[tuple]], result: dict[str, Any]) -> None:
     (the manifest keeps the first dataset in view), and a new decode that changes a verdict
     needs a new probe version, or a new hypothesis. With the same code, the device disagreed
     with itself: a note."""
-    for (probe, target, hypothesis), runs in sorted(counted.items()):
+    for (probe, target, hypothesis, toolchain), runs in sorted(counted.items(),
+                                                               key=lambda kv: str(kv[0])):
         for (a, verdict_a, head_a, version_a, prov_a), (b, verdict_b, head_b, version_b,
                                                          prov_b) in itertools.combinations(runs, 2):
             if verdict_a == verdict_b or version_a != version_b:
                 continue
             flip = (f"{hypothesis}: {verdict_a} on {a} but {verdict_b} on {b} ({probe} "
-                    f"version {version_a}, {target})")
+                    f"version {version_a}, {target}{f', {toolchain}' if toolchain else ''})")
             changed = codetree.changed_between(head_a, head_b, tuple(sorted(
                 set(measuring_code(prov_a, head_a)) | set(measuring_code(prov_b, head_b))))
             ) if head_a and head_b else []
@@ -140,6 +147,22 @@ def _flips(counted: dict[tuple, list[tuple]], result: dict[str, Any]) -> None:
             else:
                 result["notes"].append(f"{flip}, with the same measuring code: the device "
                                        "(or its driver) disagrees with itself")
+
+
+def across_toolchains(counted: dict[tuple, list[tuple]]) -> list[dict[str, Any]]:
+    """Each sealed hypothesis of a static probe checked under more than one toolchain for
+    one target: its verdict on each toolchain's newest dataset of the newest probe version
+    checked there, and whether they agree (a lowering that changed with the compiler)."""
+    grouped: dict[tuple, dict[str, str]] = {}
+    for (probe, target, hypothesis, toolchain), runs in sorted(counted.items(),
+                                                               key=lambda kv: str(kv[0])):
+        if toolchain is None:
+            continue
+        newest = max(runs, key=lambda run: (str(run[3]), str(run[4].get("utc"))))
+        grouped.setdefault((probe, target, hypothesis), {})[toolchain] = newest[1]
+    return [{"probe": probe, "target": target, "hypothesis": hypothesis, "verdicts": verdicts,
+             "same": len(set(verdicts.values())) == 1}
+            for (probe, target, hypothesis), verdicts in grouped.items() if len(verdicts) > 1]
 
 
 def _retired_too_soon(judged: Judged) -> str | None:
@@ -198,8 +221,9 @@ def _verify_dataset(path: Path, record: Record, pins: list[dict[str, Any]] | Non
                                  "kernels": kernel_statuses(doc)})
         if doc["verdict"] == TAMPERED:
             problems.append(f"{label}: " + "; ".join(doc["reasons"]))
-        if doc["verdict"] in (CONFIRMED, REFUTED):
-            key = (judged.prov.get("probe"), judged.prov.get("target"), entry["hypothesis"])
+        if doc["verdict"] in (CONFIRMED, REFUTED):  # a static dataset: per toolchain too
+            key = (judged.prov.get("probe"), judged.prov.get("target"), entry["hypothesis"],
+                   toolchain_name(judged.prov))
             counted.setdefault(key, []).append((name, doc["verdict"], judged.prov["git_head"],
                                                 judged.prov.get("probe_version"), judged.prov))
         if not recordable(doc):

@@ -59,3 +59,26 @@ def repo_lab(monkeypatch: pytest.MonkeyPatch):
     catalog.cache_clear()
     yield
     catalog.cache_clear()
+
+
+def _amd_toolchains() -> list[str]:
+    from probelab.errors import Unavailable
+    from probelab.toolchains import amdgpu
+
+    try:
+        return [t.name for t in amdgpu.toolchains()]
+    except Unavailable:
+        return ["none"]  # the modules that use it skip without a clang
+
+
+@pytest.fixture(params=_amd_toolchains())
+def each_amd_toolchain(request, monkeypatch: pytest.MonkeyPatch):
+    """Run a test once per AMDGPU toolchain found (clang-19, clang-22, ...), that toolchain
+    the default: compile evidence must hold under every compiler the lab records."""
+    from probelab.toolchains import amdgpu
+
+    if request.param == "none":
+        pytest.skip("no AMDGPU toolchain")
+    (chosen,) = amdgpu.select(request.param)
+    monkeypatch.setattr(amdgpu, "find_clang", lambda: chosen)
+    return chosen

@@ -1,6 +1,7 @@
 """The offline AMDGPU toolchain and the evidence gate on real compiled AMD kernels."""
 
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -30,11 +31,11 @@ IU4 = Evidence("v_swmmac_i32_16x16x32_iu4", forbidden=(r"v_swmmac_.*_iu8",),
 
 
 def gated(tmp_path: Path, body: str, evidence: Evidence = IU4, target: str = "gfx1201",
-          a_type: str = "int", b_type: str = "v2i"):
+          a_type: str = "int", b_type: str = "v2i", toolchain: amdgpu.Toolchain | None = None):
     source = tmp_path / "k.hip"
     source.write_text(PRELUDE + f'extern "C" __global__ void k(const {a_type}* a, '
                       f"const {b_type}* b, const v8i* c, const int* idx, v8i* d) {{ {body} }}")
-    code = amdgpu.build(Kernel("k", "k", source, "amd", evidence), target)
+    code = amdgpu.build(Kernel("k", "k", source, "amd", evidence), target, toolchain=toolchain)
     return gate("k", evidence, code.functions["k"], GCN)
 
 
@@ -94,11 +95,24 @@ def test_truncated_operand_is_caught(tmp_path):
     assert report.operands[0].reaches == "from_memory"
 
 
-def test_k32_index_mask_to_16_bits_is_dropped_by_clang(tmp_path):
-    # clang types the builtin's index as 16 bits wide (LAB_NOTES): masking it to 16 bits
-    # changes nothing, so the compiler drops the mask and the loaded word goes straight in.
-    report = gated(tmp_path, swmmac(idx="idx[LANE] & 0xFFFF"))
-    assert report.operands[-1].reaches == "unmodified"
+@pytest.mark.parametrize("toolchain", [t.name for t in amdgpu.toolchains()])
+def test_k32_index_mask_is_dropped_exactly_where_the_builtin_index_is_16_bits(tmp_path,
+                                                                            toolchain):
+    # clang 19 types the builtin's index as i16 (LAB_NOTES): masking it to 16 bits changes
+    # nothing, so the compiler drops the mask and the loaded word goes straight in. A
+    # toolchain that declares it i32 (clang 22) must keep the mask, and the gate must see it.
+    tc = amdgpu.select(toolchain)[0]
+    source = tmp_path / "ir.hip"
+    source.write_text(PRELUDE + 'extern "C" __global__ void k(const int* a, const v2i* b, '
+                      f"const v8i* c, const int* idx, v8i* d) {{ {swmmac()} }}")
+    flags = [f for f in amdgpu.FLAGS if f != "-c"]
+    ir = subprocess.run([tc.path, *flags, "--offload-arch=gfx1201", "-S", "-emit-llvm", "-o",
+                         "-", source], capture_output=True, text=True, check=True).stdout
+    width = re.search(r"@llvm\.amdgcn\.swmmac\.i32\.16x16x32\.iu4\.[\w.]*\.i(16|32)\(", ir)
+    assert width, ir
+    report = gated(tmp_path, swmmac(idx="idx[LANE] & 0xFFFF"), toolchain=tc)
+    assert report.operands[-1].reaches == ("unmodified" if width.group(1) == "16"
+                                           else "from_memory")
 
 
 def test_asm_cli_json_and_exit_codes():
@@ -144,8 +158,8 @@ def test_static_sweep_refuses_a_nondeterministic_toolchain(tmp_path, monkeypatch
     own_lab("builtin_modifiers")
     real = amdgpu.build
 
-    def flaky(kernel, target, fresh=False):
-        code = real(kernel, target)
+    def flaky(kernel, target, fresh=False, toolchain=None):
+        code = real(kernel, target, toolchain=toolchain)
         return type(code)(code.target, code.binary + (b"x" if fresh else b""),
                           code.functions, code.toolchain)
 

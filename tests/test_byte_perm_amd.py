@@ -25,6 +25,7 @@ HYPOTHESIS = ROOT / "preregistrations" / "byte-perm" / "v-perm-seeds.toml"
 TARGETS = ["gfx1201", "gfx942"]
 # Kernel arguments in order; each is one 8-byte pointer in the kernarg segment.
 ARGS = ("params", "x", "y", "sel", "out")
+pytestmark = pytest.mark.usefixtures("each_amd_toolchain")  # under every AMDGPU toolchain
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,8 @@
 for probes/swmmac_iu4/swmmac_iu4.hip, and fails for near-miss variants of it.
 
 K=32 goes through the builtin; K=64 through inline asm, because clang 19 types the K=64
-builtin's index as i16 while the instruction reads 32 bits (see the probe's README).
+builtin's index as i16 while the instruction reads 32 bits (see the probe's README). Every
+test runs under each AMDGPU toolchain found (clang 22 types the index i32).
 """
 
 import re
@@ -21,6 +22,7 @@ try:
     amdgpu.find_clang()
 except Unavailable as exc:
     pytest.skip(f"no AMDGPU clang: {exc}", allow_module_level=True)
+pytestmark = pytest.mark.usefixtures("each_amd_toolchain")
 
 HIP = Path(__file__).resolve().parents[1] / "probes" / "swmmac_iu4" / "swmmac_iu4.hip"
 SOURCE = HIP.read_text()
@@ -144,18 +146,30 @@ def test_a_per_lane_bound_would_narrow_exec(tmp_path):
     assert [i for i in before if i.mnemonic.startswith("v_cmpx")]
 
 
-def test_builtin_k64_index_is_i16_in_the_ir_the_asm_route_carries_i32(tmp_path):
-    clang = amdgpu.find_clang()
-    if clang.major != 19:
-        pytest.skip(f"documents clang 19's K=64 builtin; this is {clang.version}")
+def builtin_index_width(tmp_path: Path, k: int) -> int:
+    """The width this toolchain declares the K=`k` builtin's index with, read off its IR."""
+    builtin = variant(K64_ASM, "acc = __builtin_amdgcn_swmmac_i32_16x16x64_iu4_w32("
+                               "true, a2, true, b4, acc, (int)index, false);")
+    ir = ir_function(emit_llvm(tmp_path, builtin), SYMBOL[f"k{k}"])
+    call = re.search(rf"@llvm\.amdgcn\.swmmac\.i32\.16x16x{k}\.iu4\.[\w.]*\.i(16|32)\(", ir)
+    assert call, ir
+    return int(call.group(1))
+
+
+def test_builtin_index_reaches_the_intrinsic_at_its_declared_width_the_asm_route_as_i32(
+        tmp_path):
+    # clang 19 declares the index i16 (both K): the K=64 builtin truncates the loaded i32
+    # before the intrinsic. clang 22 declares it i32: the word goes in as loaded.
+    width = builtin_index_width(tmp_path, 64)
     builtin = variant(K64_ASM, "acc = __builtin_amdgcn_swmmac_i32_16x16x64_iu4_w32("
                                "true, a2, true, b4, acc, (int)index, false);")
     ir = ir_function(emit_llvm(tmp_path, builtin), SYMBOL["k64"])
-    call = re.search(r"call <8 x i32> @llvm\.amdgcn\.swmmac\.i32\.16x16x64\.iu4\.[\w.]*\.i16"
-                     r"\(i1 true, <2 x i32> %\w+, i1 true, <4 x i32> %\w+, <8 x i32> %\w+, "
-                     r"i16 (%\w+), i1 false\)", ir)
+    call = re.search(r"call <8 x i32> @llvm\.amdgcn\.swmmac\.i32\.16x16x64\.iu4\.[\w.]*"
+                     rf"\(i1 true, <2 x i32> %\w+, i1 true, <4 x i32> %\w+, <8 x i32> %\w+, "
+                     rf"i{width} (%\w+), i1 false\)", ir)
     assert call, ir
-    assert re.search(rf"{re.escape(call.group(1))} = trunc i32 %\w+ to i16", ir)
+    truncated = re.search(rf"{re.escape(call.group(1))} = trunc i32 %\w+ to i16", ir)
+    assert bool(truncated) == (width == 16)
     # The asm route: no intrinsic, the loaded i32 goes into the asm call as it is.
     ir = ir_function(emit_llvm(tmp_path, SOURCE), SYMBOL["k64"])
     assert "@llvm.amdgcn.swmmac" not in ir and "trunc" not in ir
@@ -164,9 +178,8 @@ def test_builtin_k64_index_is_i16_in_the_ir_the_asm_route_carries_i32(tmp_path):
                     r"i32 (%\w+), <8 x i32> %\w+\)", ir)
     assert asm, ir
     assert re.search(rf"{re.escape(asm.group(1))} = load i32, ptr addrspace\(1\)", ir)
-    # The K=32 builtin's i16 is what the K=32 instruction reads (index_key picks a half).
-    ir = ir_function(emit_llvm(tmp_path, SOURCE), SYMBOL["k32"])
-    assert re.search(r"@llvm\.amdgcn\.swmmac\.i32\.16x16x32\.iu4\.[\w.]*\.i16\(", ir)
+    # The K=32 builtin's index is what the K=32 instruction reads (index_key picks a half).
+    assert builtin_index_width(tmp_path, 32) in (16, 32)
 
 
 def test_asm_route_costs_nothing_around_the_instruction(tmp_path):
@@ -180,16 +193,18 @@ def test_asm_route_costs_nothing_around_the_instruction(tmp_path):
 
 
 def test_the_builtin_drops_what_the_source_puts_in_the_upper_index_half(tmp_path):
-    # Flip the index's upper 16 bits in the source. Through the K=64 builtin (i16 index) the
-    # compiler may, and does, drop the flip: the instruction reads the unflipped word. The asm
-    # route keeps it. This is why K=64 uses asm, and why "unmodified" alone cannot vouch for
-    # the builtin route.
+    # Flip the index's upper 16 bits in the source. Through a K=64 builtin with an i16 index
+    # (clang 19) the compiler may, and does, drop the flip: the instruction reads the
+    # unflipped word. With an i32 index (clang 22) the flip stays and the gate sees it. The
+    # asm route keeps it either way. This is why K=64 uses asm, and why "unmodified" alone
+    # cannot vouch for the builtin route.
     flip = "(index ^ 0xFFFF0000u)"
     builtin = variant(K64_ASM, "acc = __builtin_amdgcn_swmmac_i32_16x16x64_iu4_w32("
                                f"true, a2, true, b4, acc, (int){flip}, false);")
     report, code = gated(tmp_path, "k64", builtin)
-    assert report.operands[2].reaches == "unmodified"
-    assert not [i.text for i in code if i.mnemonic.startswith("v_xor")]
+    dropped = builtin_index_width(tmp_path, 64) == 16
+    assert report.operands[2].reaches == ("unmodified" if dropped else "from_memory")
+    assert bool([i.text for i in code if i.mnemonic.startswith("v_xor")]) != dropped
     asm = SOURCE.replace('"v"(index)', f'"v"{flip}')
     assert asm != SOURCE
     report, _ = gated(tmp_path, "k64", asm)

@@ -1,5 +1,10 @@
-"""AMDGPU toolchain, no ROCm needed: clang >= 19 compiles HIP kernels to raw code objects
+"""AMDGPU toolchains, no ROCm needed: clang >= 19 compiles HIP kernels to raw code objects
 (no offload bundle, byte-identical on rebuild) and llvm-objdump disassembles them.
+
+More than one may be installed (Debian's clang-19 and clang-22, ROCm's amdclang): each is a
+named `Toolchain` ("clang-19", "clang-22", "rocm-7.2.2"), every dataset records which built
+it, and a lowering that changes under a fixed ISA shows up as a difference between two
+toolchains' datasets. The default is $PROBELAB_CLANG, else ROCm's, else the newest.
 
 Probe sources are built with -nogpuinc -nogpulib: no HIP headers and no device libraries,
 so only compiler builtins reach the code object. A kernel that needs HIP's headers (e.g.
@@ -17,28 +22,46 @@ from pathlib import Path
 
 from probelab.cache import cache_key, cached_bytes
 from probelab.codeobject import CodeObject
-from probelab.errors import Unavailable
+from probelab.errors import Unavailable, UsageError
 from probelab.probe import Kernel
 from probelab.vendors import VENDORS
 
 MIN_MAJOR = 19
-INSTALL_HINT = "apt-get install clang-19 lld-19 llvm-19 (or ROCm's amdclang)"
+INSTALL_HINT = ("apt-get install clang-19 lld-19 llvm-19, or clang-22 lld-22 llvm-22 "
+                "(or ROCm's amdclang)")
 CANDIDATES = ("clang-22", "clang-21", "clang-20", "clang-19", "amdclang", "clang")
 ROCM_CLANG = "/opt/rocm/llvm/bin/clang"
 FLAGS = ("-x", "hip", "-nogpuinc", "-nogpulib", "--cuda-device-only", "-O2", "-c",
          "--no-gpu-bundle-output", "-fuse-cuid=none")  # raw object; no random __hip_cuid
-# Where a target is newer than the clang found, say what would build it.
-NEWER = {"gfx950": "ROCm 7's amdclang or LLVM >= 20 (PyPI rocm-llvm-python bundles LLVM 22)",
-         "gfx1250": "ROCm 7's amdclang or LLVM >= 21"}
+# Where a target is newer than the toolchain, say what would build it.
+NEWER = {"gfx950": "clang-22 (apt-get install clang-22 lld-22 llvm-22) or ROCm 7's amdclang",
+         "gfx1250": "clang-22 (apt-get install clang-22 lld-22 llvm-22) or ROCm 7's amdclang"}
+ALL = "all"  # --toolchain all: every toolchain found
 
 
 @dataclass(frozen=True)
-class Clang:
-    path: Path
-    version: str  # the first line of --version
+class Toolchain:
+    """One AMDGPU compiler with the LLVM tools of its own release beside it."""
+
+    name: str  # what --toolchain calls it: clang-19, clang-22, rocm-7.2.2
+    version: str  # the first line of clang --version
     major: int
+    path: Path  # clang
     objdump: Path
     origin: str  # "ROCm" or "LLVM"
+
+    def has(self, name: str) -> bool:
+        return _tool(self.path, self.major, name) is not None
+
+    def tool(self, name: str) -> Path:
+        """An LLVM tool of this toolchain's own release (llc, llvm-mc, ld.lld), never a
+        different LLVM's that happens to be on $PATH."""
+        found = _tool(self.path, self.major, name)
+        if found is None:
+            raise Unavailable(f"{name} of {self.name} not found (looked beside "
+                              f"{self.path.resolve()} and for {name}-{self.major}): "
+                              f"{INSTALL_HINT}")
+        return found
 
 
 def _version(path: str) -> tuple[str, int] | None:
@@ -51,65 +74,121 @@ def _version(path: str) -> tuple[str, int] | None:
     return (first.strip(), int(m.group(1))) if m else None
 
 
-def _objdump(clang: Path, major: int) -> Path | None:
-    for name in (f"llvm-objdump-{major}", clang.parent / "llvm-objdump", "llvm-objdump"):
-        found = shutil.which(str(name))
-        if found:
-            return Path(found)
+@functools.cache
+def _tool(clang: Path, major: int, name: str) -> Path | None:
+    """The first `name` beside clang's real file, or `name-MAJOR`, whose --version is of
+    LLVM `major` (Debian's /usr/bin/llc may be another release's)."""
+    for candidate in (clang.resolve().parent / name, shutil.which(f"{name}-{major}")):
+        if candidate is None or not Path(candidate).is_file():
+            continue
+        try:
+            out = subprocess.run([candidate, "--version"], capture_output=True, text=True,
+                                 timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if re.search(rf"version {major}\.", out.stdout + out.stderr):
+            return Path(candidate)
     return None
 
 
+def _name(version: str, major: int, origin: str) -> str:
+    if origin == "ROCm":
+        release = re.search(r"roc-(\d+(?:\.\d+)+)", version)
+        return f"rocm-{release.group(1)}" if release else f"rocm-clang-{major}"
+    return f"clang-{major}"
+
+
+def _probe(name: str) -> Toolchain | None:
+    """The toolchain of the clang called `name` (a command or a path), or None where it is
+    not a clang >= MIN_MAJOR with the AMDGPU target and its llvm-objdump."""
+    path = shutil.which(name)
+    if not path or not (seen := _version(path)) or seen[1] < MIN_MAJOR:
+        return None
+    targets = subprocess.run([path, "-print-targets"], capture_output=True, text=True)
+    objdump = _tool(Path(path), seen[1], "llvm-objdump")
+    if "amdgcn" not in targets.stdout or objdump is None:
+        return None
+    origin = "ROCm" if "AMD" in seen[0] or path.startswith("/opt/rocm") else "LLVM"
+    return Toolchain(_name(seen[0], seen[1], origin), seen[0], seen[1], Path(path), objdump,
+                     origin)
+
+
 @functools.cache
-def find_clang() -> Clang:
-    """The newest clang >= 19 with the AMDGPU target; $PROBELAB_CLANG overrides."""
-    names = [os.environ["PROBELAB_CLANG"]] if os.environ.get("PROBELAB_CLANG") else \
-        [ROCM_CLANG, *CANDIDATES]
+def toolchains() -> tuple[Toolchain, ...]:
+    """Every AMDGPU toolchain found, the default first ($PROBELAB_CLANG, else ROCm's, else
+    the newest); one per name."""
+    names = [ROCM_CLANG, *CANDIDATES]
+    if os.environ.get("PROBELAB_CLANG"):
+        names.insert(0, os.environ["PROBELAB_CLANG"])
+    found: dict[str, Toolchain] = {}
     for name in names:
-        path = shutil.which(name)
-        if not path or not (seen := _version(path)) or seen[1] < MIN_MAJOR:
-            continue
-        targets = subprocess.run([path, "-print-targets"], capture_output=True, text=True)
-        objdump = _objdump(Path(path), seen[1])
-        if "amdgcn" in targets.stdout and objdump:
-            origin = "ROCm" if "AMD" in seen[0] or path.startswith("/opt/rocm") else "LLVM"
-            return Clang(Path(path), seen[0], seen[1], objdump, origin)
-    raise Unavailable(f"no clang >= {MIN_MAJOR} with the AMDGPU target and llvm-objdump: "
-                      f"{INSTALL_HINT}")
+        tc = _probe(name)
+        if tc is not None and tc.name not in found:
+            found[tc.name] = tc
+    chosen = list(found.values())
+    if os.environ.get("PROBELAB_CLANG") and (not chosen or chosen[0] != _probe(
+            os.environ["PROBELAB_CLANG"])):
+        raise Unavailable(f"PROBELAB_CLANG={os.environ['PROBELAB_CLANG']} is not a clang >= "
+                          f"{MIN_MAJOR} with the AMDGPU target and its llvm-objdump")
+    if not chosen:
+        raise Unavailable(f"no clang >= {MIN_MAJOR} with the AMDGPU target and llvm-objdump: "
+                          f"{INSTALL_HINT}")
+    return tuple(chosen)
+
+
+def find_clang() -> Toolchain:
+    """The default toolchain."""
+    return toolchains()[0]
+
+
+def select(name: str | None) -> list[Toolchain]:
+    """The toolchains `--toolchain NAME|all` names (None: the default)."""
+    found = toolchains()
+    if name is None:
+        return [found[0]]
+    if name == ALL:
+        return list(found)
+    for tc in found:
+        if tc.name == name:
+            return [tc]
+    raise UsageError(f"no toolchain {name!r} here (found: {', '.join(t.name for t in found)}; "
+                     f"or {ALL}). To add one: {INSTALL_HINT}")
 
 
 @functools.cache
-def supported_targets() -> frozenset[str]:
-    clang = find_clang()
-    out = subprocess.run([clang.path, "-print-supported-cpus", "--target=amdgcn-amd-amdhsa",
+def supported_targets(toolchain: Toolchain | None = None) -> frozenset[str]:
+    tc = toolchain or find_clang()
+    out = subprocess.run([tc.path, "-print-supported-cpus", "--target=amdgcn-amd-amdhsa",
                           "-nogpulib"], capture_output=True, text=True)
     return frozenset(re.findall(r"\bgfx[0-9a-f]+\b", out.stdout + out.stderr))
 
 
-def check_target(target: str) -> None:
-    """Refuse, with what would work, a target this clang cannot build."""
+def check_target(target: str, toolchain: Toolchain | None = None) -> None:
+    """Refuse, with what would work, a target this toolchain cannot build."""
+    tc = toolchain or find_clang()
     base = target.split(":")[0]
-    if base not in supported_targets():
-        clang = find_clang()
+    if base not in supported_targets(tc):
         would = NEWER.get(base, "a newer clang with the AMDGPU target")
-        raise Unavailable(f"{clang.version} cannot build {base}; {would} can "
-                          "(point PROBELAB_CLANG at it)")
+        raise Unavailable(f"{tc.name} ({tc.version}) cannot build {base}; {would} can "
+                          "(--toolchain, or point PROBELAB_CLANG at it)")
 
 
 def compile_object(source: str, target: str, defines: dict[str, int] | None = None,
-                   fresh: bool = False) -> tuple[bytes, bool]:
+                   fresh: bool = False, toolchain: Toolchain | None = None
+                   ) -> tuple[bytes, bool]:
     """Compile HIP source to a raw AMDGPU code object for `target` (e.g. gfx1201, or a full
     target id such as gfx90a:xnack-). Returns (code object, cache hit)."""
-    clang = find_clang()
-    check_target(target)
+    tc = toolchain or find_clang()
+    check_target(target, tc)
     flags = [*FLAGS, f"--offload-arch={target}",
              *(f"-D{k}={v}" for k, v in sorted((defines or {}).items()))]
-    key = cache_key(source=source, flags=flags, clang=clang.version, path=str(clang.path))
+    key = cache_key(source=source, flags=flags, clang=tc.version, path=str(tc.path))
 
     def build() -> bytes:
         with tempfile.TemporaryDirectory() as tmp:
             src, out = Path(tmp) / "kernel.hip", Path(tmp) / "kernel.co"
             src.write_text(source)
-            run = subprocess.run([clang.path, *flags, "-o", out, src], capture_output=True,
+            run = subprocess.run([tc.path, *flags, "-o", out, src], capture_output=True,
                                  text=True)
             if run.returncode != 0:  # name the file as the probe does, not the temp path
                 raise CompileError(run.stderr.replace(str(src), "kernel.hip").strip())
@@ -122,33 +201,35 @@ class CompileError(Exception):
     """The compiler rejected the source: the message is its diagnostics."""
 
 
-def disassemble(code_object: bytes, target: str) -> str:
-    clang = find_clang()
+def disassemble(code_object: bytes, target: str, toolchain: Toolchain | None = None) -> str:
+    tc = toolchain or find_clang()
     with tempfile.NamedTemporaryFile(suffix=".co") as handle:
         handle.write(code_object)
         handle.flush()
-        out = subprocess.run([clang.objdump, "-d", f"--mcpu={target.split(':')[0]}",
+        out = subprocess.run([tc.objdump, "-d", f"--mcpu={target.split(':')[0]}",
                               handle.name], capture_output=True, text=True)
     if out.returncode != 0:
         raise Unavailable(f"llvm-objdump failed: {out.stderr.strip()}")
     return out.stdout
 
 
-def describe() -> dict[str, str]:
-    clang = find_clang()
-    return {"compiler": clang.version, "compiler_path": str(clang.path),
-            "origin": clang.origin, "disassembler": str(clang.objdump),
+def describe(toolchain: Toolchain | None = None) -> dict[str, str]:
+    tc = toolchain or find_clang()
+    return {"name": tc.name, "compiler": tc.version, "compiler_path": str(tc.path),
+            "origin": tc.origin, "disassembler": str(tc.objdump),
             "route": "offline clang (-nogpuinc -nogpulib, raw code object)"}
 
 
-def build(kernel: Kernel, target: str, fresh: bool = False) -> CodeObject:
+def build(kernel: Kernel, target: str, fresh: bool = False,
+          toolchain: Toolchain | None = None) -> CodeObject:
     """Compile a probe kernel and disassemble the very bytes that will be loaded."""
     if kernel.headers == "hip":
         raise Unavailable(f"{kernel.name} needs HIP's headers: it is built on the device with "
                           "hiprtc (ROCm), not offline")
     try:
-        blob, hit = compile_object(kernel.source_text(), target, dict(kernel.defines), fresh)
+        blob, hit = compile_object(kernel.source_text(), target, dict(kernel.defines), fresh,
+                                   toolchain)
     except CompileError as exc:
         raise Unavailable(f"{kernel.name} does not compile for {target}:\n{exc}") from exc
-    text = disassemble(blob, target)
-    return CodeObject(target, blob, VENDORS["amd"].parse(text), describe(), hit)
+    text = disassemble(blob, target, toolchain)
+    return CodeObject(target, blob, VENDORS["amd"].parse(text), describe(toolchain), hit)

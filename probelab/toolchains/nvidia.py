@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from probelab.cache import cache_key, cached_bytes
@@ -18,6 +19,31 @@ from probelab.probe import Kernel
 from probelab.vendors import VENDORS
 
 INSTALL_HINT = "pip install 'probelab[cuda]' (cuda-core, NVRTC and nvdisasm wheels)"
+ALL = "all"
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """NVIDIA's one toolchain here: NVRTC of the installed release, with its nvdisasm."""
+
+    name: str  # nvrtc-13.5
+
+
+def select(name: str | None) -> list[Toolchain]:
+    """The toolchains `--toolchain NAME|all` names: there is one, NVRTC's release."""
+    one = Toolchain(f"nvrtc-{nvrtc_version()}")
+    if name in (None, ALL, one.name):
+        return [one]
+    raise UsageError(f"no toolchain {name!r} here (found: {one.name}; or {ALL})")
+
+
+def check_target(target: str, toolchain: Toolchain | None = None) -> None:
+    """Refuse a target this NVRTC cannot build."""
+    number = int(re.sub(r"\D", "", target.split("_")[1]) or 0)
+    if supported_archs() and number not in supported_archs():
+        raise Unavailable(f"NVRTC {nvrtc_version()} does not build {target} (it builds sm_"
+                          f"{', sm_'.join(map(str, supported_archs()))}): use a CUDA toolkit "
+                          "whose NVRTC does")
 
 
 def cuda_core():
@@ -106,11 +132,7 @@ def compile_cubin(source: str, arch: str, options: dict[str, object], fresh: boo
     `options` are cuda-core ProgramOptions fields (e.g. {"std": "c++17"}).
     """
     version = nvrtc_version()
-    number = int(re.sub(r"\D", "", arch.split("_")[1]) or 0)
-    if supported_archs() and number not in supported_archs():
-        raise Unavailable(f"NVRTC {version} does not build {arch} (it builds sm_"
-                          f"{', sm_'.join(map(str, supported_archs()))}): use a CUDA toolkit "
-                          "whose NVRTC does")
+    check_target(arch)
     key = cache_key(source=source, arch=arch, options=options, nvrtc=version)
 
     def build() -> bytes:
@@ -136,16 +158,17 @@ def disassemble(cubin: bytes) -> str:
     return out.stdout
 
 
-def describe() -> dict[str, str]:
+def describe(toolchain: Toolchain | None = None) -> dict[str, str]:
     """The compiler and the disassembler, with its path and whether its release is NVRTC's."""
     tool = find_nvdisasm()
     matches = tool is not None and _release(str(tool)) == nvrtc_version()
-    return {"compiler": f"NVRTC {nvrtc_version()}",
+    return {"name": f"nvrtc-{nvrtc_version()}", "compiler": f"NVRTC {nvrtc_version()}",
             "disassembler": f"{nvdisasm_version()} ({tool})",
             "disassembler_matches_compiler": "yes" if matches else "no"}
 
 
-def build(kernel: Kernel, target: str, fresh: bool = False) -> CodeObject:
+def build(kernel: Kernel, target: str, fresh: bool = False,
+          toolchain: Toolchain | None = None) -> CodeObject:
     """Compile a probe kernel and disassemble the very bytes that will be loaded (`fresh`:
     rebuilt past the cache, to show a build is reproducible)."""
     options = dict(kernel.options)

@@ -3,8 +3,8 @@ instruction, read off the compiler's own output (a static probe: no device).
 
 Cases: every (arg1, arg3, arg7) of __builtin_amdgcn_swmmac_i32_16x16x{32,64}_iu4_w32 (gfx12),
 and (cbsz, abid, blgp) in {0,1} x {0,1} x 0..7 of __builtin_amdgcn_mfma_f64_16x16x4f64
-(gfx90a, gfx942). The grid is the same for every target; a case whose builtin the target
-lacks is recorded as builds = 0.
+(gfx90a, gfx942, gfx950: clang >= 20). The grid is the same for every target; a case whose
+builtin the target lacks is recorded as builds = 0.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class BuiltinModifiers:
     id = "builtin-modifiers"
     version = "1"
     summary = "constant builtin arguments -> instruction modifiers (swmmac iu4, f64 MFMA)"
-    targets = ("gfx1200", "gfx1201", "gfx90a", "gfx942")
+    targets = ("gfx1200", "gfx1201", "gfx90a", "gfx942", "gfx950")
     static = True
     observables = MappingProxyType({name: ("case",) for name in OBSERVABLES})
     plots = MappingProxyType({})
@@ -98,7 +98,7 @@ class BuiltinModifiers:
         defines = {key.upper(): int(case[key]) for key in
                    ("family", "k", "a1", "a3", "a7", "cbsz", "abid", "blgp")}
         return Kernel(name, "probe_modifiers", SOURCE, "amd", evidence, defines=defines,
-                      targets=("gfx12*",) if family == SWMMAC else ("gfx90a", "gfx94*"))
+                      targets=("gfx12*",) if family == SWMMAC else ("gfx90a", "gfx94*", "gfx950"))
 
     def decode(self, insn: Instruction) -> dict[str, int]:
         values = modifier_values(insn)
