@@ -24,7 +24,7 @@ from typing import Any
 from probelab import chain
 from probelab.errors import CannotWrite
 from probelab.paths import data_dir, relative
-from probelab.records import Provenance, toolchain_label, toolchain_name
+from probelab.records import Provenance, named_after
 
 NAME = "MANIFEST.jsonl"
 FORMS: chain.Forms = chain.CHAIN_FORMS | {
@@ -117,10 +117,11 @@ def placement_problem(path: Path, prov: Provenance) -> str | None:
         return (f"it sits at {'/'.join(parts[1:-1])}/, but its provenance says it is a "
                 f"{prov.get('probe')!r} dataset of {prov.get('target')!r}: a dataset lives "
                 "at data/PROBE/TARGET/NAME.nc of its own probe and target")
-    named = toolchain_label(path)
-    if named is not None and named != toolchain_name(prov):
-        return (f"its name says it was built by {named}, but its provenance says "
-                f"{toolchain_name(prov)}: a static dataset is named after its toolchain")
+    described = prov.get("toolchain")
+    recorded = described.get("name") if isinstance(described, dict) else None
+    if prov.get("static") and isinstance(recorded, str) and not named_after(path, recorded):
+        return (f"its name is {path.name}, but its provenance says it was built by "
+                f"{recorded}: a static dataset is named TIME.TOOLCHAIN.nc after its toolchain")
     return None
 
 

@@ -94,8 +94,7 @@ def toolchain_name(prov: Provenance) -> str | None:
     return f"{'rocm-' if described.get('origin') == 'ROCm' else ''}clang-{found.group(1)}"
 
 
-def toolchain_label(path: Path) -> str | None:
-    """The toolchain a dataset's file name names (TIME.TOOLCHAIN.nc, TIME.TOOLCHAIN-2.nc),
-    or None for a name without one."""
-    found = re.fullmatch(r"\d{8}T\d{6}Z\.(.+?)(?:-\d+)?\.nc", path.name)
-    return found.group(1) if found else None
+def named_after(path: Path, toolchain: str) -> bool:
+    """Whether a dataset's file name is TIME.TOOLCHAIN.nc (or TIME.TOOLCHAIN-2.nc, ...)."""
+    return re.fullmatch(rf"\d{{8}}T\d{{6}}Z\.{re.escape(toolchain)}(?:-\d+)?\.nc",
+                        path.name) is not None
