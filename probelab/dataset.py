@@ -207,11 +207,13 @@ def save(ds: xr.Dataset, path: Path, prov: Provenance, exclusive: bool = False) 
     return path
 
 
-def save_new(ds: xr.Dataset, stem: Path, prov: Provenance) -> Path:
+def save_new(ds: xr.Dataset, stem: Path, prov: Provenance, label: str = "") -> Path:
     """Save under `stem`.nc, or `stem`-2.nc, -3, ... if that name is taken: never over an
-    existing dataset, even when two sweeps finish in the same second."""
+    existing dataset, even when two sweeps finish in the same second. A `label` (a static
+    dataset's toolchain) follows: `stem`-2.LABEL.nc."""
     for n in range(1, 1000):
-        path = stem.with_name(stem.name + (f"-{n}" if n > 1 else "") + ".nc")
+        path = stem.with_name(stem.name + (f"-{n}" if n > 1 else "")
+                              + (f".{label}" if label else "") + ".nc")
         if path.exists():
             continue
         try:

@@ -81,10 +81,10 @@ def save_sweep(probe: Probe, ds: xr.Dataset, prov: Provenance, root: Path, step:
                  "xarray": xr.__version__},
     } | prov
     stem = root / probe.id / prov["target"] / now.strftime("%Y%m%dT%H%M%SZ")
-    if prov.get("static"):  # one dataset per (target, toolchain): the name says which
-        stem = stem.with_name(f"{stem.name}.{prov['toolchain']['name']}")
-    step(f"saving {shown(stem)}.nc")
-    path = dataset.save_new(ds, stem, prov)
+    # one static dataset per (target, toolchain): its name says which
+    label = prov["toolchain"]["name"] if prov.get("static") else ""
+    step(f"saving {shown(stem)}{f'.{label}' if label else ''}.nc")
+    path = dataset.save_new(ds, stem, prov, label)
     prov = dataset.stored_provenance(path)  # with the content hash it was saved with
     if not dataset.simulated(prov) and root.resolve() == data_dir().resolve():
         step(f"pinning it in {shown(manifest.manifest_path())}")

@@ -95,6 +95,6 @@ def toolchain_name(prov: Provenance) -> str | None:
 
 
 def named_after(path: Path, toolchain: str) -> bool:
-    """Whether a dataset's file name is TIME.TOOLCHAIN.nc (or TIME.TOOLCHAIN-2.nc, ...)."""
-    return re.fullmatch(rf"\d{{8}}T\d{{6}}Z\.{re.escape(toolchain)}(?:-\d+)?\.nc",
+    """Whether a dataset's file name is TIME.TOOLCHAIN.nc (or TIME-2.TOOLCHAIN.nc, ...)."""
+    return re.fullmatch(rf"\d{{8}}T\d{{6}}Z(?:-\d+)?\.{re.escape(toolchain)}\.nc",
                         path.name) is not None

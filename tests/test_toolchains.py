@@ -1,0 +1,309 @@
+"""More than one AMDGPU toolchain: discovery and naming, static datasets per (target,
+toolchain), the pipeline kind of static probe (f8f6f4-operand-width), and verify/diff
+across toolchains. Compile tests skip without the toolchain they need."""
+
+import re
+import subprocess
+from pathlib import Path
+from types import MappingProxyType
+
+import pytest
+
+from probelab.disasm import gcn_instruction
+from probelab.errors import IntegrityError, Unavailable, UsageError
+from probelab.probe import BuiltCase, Evidence
+from probelab.records import named_after, toolchain_name
+from probelab.toolchains import amdgpu
+from probelab.verify import across_toolchains
+
+try:
+    FOUND = {t.name: t for t in amdgpu.toolchains()}
+except Unavailable as exc:
+    pytest.skip(f"no AMDGPU clang: {exc}", allow_module_level=True)
+
+
+def needs(target: str) -> amdgpu.Toolchain:
+    """The first toolchain here that builds `target`, else skip."""
+    for tc in FOUND.values():
+        if target in amdgpu.supported_targets(tc):
+            return tc
+    pytest.skip(f"no toolchain here builds {target}")
+
+
+# ---- discovery and names ----------------------------------------------------------------
+
+
+def test_each_toolchain_is_named_by_its_release_and_uses_its_own_llvm_tools():
+    for name, tc in FOUND.items():
+        assert name == f"clang-{tc.major}" or name.startswith("rocm-")
+        for tool in ("llc", "llvm-mc"):
+            if not tc.has(tool):
+                continue
+            out = subprocess.run([tc.tool(tool), "--version"], capture_output=True, text=True)
+            # never the /usr/bin/llc of another release that happens to be on $PATH
+            assert f"version {tc.major}." in out.stdout + out.stderr, (name, tool)
+
+
+def test_select_names_one_all_or_the_default_and_refuses_an_unknown_name():
+    assert amdgpu.select(None) == [amdgpu.find_clang()]
+    assert [t.name for t in amdgpu.select("all")] == list(FOUND)
+    first = next(iter(FOUND))
+    assert amdgpu.select(first) == [FOUND[first]]
+    with pytest.raises(UsageError, match=r"no toolchain 'clang-7'.*found: "):
+        amdgpu.select("clang-7")
+
+
+def test_probelab_clang_sets_the_default_and_a_bad_one_is_refused(monkeypatch):
+    last = list(FOUND.values())[-1]
+    try:
+        monkeypatch.setenv("PROBELAB_CLANG", str(last.path))
+        amdgpu.toolchains.cache_clear()
+        assert amdgpu.find_clang().name == last.name
+        assert {t.name for t in amdgpu.toolchains()} == set(FOUND)  # the others still listed
+        monkeypatch.setenv("PROBELAB_CLANG", "/nonexistent/clang")
+        amdgpu.toolchains.cache_clear()
+        with pytest.raises(Unavailable, match="PROBELAB_CLANG=/nonexistent/clang"):
+            amdgpu.toolchains()
+    finally:
+        monkeypatch.delenv("PROBELAB_CLANG")
+        amdgpu.toolchains.cache_clear()
+
+
+def test_a_dataset_from_before_toolchains_had_names_is_named_from_its_compiler():
+    old = {"static": True, "toolchain": {"compiler": "Debian clang version 19.1.7 (3~deb12u1)",
+                                         "origin": "LLVM"}}
+    assert toolchain_name(old) == "clang-19"
+    assert toolchain_name({"static": True, "toolchain": {"name": "clang-22"}}) == "clang-22"
+    assert toolchain_name({"static": False, "toolchain": {"name": "nvrtc-13.5"}}) is None
+
+
+def test_a_static_dataset_is_named_after_its_toolchain_exactly(repo_lab):
+    from probelab import manifest
+    from probelab.paths import data_dir
+
+    assert named_after(Path("20261202T011633Z.clang-22.nc"), "clang-22")
+    assert named_after(Path("20261202T011633Z-2.clang-22.nc"), "clang-22")
+    assert not named_after(Path("20261202T011633Z.clang-22.nc"), "clang")
+    assert not named_after(Path("20261202T011633Z.nc"), "clang-22")
+    prov = {"probe": "builtin-modifiers", "target": "gfx1201", "static": True,
+            "toolchain": {"name": "clang-22"}}
+    home = data_dir() / "builtin-modifiers" / "gfx1201"
+    assert manifest.placement_problem(home / "20261202T011633Z.clang-22.nc", prov) is None
+    # a clang-22 dataset renamed to pass for clang-19's is misplaced
+    why = manifest.placement_problem(home / "20261202T011633Z.clang-19.nc", prov)
+    assert why and "built by clang-22" in why
+
+
+def test_verify_compares_verdicts_across_toolchains_and_says_which_changed():
+    def run(verdict, toolchain, utc):
+        return ("d.nc", verdict, "head", "1", {"utc": utc, "toolchain": {"name": toolchain}})
+
+    counted = {
+        ("p", "gfx1201", "h", "clang-19"): [run("CONFIRMED", "clang-19", "2026-11-30")],
+        ("p", "gfx1201", "h", "clang-22"): [run("CONFIRMED", "clang-22", "2026-12-01"),
+                                            run("REFUTED", "clang-22", "2026-12-02")],
+        ("p", "gfx942", "h", "clang-22"): [run("CONFIRMED", "clang-22", "2026-12-02")],
+        ("q", "sm_90", "h", None): [run("CONFIRMED", "x", "2026-12-02")],  # not static
+    }
+    (row,) = across_toolchains(counted)  # one toolchain only on gfx942; sm_90 not static
+    assert row == {"probe": "p", "target": "gfx1201", "hypothesis": "h",
+                   "verdicts": {"clang-19": "CONFIRMED", "clang-22": "REFUTED"},
+                   "same": False}
+
+
+# ---- the pipeline kind of static probe, on a stand-in -------------------------------------
+
+
+class Pipeline:
+    """A stand-in pipeline probe whose `measure` returns what the test hands it."""
+
+    id, version, summary = "stand-in", "1", "a pipeline probe for tests"
+    targets = ("gfx950", "gfx942")
+    static = True
+    observables = MappingProxyType({"builds": ("case",), "count": ("case",),
+                                    "width": ("case",)})
+    plots = MappingProxyType({})
+    texts = ("diagnostic",)
+    tools = ()
+    source = Path(__file__)
+
+    def __init__(self, runs):
+        self.runs = iter(runs)
+
+    def kernels(self, vendor):
+        return []
+
+    def stimulus(self):
+        import numpy as np
+        import xarray as xr
+
+        return xr.Dataset(coords={"case": ("case", np.arange(2, dtype=np.uint32))})
+
+    def measure(self, grid, target, toolchain, step):
+        return next(self.runs)
+
+
+EV = Evidence("v_mfma_f64_16x16x4_f64", forbidden=(r"s_swappc_b64",), count=1)
+MFMA = [gcn_instruction(0, "v_mfma_f64_16x16x4_f64 v[0:7], v[8:9], v[10:11], v[0:7]")]
+CALL = [gcn_instruction(0, "s_swappc_b64 s[30:31], s[16:17]")]
+
+
+def sweep(tmp_path, runs):
+    from probelab.static import run_static_sweep
+
+    return run_static_sweep(Pipeline(runs), "gfx942", toolchain=amdgpu.select(None)[0].name,
+                            out_root=tmp_path / "out")
+
+
+def test_a_pipeline_probe_gets_the_gate_s_builds_and_count_and_its_own_values(tmp_path):
+    cases = [BuiltCase({"width": 8}, {}, EV, MFMA, "ab"),
+             BuiltCase({"width": 3}, {"diagnostic": "llc: error"}, EV)]
+    result = sweep(tmp_path, [cases, list(cases)])
+    ds = result.dataset
+    assert ds["builds"].values.tolist() == [[1, 0]] and ds["count"].values.tolist() == [[1, 0]]
+    assert ds["width"].values.tolist() == [[8, 3]]
+    assert ds["diagnostic"].values.tolist() == ["", "llc: error"]
+    assert named_after(result.path, result.provenance["toolchain"]["name"])
+    assert result.provenance["static"] and result.provenance["repeats"] == 2
+
+
+def test_a_call_where_the_instruction_should_be_stops_the_sweep(tmp_path):
+    # an unknown intrinsic can silently become a call: that is no measurement of it
+    cases = [BuiltCase({}, {}, EV, CALL + MFMA, "ab"), BuiltCase({}, {}, EV, MFMA, "ab")]
+    with pytest.raises(IntegrityError, match="forbidden relative"):
+        sweep(tmp_path, [cases, list(cases)])
+    assert not list(tmp_path.rglob("*.nc"))
+
+
+def test_a_probe_cannot_say_builds_or_count_itself(tmp_path):
+    cases = [BuiltCase({"count": 1}, {}, EV, CALL, "ab"), BuiltCase({}, {}, EV)]
+    with pytest.raises(IntegrityError, match="evidence gate's to say"):
+        sweep(tmp_path, [cases, list(cases)])
+
+
+def test_a_pipeline_that_differs_between_its_two_runs_stops_the_sweep(tmp_path):
+    first = [BuiltCase({"width": 8}, {}, EV, MFMA, "ab"), BuiltCase({}, {}, EV)]
+    second = [BuiltCase({"width": 4}, {}, EV, MFMA, "ab"), BuiltCase({}, {}, EV)]
+    with pytest.raises(IntegrityError, match="case 0: two runs of the pipeline differ"):
+        sweep(tmp_path, [first, second])
+    assert not list(tmp_path.rglob("*.nc"))
+
+
+# ---- f8f6f4-operand-width on the real compilers -------------------------------------------
+
+
+@pytest.fixture
+def f8f6f4():
+    from probelab.probe import load_sibling
+
+    root = Path(__file__).resolve().parents[1] / "probes" / "f8f6f4_operand_width"
+    return load_sibling(root / "probe.py")
+
+
+@pytest.mark.parametrize("target", ["gfx950", "gfx1250"])
+def test_a_case_reads_the_same_in_its_module_as_alone(f8f6f4, target):
+    # Cases are compiled many to a module: what one reads must not depend on its neighbours.
+    tc = needs(target)
+    probe = f8f6f4.PROBE
+    cases = f8f6f4._cases()
+    family = next(f for f, t in f8f6f4.FAMILY_TARGET.items() if t == target)
+    numbers = [i for i, c in enumerate(cases) if c["family"] == family and c["selector"] == 1
+               and c["route"] == 0][:12]
+    together = probe._module(cases, numbers, target, tc)
+    for n in numbers:
+        (alone,) = probe._module(cases, [n], target, tc).values()
+        assert (together[n].values, together[n].texts) == (alone.values, alone.texts), n
+
+
+def test_a_module_a_tool_refuses_is_split_until_the_failing_case_stands_alone(f8f6f4,
+                                                                          monkeypatch):
+    tc = needs("gfx950")
+    probe = f8f6f4.PROBE
+    cases = [dict(c) for c in f8f6f4._cases()]
+    numbers = [i for i, c in enumerate(cases) if c["family"] == 1 and c["route"] == 0
+               and c["selector"] == 0][:6]
+    cases[numbers[3]]["a_src"] = 3  # a <3 x i32> A: no overload the backend can select
+    built = probe._split(cases, numbers, "gfx950", tc)
+    assert sorted(built) == numbers
+    assert built[numbers[3]].function is None and built[numbers[3]].texts["diagnostic"]
+    assert all(built[n].function for n in numbers if n != numbers[3])
+
+
+def test_the_sweep_reads_widths_off_the_compiler_and_names_its_toolchain(f8f6f4, tmp_path,
+                                                                       own_lab):
+    import numpy as np
+
+    from probelab.static import run_static_sweeps
+
+    tc = needs("gfx950")
+    own_lab("f8f6f4_operand_width")
+    from probelab.probe import get_probe
+
+    results, skipped = run_static_sweeps(get_probe("f8f6f4-operand-width"), "gfx950", "all",
+                                         out_root=tmp_path)
+    assert [r.provenance["toolchain"]["name"] for r in results] == \
+        [t.name for t in FOUND.values() if "gfx950" in amdgpu.supported_targets(t)]
+    assert all("gfx950" in why for why in skipped.values())
+    ds = results[0].dataset.isel(kernel=0)
+    assert results[0].path.name.endswith(f".{tc.name}.nc")
+    mine = ds["attempted"].values == 1
+    assert np.array_equal(mine, ds["family"].values == 1)  # gfx950: the MFMA cases only
+    assert (ds["builds"].values[mine] == 1).all() and (ds["count"].values[mine] == 1).all()
+    # the widths are the compiler's: the object's tuples are what llvm-objdump printed
+    def span(operand: str) -> int:
+        m = re.fullmatch(r"[av]\[(\d+):(\d+)\]", operand)
+        assert m, operand
+        return int(m.group(2)) - int(m.group(1)) + 1
+
+    for i in np.flatnonzero(mine):
+        insn = gcn_instruction(0, str(ds["object_instruction"].values[i]))
+        assert (ds["a_obj"].values[i], ds["b_obj"].values[i]) == \
+            (span(insn.operands[1]), span(insn.operands[2]))
+        printed = gcn_instruction(0, str(ds["instruction"].values[i]))
+        assert (ds["a_text"].values[i], ds["b_text"].values[i]) == \
+            (span(printed.operands[1]), span(printed.operands[2]))
+        assert bool(ds["reassembles"].values[i]) == (str(ds["assembler"].values[i]) == "")
+    assert (ds["a_obj"].values[~mine] == 0).all()  # WMMA cases: not attempted, nothing read
+
+
+def test_diff_of_two_toolchains_lists_the_cases_that_changed(tmp_path, own_lab):
+    from probelab.diff import diff, render
+    from probelab.probe import get_probe
+    from probelab.static import run_static_sweeps
+
+    both = [t for t in FOUND.values() if "gfx90a" in amdgpu.supported_targets(t)]
+    if len(both) < 2:
+        pytest.skip("needs two toolchains that build gfx90a")
+    own_lab("builtin_modifiers")
+    results, _ = run_static_sweeps(get_probe("builtin-modifiers"), "gfx90a", "all",
+                                   out_root=tmp_path)
+    doc, a, b, _ = diff(str(results[0].path), str(results[1].path))
+    assert {doc["a"]["toolchain"], doc["b"]["toolchain"]} == {t.name for t in both[:2]}
+    ta, tb = (s.ds["instruction"].values for s in (a, b))
+    changed = {row["case"] for row in doc["changed_cases"]}
+    assert changed == {i for i in range(len(ta)) if ta[i] != tb[i]} | {
+        i for p in doc["pairs"] for o in p["observables"] for i in range(len(ta))
+        if a.ds[o].values[0, i] != b.ds[o].values[0, i]}
+    text = render(doc)
+    assert f"cases that changed with the compiler: {len(changed)}" in text
+    assert "built by" in text
+
+
+def test_sweep_cli_toolchain_errors_are_one_line_usage_errors(own_lab):
+    from toylab import invoke
+
+    own_lab("builtin_modifiers", "mfma_f64")
+    result = invoke("sweep", "builtin-modifiers", "--target", "gfx942", "--toolchain", "gcc")
+    assert result.exit_code == 2 and "no toolchain 'gcc'" in result.output
+    result = invoke("sweep", "mfma-f64", "--backend", "sim", "--toolchain", "all")
+    assert result.exit_code == 2 and "--toolchain is for static probes" in result.output
+
+
+def test_asm_under_all_toolchains_says_which_lacks_the_target():
+    from toylab import invoke
+
+    result = invoke("asm", "mfma-f64", "--arch", "gfx950", "--toolchain", "all")
+    for name, tc in FOUND.items():
+        builds = "gfx950" in amdgpu.supported_targets(tc)
+        assert f"for gfx950 by {name}: {'OK' if builds else 'SKIPPED'}" in result.output
+    assert result.exit_code == 0
