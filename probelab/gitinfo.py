@@ -60,7 +60,10 @@ def head() -> tuple[str | None, bool | None]:
         return env, os.environ.get("PROBELAB_GIT_DIRTY", "1") != "0"
     try:
         commit = git("rev-parse", "HEAD")
-        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+        # the archive is what sweeps write: a sweep of several targets must not call its
+        # second dataset dirty because the first was just saved and pinned
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                         ":(exclude,top)data"))
     except (RuntimeError, OSError):
         return None, None
     return commit, dirty

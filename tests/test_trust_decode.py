@@ -186,3 +186,18 @@ def test_a_verdict_reads_the_dims_its_dataset_records_not_todays(toylab: ToyLab,
     assert dataset.stored_provenance(data)["observables"] == {"value": ["a", "b"]}
     monkeypatch.setattr(toylab.probe(), "observables", {"value": ("b", "a")})
     assert check(hyp, data)["verdict"] == "CONFIRMED"
+
+
+def test_the_archive_a_sweep_writes_does_not_make_the_tree_dirty(toylab: ToyLab) -> None:
+    # A sweep of several targets saves and pins its first dataset before taking the next:
+    # that change to data/ is the sweep's own, not uncommitted code.
+    from probelab import gitinfo
+
+    (toylab.root / "data").mkdir(exist_ok=True)
+    (toylab.root / "data" / "MANIFEST.jsonl").write_text("")
+    (toylab.root / "NOTES.md").write_text("a note\n")
+    committed(toylab, "an archive")
+    (toylab.root / "data" / "MANIFEST.jsonl").write_text('{"pinned": 1}\n')
+    assert gitinfo.head()[1] is False
+    (toylab.root / "NOTES.md").write_text("an edited note\n")
+    assert gitinfo.head()[1] is True
