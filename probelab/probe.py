@@ -127,13 +127,9 @@ class Probe(Protocol):
     ) -> dict[str, np.ndarray]: ...
 
 
-class StaticProbe(Protocol):
-    """A probe measured on the compiler's output rather than a device (`static = True`).
-
-    Its grid has one dimension, `case`; each case is compiled on its own (`variant` gives
-    the kernel with the case's -D defines) and `decode` turns the instruction under test
-    into the case's observables.
-    """
+class StaticBase(Protocol):
+    """What every probe measured on the compiler's output rather than a device has
+    (`static = True`): its grid has one dimension, `case`."""
 
     id: str
     version: str
@@ -145,6 +141,13 @@ class StaticProbe(Protocol):
 
     def kernels(self, vendor: str) -> list[Kernel]: ...
     def stimulus(self) -> xr.Dataset: ...
+
+
+class StaticProbe(StaticBase, Protocol):
+    """A static probe whose cases are compiled on their own (`variant` gives the kernel with
+    the case's -D defines); `decode` turns the instruction under test into the case's
+    observables."""
+
     def variant(self, case: Mapping[str, int]) -> Kernel: ...
     def decode(self, instruction: Instruction) -> dict[str, int]: ...
 
@@ -162,24 +165,17 @@ class BuiltCase:
     object_sha256: str = ""
 
 
-class StaticPipeline(Protocol):
+class StaticPipeline(StaticBase, Protocol):
     """A static probe that drives the compiler's tools itself (`measure` instead of
     `variant`/`decode`): e.g. llc at -O0 with either instruction selector, then llvm-mc on
     its text. `texts` names its text outputs, `tools` the LLVM tools it runs (recorded with
-    their paths). The core measures the grid twice and refuses a difference."""
+    their paths), `source` the file its kernels come from. The core measures the grid twice
+    and refuses a difference."""
 
-    id: str
-    version: str
-    summary: str
-    targets: tuple[str, ...]
-    static: bool
-    observables: Mapping[str, tuple[str, ...]]
-    plots: Mapping[str, Callable[..., object]]
     texts: tuple[str, ...]
     tools: tuple[str, ...]
+    source: Path
 
-    def kernels(self, vendor: str) -> list[Kernel]: ...
-    def stimulus(self) -> xr.Dataset: ...
     def measure(self, grid: xr.Dataset, target: str, toolchain: object,
                 step: Callable[[str], None]) -> list[BuiltCase]: ...
 

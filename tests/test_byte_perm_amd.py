@@ -22,10 +22,20 @@ from probelab.probe import Evidence, Kernel, load_sibling
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = load_sibling(ROOT / "probes" / "byte_perm" / "probe.py").PROBE
 HYPOTHESIS = ROOT / "preregistrations" / "byte-perm" / "v-perm-seeds.toml"
-TARGETS = ["gfx1201", "gfx942"]
+TARGETS = ["gfx1201", "gfx942", "gfx950"]  # gfx950 (CDNA4): clang >= 20
 # Kernel arguments in order; each is one 8-byte pointer in the kernarg segment.
 ARGS = ("params", "x", "y", "sel", "out")
 pytestmark = pytest.mark.usefixtures("each_amd_toolchain")  # under every AMDGPU toolchain
+
+
+@pytest.fixture(autouse=True)
+def _target_built_by_the_toolchain(request, each_amd_toolchain):
+    from probelab.toolchains import amdgpu
+
+    target = getattr(request.node, "callspec", None) and request.node.callspec.params.get(
+        "target")
+    if target and target not in amdgpu.supported_targets(each_amd_toolchain):
+        pytest.skip(f"{each_amd_toolchain.name} does not build {target}")
 
 
 @pytest.fixture(scope="module")

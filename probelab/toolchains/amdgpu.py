@@ -143,9 +143,9 @@ def find_clang() -> Toolchain:
 
 def select(name: str | None) -> list[Toolchain]:
     """The toolchains `--toolchain NAME|all` names (None: the default)."""
-    found = toolchains()
     if name is None:
-        return [found[0]]
+        return [find_clang()]
+    found = toolchains()
     if name == ALL:
         return list(found)
     for tc in found:
