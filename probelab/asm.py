@@ -53,7 +53,8 @@ def inspect(probe_id: str, target: str, toolchain: str | None = None) -> list[Ke
                 tools.check_target(target, tc)
             except Unavailable as exc:
                 reports += [KernelReport(k.name, k.symbol, "skipped", str(exc),
-                                         toolchain=tc.name) for k in kernels]
+                                         toolchain=tc.name)
+                            for k in kernels if k.for_target(target)]
                 continue
         for kernel in kernels:
             if not kernel.for_target(target):

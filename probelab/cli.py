@@ -257,8 +257,16 @@ def sweep(
             skipped = {}
     for pair, why in skipped.items():
         say(f"skipped {pair}: {why}", err=True)
-    codes = [_said_sweep(result, check_after) for result in results]
-    if max(codes):  # every dataset said first, then the worst exit
+    codes = []
+    for result in results:  # every dataset said, its checks too, then the worst exit
+        try:
+            codes.append(_said_sweep(result, check_after))
+        except LabError as exc:
+            if len(results) == 1:
+                raise
+            err.print(f"[bold red]error:[/] {safe(str(exc))}", highlight=False)
+            codes.append(int(exc.code))
+    if max(codes):
         raise typer.Exit(max(codes))
 
 
@@ -512,7 +520,8 @@ def verify(
             say(f"{row['dataset']} × {row['hypothesis']}: {row['verdict']} "
                        f"({kernels}) [recorded: {row['recorded']}]")
         for row in result["toolchains"]:
-            say(f"across toolchains: {row['probe']} {row['target']} × {row['hypothesis']}: "
+            say(f"across toolchains: {row['probe']} (version {row['probe_version']}) "
+                f"{row['target']} × {row['hypothesis']}: "
                 + ", ".join(f"{t} {v}" for t, v in row["verdicts"].items())
                 + ("" if row["same"] else " — changes with the compiler"))
         for note in result["notes"]:

@@ -184,8 +184,9 @@ def diff(a_spec: str, b_spec: str) -> tuple[dict[str, Any], Side, Side, list[Pai
            "pairs": [r.to_dict() for r in results],
            "not_compared": {"observables": missing,
                             "kernels": _uncompared_kernels(a, b, compared)}}
-    if changed is not None:
+    if changed is not None:  # a printed instruction that changed is a difference too
         doc["changed_cases"] = changed
+        doc["identical"] = doc["identical"] and not changed
     return doc, a, b, results
 
 

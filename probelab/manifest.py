@@ -24,7 +24,7 @@ from typing import Any
 from probelab import chain
 from probelab.errors import CannotWrite
 from probelab.paths import data_dir, relative
-from probelab.records import Provenance, named_after
+from probelab.records import Provenance, toolchain_label, toolchain_name
 
 NAME = "MANIFEST.jsonl"
 FORMS: chain.Forms = chain.CHAIN_FORMS | {
@@ -117,11 +117,12 @@ def placement_problem(path: Path, prov: Provenance) -> str | None:
         return (f"it sits at {'/'.join(parts[1:-1])}/, but its provenance says it is a "
                 f"{prov.get('probe')!r} dataset of {prov.get('target')!r}: a dataset lives "
                 "at data/PROBE/TARGET/NAME.nc of its own probe and target")
+    label, built_by = toolchain_label(path), toolchain_name(prov)
     described = prov.get("toolchain")
-    recorded = described.get("name") if isinstance(described, dict) else None
-    if prov.get("static") and isinstance(recorded, str) and not named_after(path, recorded):
+    named = isinstance(described, dict) and "name" in described  # since toolchains have names
+    if label != built_by and (label is not None or named):
         return (f"its name is {path.name}, but its provenance says it was built by "
-                f"{recorded}: a static dataset is named TIME.TOOLCHAIN.nc after its toolchain")
+                f"{built_by}: a static dataset is named TIME.TOOLCHAIN.nc after its toolchain")
     return None
 
 

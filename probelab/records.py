@@ -80,21 +80,33 @@ class Verdict(TypedDict, total=False):
     blind_to: list[str]  # sealed rivals the sweep recorded this stimulus unable to separate
 
 
+def compiler_name(version: str, origin: str) -> str:
+    """A toolchain's name from its clang's version line: clang-22, or for ROCm's clang its
+    ROCm release (rocm-7.2.2), else rocm-clang-N."""
+    major = re.search(r"clang version (\d+)", version)
+    number = major.group(1) if major else "unknown"
+    if origin == "ROCm":
+        release = re.search(r"roc-(\d+(?:\.\d+)+)", version)
+        return f"rocm-{release.group(1)}" if release else f"rocm-clang-{number}"
+    return f"clang-{number}"
+
+
 def toolchain_name(prov: Provenance) -> str | None:
     """The toolchain a static dataset was built by ("clang-19"): as recorded, or, in a
-    dataset from before toolchains had names, read off its compiler's version line."""
+    dataset from before toolchains had names, read off its compiler's version line the
+    way a toolchain is named."""
     described = prov.get("toolchain")
     if not prov.get("static") or not isinstance(described, dict):
         return None
     if isinstance(described.get("name"), str):
         return described["name"]
-    found = re.search(r"clang version (\d+)", str(described.get("compiler", "")))
-    if not found:
-        return None
-    return f"{'rocm-' if described.get('origin') == 'ROCm' else ''}clang-{found.group(1)}"
+    version = str(described.get("compiler", ""))
+    return compiler_name(version, str(described.get("origin"))) if "clang version" in \
+        version else None
 
 
-def named_after(path: Path, toolchain: str) -> bool:
-    """Whether a dataset's file name is TIME.TOOLCHAIN.nc (or TIME-2.TOOLCHAIN.nc, ...)."""
-    return re.fullmatch(rf"\d{{8}}T\d{{6}}Z(?:-\d+)?\.{re.escape(toolchain)}\.nc",
-                        path.name) is not None
+def toolchain_label(path: Path) -> str | None:
+    """The toolchain a dataset's file name names (TIME.TOOLCHAIN.nc, TIME-2.TOOLCHAIN.nc),
+    or None for a name without one."""
+    found = re.fullmatch(r"\d{8}T\d{6}Z(?:-\d+)?\.(.+)\.nc", path.name)
+    return found.group(1) if found else None

@@ -141,7 +141,7 @@ def _build_kernels(probe, grid: xr.Dataset, target: str, tools, tc, step: Step
         if again.sha256 != code.sha256:
             raise IntegrityError(f"case {i}: two builds differ ({code.sha256[:12]} vs "
                                  f"{again.sha256[:12]}); the toolchain is not deterministic")
-        function = code.functions.get(kernel.symbol, [])
+        function = code.functions.get(kernel.symbol, [])  # missing: refused when gated
         hits = [x for x in function if re.fullmatch(kernel.evidence.instruction, x.mnemonic)]
         values = probe.decode(hits[0]) if hits else {}
         built.append(BuiltCase(values, {"instruction": hits[0].text if hits else ""},
@@ -167,6 +167,9 @@ def _dataset(probe, grid: xr.Dataset, built: list[BuiltCase], texts: tuple[str, 
             observed[name][i] = value
         if case.function is None:
             continue
+        if not case.function:
+            raise IntegrityError(f"case {i}: the object holds no code for it (its function is "
+                                 "missing or empty): nothing to gate, so it is not a build")
         evidence: Evidence = case.evidence
         report = gate(f"case {i}", evidence, case.function, vendor.isa)
         if report.forbidden_found:

@@ -95,7 +95,8 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
         accounted |= _verify_dataset(path, record, pins, write, result, counted)
     _flips(counted, result)
     result["toolchains"] = across_toolchains(counted)
-    notes += [f"{row['probe']} {row['target']} × {row['hypothesis']}: changes with the "
+    notes += [f"{row['probe']} {row['target']} × {row['hypothesis']} (version "
+              f"{row['probe_version']}): changes with the "
               "compiler (" + ", ".join(f"{v} under {t}" for t, v in row["verdicts"].items())
               + ")" for row in result["toolchains"] if not row["same"]]
     for stray in (p for p in files if p.name.endswith(VERDICT) and p not in accounted):
@@ -151,18 +152,24 @@ def _flips(counted: dict[tuple, list[tuple]], result: dict[str, Any]) -> None:
 
 def across_toolchains(counted: dict[tuple, list[tuple]]) -> list[dict[str, Any]]:
     """Each sealed hypothesis of a static probe checked under more than one toolchain for
-    one target: its verdict on each toolchain's newest dataset of the newest probe version
-    checked there, and whether they agree (a lowering that changed with the compiler)."""
-    grouped: dict[tuple, dict[str, str]] = {}
-    for (probe, target, hypothesis, toolchain), runs in sorted(counted.items(),
-                                                               key=lambda kv: str(kv[0])):
+    one target and one probe version: its verdict on each toolchain's newest dataset of that
+    version, and whether they agree (a lowering that changed with the compiler). Versions
+    are never mixed: a decode that changed is not a compiler that did."""
+    grouped: dict[tuple, dict[str, tuple[str, str]]] = {}
+    for (probe, target, hypothesis, toolchain), runs in counted.items():
         if toolchain is None:
             continue
-        newest = max(runs, key=lambda run: (str(run[3]), str(run[4].get("utc"))))
-        grouped.setdefault((probe, target, hypothesis), {})[toolchain] = newest[1]
-    return [{"probe": probe, "target": target, "hypothesis": hypothesis, "verdicts": verdicts,
-             "same": len(set(verdicts.values())) == 1}
-            for (probe, target, hypothesis), verdicts in grouped.items() if len(verdicts) > 1]
+        for _, verdict, _, version, prov in runs:
+            slot = grouped.setdefault((probe, target, hypothesis, str(version)), {})
+            utc = str(prov.get("utc"))
+            if toolchain not in slot or utc > slot[toolchain][0]:
+                slot[toolchain] = (utc, verdict)
+    return [{"probe": probe, "target": target, "hypothesis": hypothesis,
+             "probe_version": version,
+             "verdicts": {t: v for t, (_, v) in sorted(slot.items())},
+             "same": len({v for _, v in slot.values()}) == 1}
+            for (probe, target, hypothesis, version), slot in sorted(grouped.items())
+            if len(slot) > 1]
 
 
 def _retired_too_soon(judged: Judged) -> str | None:

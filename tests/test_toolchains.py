@@ -12,7 +12,7 @@ import pytest
 from probelab.disasm import gcn_instruction
 from probelab.errors import IntegrityError, Unavailable, UsageError
 from probelab.probe import BuiltCase, Evidence
-from probelab.records import named_after, toolchain_name
+from probelab.records import toolchain_label, toolchain_name
 from probelab.toolchains import amdgpu
 from probelab.verify import across_toolchains
 
@@ -73,6 +73,11 @@ def test_a_dataset_from_before_toolchains_had_names_is_named_from_its_compiler()
     old = {"static": True, "toolchain": {"compiler": "Debian clang version 19.1.7 (3~deb12u1)",
                                          "origin": "LLVM"}}
     assert toolchain_name(old) == "clang-19"
+    rocm = "AMD clang version 19.0.0git (https://github.com/RadeonOpenCompute/llvm-project " \
+           "roc-6.4.1 25133 c7fe45cf4b819c5991fe208aaa96edf142730f1d)"
+    # named as the toolchain itself would be: one compiler, one name, old dataset or new
+    assert toolchain_name({"static": True, "toolchain": {"compiler": rocm, "origin": "ROCm"}}) \
+        == amdgpu.compiler_name(rocm, "ROCm") == "rocm-6.4.1"
     assert toolchain_name({"static": True, "toolchain": {"name": "clang-22"}}) == "clang-22"
     assert toolchain_name({"static": False, "toolchain": {"name": "nvrtc-13.5"}}) is None
 
@@ -81,10 +86,10 @@ def test_a_static_dataset_is_named_after_its_toolchain_exactly(repo_lab):
     from probelab import manifest
     from probelab.paths import data_dir
 
-    assert named_after(Path("20261202T011633Z.clang-22.nc"), "clang-22")
-    assert named_after(Path("20261202T011633Z-2.clang-22.nc"), "clang-22")
-    assert not named_after(Path("20261202T011633Z.clang-22.nc"), "clang")
-    assert not named_after(Path("20261202T011633Z.nc"), "clang-22")
+    assert toolchain_label(Path("20261202T011633Z.clang-22.nc")) == "clang-22"
+    assert toolchain_label(Path("20261202T011633Z-2.clang-22.nc")) == "clang-22"
+    assert toolchain_label(Path("20261202T011633Z.rocm-7.2.2.nc")) == "rocm-7.2.2"
+    assert toolchain_label(Path("20261202T011633Z-2.nc")) is None
     prov = {"probe": "builtin-modifiers", "target": "gfx1201", "static": True,
             "toolchain": {"name": "clang-22"}}
     home = data_dir() / "builtin-modifiers" / "gfx1201"
@@ -92,6 +97,15 @@ def test_a_static_dataset_is_named_after_its_toolchain_exactly(repo_lab):
     # a clang-22 dataset renamed to pass for clang-19's is misplaced
     why = manifest.placement_problem(home / "20261202T011633Z.clang-19.nc", prov)
     assert why and "built by clang-22" in why
+    assert manifest.placement_problem(home / "20261202T011633Z.nc", prov)  # the name dropped
+    # a dataset from before the names: its compiler names it, and a label must agree
+    old = {"probe": "builtin-modifiers", "target": "gfx1201", "static": True,
+           "toolchain": {"compiler": "Debian clang version 19.1.7 (3~deb12u1)"}}
+    assert manifest.placement_problem(home / "20261130T014748Z.nc", old) is None
+    assert manifest.placement_problem(home / "20261130T014748Z.clang-22.nc", old)
+    device = {"probe": "byte-perm", "target": "gfx1201", "static": False}
+    assert manifest.placement_problem(data_dir() / "byte-perm" / "gfx1201" /
+                                      "20261130T014748Z.clang-22.nc", device)
 
 
 def test_verify_compares_verdicts_across_toolchains_and_says_which_changed():
@@ -106,9 +120,14 @@ def test_verify_compares_verdicts_across_toolchains_and_says_which_changed():
         ("q", "sm_90", "h", None): [run("CONFIRMED", "x", "2026-12-02")],  # not static
     }
     (row,) = across_toolchains(counted)  # one toolchain only on gfx942; sm_90 not static
-    assert row == {"probe": "p", "target": "gfx1201", "hypothesis": "h",
+    assert row == {"probe": "p", "target": "gfx1201", "hypothesis": "h", "probe_version": "1",
                    "verdicts": {"clang-19": "CONFIRMED", "clang-22": "REFUTED"},
                    "same": False}
+    # versions are never mixed: clang-22's newer version is compared with nothing
+    newer = ("d2.nc", "CONFIRMED", "head", "10", {"utc": "2026-12-03"})
+    counted[("p", "gfx1201", "h", "clang-22")].append(newer)
+    (row,) = across_toolchains(counted)
+    assert row["probe_version"] == "1" and row["verdicts"]["clang-22"] == "REFUTED"
 
 
 # ---- the pipeline kind of static probe, on a stand-in -------------------------------------
@@ -163,7 +182,7 @@ def test_a_pipeline_probe_gets_the_gate_s_builds_and_count_and_its_own_values(tm
     assert ds["builds"].values.tolist() == [[1, 0]] and ds["count"].values.tolist() == [[1, 0]]
     assert ds["width"].values.tolist() == [[8, 3]]
     assert ds["diagnostic"].values.tolist() == ["", "llc: error"]
-    assert named_after(result.path, result.provenance["toolchain"]["name"])
+    assert toolchain_label(result.path) == result.provenance["toolchain"]["name"]
     assert result.provenance["static"] and result.provenance["repeats"] == 2
 
 
@@ -229,23 +248,27 @@ def test_a_module_a_tool_refuses_is_split_until_the_failing_case_stands_alone(f8
     assert all(built[n].function for n in numbers if n != numbers[3])
 
 
-def test_the_sweep_reads_widths_off_the_compiler_and_names_its_toolchain(f8f6f4, tmp_path,
-                                                                       own_lab):
+def test_the_sweep_under_all_toolchains_reads_widths_off_the_compiler(tmp_path, own_lab):
+    # `probelab sweep f8f6f4-operand-width --toolchain all`, as a user runs it: every target
+    # the probe lists under every toolchain here, a pair a toolchain cannot build said
     import numpy as np
+    from toylab import invoke
 
-    from probelab.static import run_static_sweeps
+    from probelab import dataset
 
     tc = needs("gfx950")
     own_lab("f8f6f4_operand_width")
-    from probelab.probe import get_probe
-
-    results, skipped = run_static_sweeps(get_probe("f8f6f4-operand-width"), "gfx950", "all",
-                                         out_root=tmp_path)
-    assert [r.provenance["toolchain"]["name"] for r in results] == \
-        [t.name for t in FOUND.values() if "gfx950" in amdgpu.supported_targets(t)]
-    assert all("gfx950" in why for why in skipped.values())
-    ds = results[0].dataset.isel(kernel=0)
-    assert results[0].path.name.endswith(f".{tc.name}.nc")
+    result = invoke("sweep", "f8f6f4-operand-width", "--toolchain", "all", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    for name, each in FOUND.items():
+        for target in ("gfx950", "gfx1250"):
+            saved = list((tmp_path / "f8f6f4-operand-width" / target).glob(f"*.{name}.nc"))
+            if target in amdgpu.supported_targets(each):
+                assert len(saved) == 1, (name, target)
+            else:
+                assert not saved and f"skipped {target} × {name}: " in result.output
+    (path,) = (tmp_path / "f8f6f4-operand-width" / "gfx950").glob(f"*.{tc.name}.nc")
+    ds = dataset.load(path).isel(kernel=0)
     mine = ds["attempted"].values == 1
     assert np.array_equal(mine, ds["family"].values == 1)  # gfx950: the MFMA cases only
     assert (ds["builds"].values[mine] == 1).all() and (ds["count"].values[mine] == 1).all()
@@ -284,6 +307,7 @@ def test_diff_of_two_toolchains_lists_the_cases_that_changed(tmp_path, own_lab):
     assert changed == {i for i in range(len(ta)) if ta[i] != tb[i]} | {
         i for p in doc["pairs"] for o in p["observables"] for i in range(len(ta))
         if a.ds[o].values[0, i] != b.ds[o].values[0, i]}
+    assert doc["identical"] == (not changed)  # a changed instruction text is a difference
     text = render(doc)
     assert f"cases that changed with the compiler: {len(changed)}" in text
     assert "built by" in text
@@ -307,3 +331,37 @@ def test_asm_under_all_toolchains_says_which_lacks_the_target():
         builds = "gfx950" in amdgpu.supported_targets(tc)
         assert f"for gfx950 by {name}: {'OK' if builds else 'SKIPPED'}" in result.output
     assert result.exit_code == 0
+
+
+def test_a_tool_of_another_release_of_the_same_major_is_not_borrowed(tmp_path):
+    # a clang 22.0.0git (say ROCm's, or a local build) with no llc beside it must not be
+    # paired with Debian's llc-22 (22.1.8): its datasets would read as that toolchain's
+    tc = next((t for t in FOUND.values() if t.has("llc")), None)
+    if tc is None:
+        pytest.skip("no toolchain with llc here")
+    fake = tmp_path / "clang"
+    fake.write_text(f"#!/bin/sh\necho 'clang version {tc.major}.0.0git'\n")
+    fake.chmod(0o755)
+    assert amdgpu._tool(fake, f"{tc.major}.0.0git", "llc") is None
+    assert amdgpu._tool(tc.path, tc.release, "llc") == tc.tool("llc")
+
+
+def test_llvm_mc_errors_no_kernel_line_names_are_never_read_as_reassembled(f8f6f4):
+    ranges = {3: (10, 20), 4: (21, 30)}
+
+    def ran(stderr: str, code: int) -> subprocess.CompletedProcess:
+        return subprocess.CompletedProcess([], code, "", stderr)
+
+    errors, unclear = f8f6f4._assembler_errors(
+        ran("m.s:12:40: error: wrong register tuple size for cbsz value 3\n", 1), ranges)
+    assert errors == [(12, "wrong register tuple size for cbsz value 3")] and unclear == ""
+    for stderr, code in (("m.s:12:4: error: bad\nLLVM ERROR: out of memory\n", 1),  # no line
+                         ("m.s:5:1: error: unknown directive\n", 1),  # outside the kernels
+                         ("", 1), ("", -11)):  # no error named; a crash
+        assert f8f6f4._assembler_errors(ran(stderr, code), ranges)[1], (stderr, code)
+
+
+def test_an_object_without_the_case_s_code_is_not_a_build(tmp_path):
+    cases = [BuiltCase({}, {}, EV, [], "ab"), BuiltCase({}, {}, EV)]
+    with pytest.raises(IntegrityError, match="holds no code for it"):
+        sweep(tmp_path, [cases, list(cases)])

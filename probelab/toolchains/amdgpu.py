@@ -24,6 +24,7 @@ from probelab.cache import cache_key, cached_bytes
 from probelab.codeobject import CodeObject
 from probelab.errors import Unavailable, UsageError
 from probelab.probe import Kernel
+from probelab.records import compiler_name
 from probelab.vendors import VENDORS
 
 MIN_MAJOR = 19
@@ -50,17 +51,22 @@ class Toolchain:
     objdump: Path
     origin: str  # "ROCm" or "LLVM"
 
+    @property
+    def release(self) -> str:
+        """The full release its clang reports ("22.1.8", "19.0.0git")."""
+        return release_of(self.version)
+
     def has(self, name: str) -> bool:
-        return _tool(self.path, self.major, name) is not None
+        return _tool(self.path, self.release, name) is not None
 
     def tool(self, name: str) -> Path:
         """An LLVM tool of this toolchain's own release (llc, llvm-mc, ld.lld), never a
         different LLVM's that happens to be on $PATH."""
-        found = _tool(self.path, self.major, name)
+        found = _tool(self.path, self.release, name)
         if found is None:
-            raise Unavailable(f"{name} of {self.name} not found (looked beside "
-                              f"{self.path.resolve()} and for {name}-{self.major}): "
-                              f"{INSTALL_HINT}")
+            raise Unavailable(f"{name} of release {self.release} ({self.name}) not found "
+                              f"(looked beside {self.path.resolve()} and for "
+                              f"{name}-{self.major}): {INSTALL_HINT}")
         return found
 
 
@@ -74,28 +80,28 @@ def _version(path: str) -> tuple[str, int] | None:
     return (first.strip(), int(m.group(1))) if m else None
 
 
+def release_of(version: str) -> str:
+    found = re.search(r"version (\d+\.\d+\.\d+\w*)", version)
+    return found.group(1) if found else ""
+
+
 @functools.cache
-def _tool(clang: Path, major: int, name: str) -> Path | None:
+def _tool(clang: Path, release: str, name: str) -> Path | None:
     """The first `name` beside clang's real file, or `name-MAJOR`, whose --version is of
-    LLVM `major` (Debian's /usr/bin/llc may be another release's)."""
+    clang's very release (Debian's /usr/bin/llc may be another LLVM's; a 22.0.0git clang
+    must not borrow 22.1.8's llc)."""
+    major = release.split(".")[0]
     for candidate in (clang.resolve().parent / name, shutil.which(f"{name}-{major}")):
-        if candidate is None or not Path(candidate).is_file():
+        if not release or candidate is None or not Path(candidate).is_file():
             continue
         try:
             out = subprocess.run([candidate, "--version"], capture_output=True, text=True,
                                  timeout=30)
         except (OSError, subprocess.SubprocessError):
             continue
-        if re.search(rf"version {major}\.", out.stdout + out.stderr):
+        if re.search(rf"version {re.escape(release)}(?![\w.])", out.stdout + out.stderr):
             return Path(candidate)
     return None
-
-
-def _name(version: str, major: int, origin: str) -> str:
-    if origin == "ROCm":
-        release = re.search(r"roc-(\d+(?:\.\d+)+)", version)
-        return f"rocm-{release.group(1)}" if release else f"rocm-clang-{major}"
-    return f"clang-{major}"
 
 
 def _probe(name: str) -> Toolchain | None:
@@ -105,11 +111,11 @@ def _probe(name: str) -> Toolchain | None:
     if not path or not (seen := _version(path)) or seen[1] < MIN_MAJOR:
         return None
     targets = subprocess.run([path, "-print-targets"], capture_output=True, text=True)
-    objdump = _tool(Path(path), seen[1], "llvm-objdump")
+    objdump = _tool(Path(path), release_of(seen[0]), "llvm-objdump")
     if "amdgcn" not in targets.stdout or objdump is None:
         return None
     origin = "ROCm" if "AMD" in seen[0] or path.startswith("/opt/rocm") else "LLVM"
-    return Toolchain(_name(seen[0], seen[1], origin), seen[0], seen[1], Path(path), objdump,
+    return Toolchain(compiler_name(seen[0], origin), seen[0], seen[1], Path(path), objdump,
                      origin)
 
 
@@ -215,8 +221,8 @@ def disassemble(code_object: bytes, target: str, toolchain: Toolchain | None = N
 
 def describe(toolchain: Toolchain | None = None) -> dict[str, str]:
     tc = toolchain or find_clang()
-    return {"name": tc.name, "compiler": tc.version, "compiler_path": str(tc.path),
-            "origin": tc.origin, "disassembler": str(tc.objdump),
+    return {"name": tc.name, "release": tc.release, "compiler": tc.version,
+            "compiler_path": str(tc.path), "origin": tc.origin, "disassembler": str(tc.objdump),
             "route": "offline clang (-nogpuinc -nogpulib, raw code object)"}
 
 

@@ -195,6 +195,28 @@ def _text_functions(asm: str) -> dict[int, tuple[int, int]]:
     return ranges
 
 
+def _assembler_errors(run: subprocess.CompletedProcess, ranges: dict[int, tuple[int, int]]
+                      ) -> tuple[list[tuple[int, str]], str]:
+    """llvm-mc's errors as (line, message) inside some kernel's lines, and the first error
+    no kernel's line names ("" if none): an error without a line, one outside every kernel,
+    a crash, or a failure that printed no error."""
+    errors, unclear = [], ""
+    for line in run.stderr.splitlines():
+        if m := re.match(r"^.*?:(\d+):\d+: error: (.*)$", line):
+            at = int(m.group(1))
+            if any(a <= at <= b for a, b in ranges.values()):
+                errors.append((at, m.group(2).strip()))
+                continue
+            unclear = unclear or f"line {at}, outside every kernel: {m.group(2).strip()}"
+        elif "error" in line.lower():
+            unclear = unclear or line.strip()
+    if run.returncode != 0 and not errors and not unclear:
+        unclear = f"exit {run.returncode} with no error named"
+    if run.returncode < 0:
+        unclear = unclear or f"killed by signal {-run.returncode}"
+    return errors, unclear[:300]
+
+
 def _widths(insn: Instruction) -> tuple[int, int]:
     return len(GCN.registers(insn.operands[1])), len(GCN.registers(insn.operands[2]))
 
@@ -304,22 +326,27 @@ class F8F6F4OperandWidth:
                 capture_output=True, text=True, timeout=600)
             dump = _run([toolchain.objdump, "-d", f"--mcpu={target}", obj], "llvm-objdump")
             ir, text, blob = ll.read_text(), asm.read_text(), obj.read_bytes()
-        errors = [(int(m.group(1)), m.group(2).strip()) for m in re.finditer(
-            r"^[^\n]*?:(\d+):\d+: error: ([^\n]*)$", assembled.stderr, re.M)]
         ranges, widths = _text_functions(text), _ir_widths(ir)
         objects, lines = parse_gcn(dump.stdout), text.splitlines()
-        stray = [e for e in errors if not any(a <= e[0] <= b for a, b in ranges.values())]
-        if stray or (assembled.returncode != 0 and not errors):
-            raise BatchFailed(f"llvm-mc: {stray[0][1] if stray else assembled.stderr[:200]}")
+        for n in numbers:  # each case must be found in every output, or none is read
+            for what, found in (("IR call", widths), ("text", ranges)):
+                if n not in found:
+                    raise BatchFailed(f"no {what} of case_{n} in the compiler's output")
+            if not objects.get(f"case_{n}"):
+                raise BatchFailed(f"no case_{n} in the object's disassembly")
+        errors, unclear = _assembler_errors(assembled, ranges)
+        if unclear and len(numbers) > 1:  # an error no case's line names: split to find it
+            raise BatchFailed(f"llvm-mc: {unclear}")
         sha = hashlib.sha256(blob).hexdigest()
         out = {}
         for n in numbers:
             intr = INTRINSICS[cases[n]["intrinsic"]]
-            first, last = ranges.get(n, (0, -1))
+            first, last = ranges[n]
             printed = [gcn_instruction(0, line.strip().split("//")[0].strip())
                        for line in lines[first:last] if line.strip().startswith(intr.mnemonic)]
             found = [x for x in objects.get(f"case_{n}", []) if x.mnemonic == intr.mnemonic]
             said = [message for at, message in errors if first <= at <= last]
+            said += [unclear] if unclear else []  # one case alone: the message is its own
             values = {"attempted": 1, "a_ir": widths.get(n, (0, 0))[0],
                       "b_ir": widths.get(n, (0, 0))[1], "reassembles": int(not said)}
             texts = {"assembler": "; ".join(said)}
