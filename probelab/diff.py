@@ -254,8 +254,9 @@ def render(doc: dict[str, Any], ds: xr.Dataset | None = None) -> str:
         if p["differing"] > len(p["first_differences"]):
             lines.append(f"  ... and {p['differing'] - len(p['first_differences']):,} more")
     if "changed_cases" in doc:
-        rows = doc["changed_cases"]
-        lines.append(f"cases that changed with the compiler: {len(rows)}")
+        rows, ta, tb = doc["changed_cases"], doc["a"]["toolchain"], doc["b"]["toolchain"]
+        lines.append(f"cases that changed with the compiler ({ta} → {tb}): {len(rows)}"
+                     if ta != tb else f"cases that differ (both built by {ta}): {len(rows)}")
         for row in rows[:CASES_SHOWN]:
             labels = " ".join(f"{k}={v}" for k, v in row.items()
                               if k not in ("differs", "a", "b"))

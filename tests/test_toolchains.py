@@ -309,7 +309,8 @@ def test_diff_of_two_toolchains_lists_the_cases_that_changed(tmp_path, own_lab):
         if a.ds[o].values[0, i] != b.ds[o].values[0, i]}
     assert doc["identical"] == (not changed)  # a changed instruction text is a difference
     text = render(doc)
-    assert f"cases that changed with the compiler: {len(changed)}" in text
+    assert f"cases that changed with the compiler ({doc['a']['toolchain']} → " \
+           f"{doc['b']['toolchain']}): {len(changed)}" in text
     assert "built by" in text
 
 
