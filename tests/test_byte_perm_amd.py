@@ -321,3 +321,48 @@ def test_simulated_hip_byte_perm_is_the_cuda_contract():
     want = predict(h, grid, PROBE.observables)["literal"]["value"].reshape(-1)
     assert np.array_equal(amd, want)
 
+
+
+# ---- v-perm-seeds scoped to what the seed measured, and the ISA reading as its own claim ----
+
+
+def _sealed_text(name: str) -> Path:
+    return ROOT / "preregistrations" / "byte-perm" / f"{name}.toml"
+
+
+def test_the_measured_scope_is_the_seeds_patterns_and_selector_bytes_0_to_15_on_gfx1201():
+    from probelab.hypothesis import evaluate_claim
+
+    h = load_hypothesis(_sealed_text("v-perm-seeds-measured"))
+    assert h.targets == ("gfx1201",) and h.parent == "v-perm-seeds"
+    grid = PROBE.stimulus()
+    tables, scopes = evaluate_claim(h, grid, PROBE.observables)
+    scope = scopes["literal"]["value"]
+    names, selectors = grid["pattern"].values, grid["selector"].values
+    want = (np.char.startswith(names.astype(str), "msb_")[:, None]
+            & ((selectors & 0xFF) < 16)[None, :] & ((selectors >> 8) < 16)[None, :])
+    assert np.array_equal(scope, want) and int(scope.sum()) == 10 * 256
+    whole = predict(load_hypothesis(HYPOTHESIS), grid, PROBE.observables)["literal"]["value"]
+    assert np.array_equal(tables["literal"]["value"][scope], whole[scope])  # the same law
+
+
+def test_the_isa_reading_claims_exactly_the_unmeasured_selector_bytes_and_a_nibble_rival():
+    from probelab.hypothesis import evaluate_claim
+
+    h = load_hypothesis(_sealed_text("v-perm-isa-reading"))
+    grid = PROBE.stimulus()
+    tables, scopes = evaluate_claim(h, grid, PROBE.observables)
+    scope = scopes["literal"]["value"]
+    selectors = grid["selector"].values
+    live = np.maximum(selectors & 0xFF, selectors >> 8)
+    assert np.array_equal(scope[0], live >= 16)
+    value = tables["literal"]["value"]
+    for op, se in [(0, 0x10), (3, 0x2001), (9, 0xFFFF), (12, 0x0D11)]:
+        assert scope[op, se]
+        assert int(value[op, se]) == v_perm_word(int(grid["x"].values[op]),
+                                                 int(grid["y"].values[op]), se)
+    # a selector byte of 0x1X reads as 0xFF, where a nibble-reading unit would pick byte X
+    near, _ = evaluate_claim(h.near_miss("low-nibble"), grid, PROBE.observables)
+    differ = (near["literal"]["value"] != value) & scope
+    assert differ.any() and int(value[0, 0x10]) & 0xFF == 0xFF != int(
+        near["literal"]["value"][0, 0x10]) & 0xFF
