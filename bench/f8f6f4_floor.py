@@ -1,0 +1,42 @@
+"""The bare floor of an f8f6f4-operand-width sweep: the compiler's own work, nothing else.
+
+    python bench/f8f6f4_floor.py DIR TARGET CLANG LLC LLVM_MC OBJDUMP
+
+Each module in DIR (route-0 IR `*.ll`, or HIP `*.hip` with its optimisation level and
+selector in the name: `r1-s0.hip`) goes through the same tool runs the probe makes, once:
+clang to IR for HIP, llc to text and to an object, llvm-mc on the text, llvm-objdump on the
+object. No parsing, no checks, no second run, no dataset: no probelab at all.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+TRIPLE = "amdgcn-amd-amdhsa"
+SELECTORS = (("-global-isel=0",), ("-global-isel", "-global-isel-abort=1"))
+
+
+def main() -> None:
+    folder, target, clang, llc, mc, objdump = sys.argv[1:7]
+    for module in sorted(Path(folder).glob("r*-s*.*")):
+        route, selector = (int(part[1:]) for part in module.stem.split("-"))
+        opt = "-O2" if route == 2 else "-O0"
+        ll = module.with_suffix(".out.ll")
+        if module.suffix == ".hip":
+            subprocess.run([clang, "-x", "hip", "-nogpuinc", "-nogpulib", "--cuda-device-only",
+                            "-S", "-emit-llvm", "-fuse-cuid=none", opt,
+                            f"--offload-arch={target}", module, "-o", ll], check=True)
+        else:
+            ll.write_bytes(module.read_bytes())
+        base = [llc, opt, f"-mtriple={TRIPLE}", f"-mcpu={target}", *SELECTORS[selector], ll]
+        subprocess.run([*base, "-o", module.with_suffix(".s")], check=True)
+        subprocess.run([*base, "-filetype=obj", "-o", module.with_suffix(".o")], check=True)
+        subprocess.run([mc, f"-triple={TRIPLE}", f"-mcpu={target}", "-filetype=obj",
+                        module.with_suffix(".s"), "-o", module.with_suffix(".mc.o")],
+                       capture_output=True)  # it refuses the over-wide text: that is data
+        subprocess.run([objdump, "-d", f"--mcpu={target}", module.with_suffix(".o")],
+                       check=True, capture_output=True)
+
+
+if __name__ == "__main__":
+    main()
