@@ -267,8 +267,8 @@ class F8F6F4OperandWidth:
         """Every case of the target's family through its route and selector; the other
         family's cases are recorded as not attempted (attempted = 0)."""
         family = next(f for f, t in FAMILY_TARGET.items() if t == target)
-        cases = [{k: int(grid[k].values[i]) for k in _cases()[0]}
-                 for i in range(grid.sizes["case"])]
+        columns = {k: grid[k].values.tolist() for k in _cases()[0]}  # the grid, as read
+        cases = [{k: int(v[i]) for k, v in columns.items()} for i in range(grid.sizes["case"])]
         built: dict[int, BuiltCase] = {}
         for i, case in enumerate(cases):
             if case["family"] != family:
