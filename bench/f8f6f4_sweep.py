@@ -12,7 +12,6 @@ Sweep and floor runs alternate; the figure is the ratio of their medians.
 """
 
 import argparse
-import json
 import platform
 import statistics
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from timing import timed  # noqa: E402
+from timing import report, timed  # noqa: E402
 
 from probelab import gitinfo  # noqa: E402
 from probelab.probe import load_sibling  # noqa: E402
@@ -44,11 +43,9 @@ def write_modules(folder: Path, target: str) -> int:
             name = folder / f"r{route}-s{selector}"
             if route == 0:
                 name.with_suffix(".ll").write_text(
-                    probe._ir_module([cases[n] for n in numbers], numbers))
+                    probe.ir_module([cases[n] for n in numbers], numbers))
             else:
-                name.with_suffix(".hip").write_text(probe.SOURCE.read_text() + "\n" + "\n".join(
-                    f"{probe.INTRINSICS[cases[n]['intrinsic']].macro}({n}, "
-                    f"{cases[n]['a_fmt']}, {cases[n]['b_fmt']})" for n in numbers) + "\n")
+                name.with_suffix(".hip").write_text(probe.hip_module(cases, numbers))
     return len(mine)
 
 
@@ -78,10 +75,7 @@ def main() -> None:
         "cases_measured": cases, "sweep_s": sweeps, "floor_s": floors,
         "sweep_median_s": statistics.median(sweeps), "floor_median_s": statistics.median(floors),
         "ratio": statistics.median(sweeps) / statistics.median(floors)}
-    text = json.dumps(results, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n")
+    report(results, args.json)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@
 """
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from timing import timed  # noqa: E402
+from timing import report, timed  # noqa: E402
 
 from probelab.probe import get_probe  # noqa: E402
 
@@ -53,10 +52,7 @@ def main() -> None:
             results["dataset_bytes"] = saved.stat().st_size
         finally:
             shutil.rmtree(sim_out, ignore_errors=True)
-    text = json.dumps(results, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n")
+    report(results, args.json)
 
 
 if __name__ == "__main__":

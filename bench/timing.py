@@ -1,5 +1,7 @@
-"""What the benchmarks here share: a command timed as a whole process, from the repo root."""
+"""What the benchmarks here share: a command timed as a whole process, from the repo root,
+and the results printed and kept."""
 
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -13,3 +15,11 @@ def timed(command: list[str], env: dict[str, str] | None = None) -> float:
     start = time.perf_counter()
     subprocess.run(command, cwd=ROOT, env=env, check=True, capture_output=True)
     return time.perf_counter() - start
+
+
+def report(results: dict, path: Path | None) -> None:
+    """Print the results as JSON, and write them to `path` where one is given."""
+    text = json.dumps(results, indent=2)
+    print(text)
+    if path:
+        path.write_text(text + "\n")

@@ -243,13 +243,10 @@ def sweep(
                       step=lambda text: progress.update(task, description=text),
                       command=["probelab", *sys.argv[1:]])
         if static:
-            from probelab.static import run_static_sweeps
+            from probelab.static import refuse_device_options, run_static_sweeps
 
-            for flag, value in (("--backend", backend), ("--repeats", repeats),
-                                ("--timeout", timeout)):
-                if value is not None:
-                    raise UsageError(f"{probe} is a static probe, measured on the compiler's "
-                                     f"output (each case built twice): {flag} does not apply")
+            refuse_device_options(get_probe(probe), backend=backend, repeats=repeats,
+                                  timeout=timeout)
             results, skipped = run_static_sweeps(get_probe(probe), target, toolchain, **kwargs)
         else:
             results = [run_sweep(probe, backend, target=target, repeats=repeats,

@@ -190,15 +190,11 @@ def diff(a_spec: str, b_spec: str) -> tuple[dict[str, Any], Side, Side, list[Pai
     return doc, a, b, results
 
 
-TEXTS = ("instruction", "diagnostic")  # a static dataset's text outputs, beside its values
-
-
 def changed_cases(a: Side, b: Side, result: PairDiff) -> list[dict[str, Any]]:
     """Two static datasets (one per toolchain): every case whose observables or text
     outputs differ, with the case's coordinates, what differs, and both texts."""
-    texts = [t for t in (*TEXTS, *getattr(get_probe(a.provenance["probe"]), "texts", ()))
-             if t in a.ds and t in b.ds and a.ds[t].dims == ("case",)]
-    texts = list(dict.fromkeys(texts))
+    texts = [str(t) for t, v in a.ds.data_vars.items()  # the dataset's own text outputs
+             if v.dims == ("case",) and v.dtype.kind == "U" and t in b.ds]
     rows = []
     for i in range(a.ds.sizes["case"]):
         values = [o for o, m in result.masks.items() if m.reshape(-1)[i]]

@@ -32,6 +32,14 @@ KERNEL = "static"  # the single `kernel` label of a static dataset
 KERNEL_TEXTS = ("instruction", "diagnostic")
 
 
+def refuse_device_options(probe, **given: object) -> None:
+    """A static probe is measured on the compiler's output: device options do not apply."""
+    for flag, value in given.items():
+        if value is not None:
+            raise UsageError(f"{probe.id} is a static probe, measured on the compiler's "
+                             f"output (each case built twice): --{flag} does not apply")
+
+
 def static_targets(probe) -> list[str]:
     """The concrete targets a static probe lists (its patterns without wildcards)."""
     return [t for t in probe.targets if not set(t) & set("*?[")]

@@ -65,13 +65,9 @@ def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | N
     toolchain: a backend, repeats or a timeout given for one are refused."""
     probe = get_probe(probe_id)
     if getattr(probe, "static", False):
-        from probelab.static import run_static_sweep
+        from probelab.static import refuse_device_options, run_static_sweep
 
-        for flag, value in (("--backend", backend_name), ("--repeats", repeats),
-                            ("--timeout", timeout_s)):
-            if value is not None:
-                raise UsageError(f"{probe.id} is a static probe, measured on the compiler's "
-                                 f"output (each case built twice): {flag} does not apply")
+        refuse_device_options(probe, backend=backend_name, repeats=repeats, timeout=timeout_s)
         return run_static_sweep(probe, target, out_root=out_root, step=step, command=command,
                                 allow_blind=allow_blind)
     repeats = 3 if repeats is None else repeats

@@ -123,23 +123,21 @@ def _probe(name: str) -> Toolchain | None:
 def toolchains() -> tuple[Toolchain, ...]:
     """Every AMDGPU toolchain found, the default first ($PROBELAB_CLANG, else ROCm's, else
     the newest); one per name."""
-    names = [ROCM_CLANG, *CANDIDATES]
-    if os.environ.get("PROBELAB_CLANG"):
-        names.insert(0, os.environ["PROBELAB_CLANG"])
     found: dict[str, Toolchain] = {}
-    for name in names:
+    if chosen := os.environ.get("PROBELAB_CLANG"):
+        tc = _probe(chosen)
+        if tc is None:
+            raise Unavailable(f"PROBELAB_CLANG={chosen} is not a clang >= {MIN_MAJOR} with "
+                              "the AMDGPU target and its llvm-objdump")
+        found[tc.name] = tc
+    for name in (ROCM_CLANG, *CANDIDATES):
         tc = _probe(name)
         if tc is not None and tc.name not in found:
             found[tc.name] = tc
-    chosen = list(found.values())
-    if os.environ.get("PROBELAB_CLANG") and (not chosen or chosen[0] != _probe(
-            os.environ["PROBELAB_CLANG"])):
-        raise Unavailable(f"PROBELAB_CLANG={os.environ['PROBELAB_CLANG']} is not a clang >= "
-                          f"{MIN_MAJOR} with the AMDGPU target and its llvm-objdump")
-    if not chosen:
+    if not found:
         raise Unavailable(f"no clang >= {MIN_MAJOR} with the AMDGPU target and llvm-objdump: "
                           f"{INSTALL_HINT}")
-    return tuple(chosen)
+    return tuple(found.values())
 
 
 def find_clang() -> Toolchain:

@@ -146,7 +146,7 @@ def _run(command: Sequence[object], what: str) -> subprocess.CompletedProcess:
     return run
 
 
-def _ir_module(cases: list[dict[str, int]], numbers: list[int]) -> str:
+def ir_module(cases: list[dict[str, int]], numbers: list[int]) -> str:
     """Route 0's module: one kernel per case, A and B at the case's source widths."""
     declared, bodies = {}, []
     for n, case in zip(numbers, cases, strict=True):
@@ -168,6 +168,13 @@ def _ir_module(cases: list[dict[str, int]], numbers: list[int]) -> str:
             f"  ret void\n}}\n")
     return (f'target triple = "{TRIPLE}"\n\n' + "\n".join(bodies) + "\n"
             + "\n".join(declared) + "\n")
+
+
+def hip_module(cases: list[dict[str, int]], numbers: list[int]) -> str:
+    """Routes 1 and 2's module: f8f6f4.hip with one kernel per case (its builtin's macro)."""
+    return SOURCE.read_text() + "\n" + "\n".join(
+        f"{INTRINSICS[cases[n]['intrinsic']].macro}({n}, {cases[n]['a_fmt']}, "
+        f"{cases[n]['b_fmt']})" for n in numbers) + "\n"
 
 
 def _ir_widths(ir: str) -> dict[int, tuple[int, int]]:
@@ -308,12 +315,10 @@ class F8F6F4OperandWidth:
         with tempfile.TemporaryDirectory() as tmp:
             ll, asm, obj = Path(tmp) / "m.ll", Path(tmp) / "m.s", Path(tmp) / "m.o"
             if route == 0:
-                ll.write_text(_ir_module([cases[n] for n in numbers], numbers))
+                ll.write_text(ir_module([cases[n] for n in numbers], numbers))
             else:
                 hip = Path(tmp) / "m.hip"
-                hip.write_text(SOURCE.read_text() + "\n" + "\n".join(
-                    f"{INTRINSICS[cases[n]['intrinsic']].macro}({n}, {cases[n]['a_fmt']}, "
-                    f"{cases[n]['b_fmt']})" for n in numbers) + "\n")
+                hip.write_text(hip_module(cases, numbers))
                 _run([toolchain.path, *HIP_FLAGS, llc_opt, f"--offload-arch={target}", hip,
                       "-o", ll], "clang")
             llc = [toolchain.tool("llc"), llc_opt, f"-mtriple={TRIPLE}", f"-mcpu={target}",
