@@ -11,9 +11,10 @@ import numpy as np
 from probelab.kits.sparse.engine import LANES, Design, Law, Unit
 
 
-def documented_law(unit: Unit, design: Design, swap: bool = False) -> Law:
+def documented_law(unit: Unit, design: Design, swap: bool = False, clash: str = "adds") -> Law:
     """The raw law: field n of the lane's own idx governs its nibble n (`swap`: field
-    n ^ 1), value v selects position v of the nibble's group of 4."""
+    n ^ 1), value v selects position v of the nibble's group of 4; two nibbles on one
+    position follow `clash` (a rule of `Law.clash`: nothing documents one)."""
     na, nb = unit.elems, unit.b_elems
     shape = (LANES, design.a_elems)
     lane = np.arange(LANES)[:, None]
@@ -30,4 +31,4 @@ def documented_law(unit: Unit, design: Design, swap: bool = False) -> Law:
     d_mn = np.stack(np.broadcast_arrays(8 * (lane // 16) + e, lane % 16), -1)
     return Law(a_row, np.broadcast_to(lane, shape).copy(), gov_field,
                np.broadcast_to(np.where(exists, 4 * (ck // 2), 0), shape).copy(),
-               np.ones(shape, int), b_kn, d_mn)
+               np.ones(shape, int), b_kn, d_mn, clash)

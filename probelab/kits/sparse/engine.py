@@ -29,12 +29,28 @@ Metadata configurations, each a full set of waves (one per A slot):
   must predict the pairing (`random_ok`), whatever the other lanes hold.
 - bad: uniform words the vendor calls invalid or undefined. Recorded (`bad_lane`,
   `bad_elem`) and never an observable: no hypothesis can claim them.
+- outside (where the vendor's metadata has such words): uniform words outside its
+  documented contract that still keep a group's two elements apart (gfx12's descending
+  pairs, Idx0 > Idx1). An observable of their own (`out_lane`, `out_elem`, dim `oword`,
+  attrs `outside_contract`), reported apart from the contract words'.
 Digit-0 waves are read by matching each D against the rows the word sweep measured; a
 coded or random wave that matches none is a decode problem (recorded in the dataset as
 `decode_problems`, and its cells carry AMBIGUOUS or random_ok 0), a bad wave that matches
 none is an observation (UNMATCHED).
 `superposed` checks, per valid configuration, that a dense random A gives exactly the sum
-of its one-element products (signed values, every lane and register).
+of its one-element products (signed values, every lane and register). Every configuration
+above keeps the two fields of a group apart (contract words do), so no two kept elements
+of one lane's group land on one position and no observable so far depends on what the
+unit does when they do.
+
+Collisions are measured apart (where the metadata declares `clash` words, group values
+whose two fields are equal): dense random A, every element nonzero, under each uniform
+clash word (`cword`, `trial`). The decode predicts D from the one-hot products under every
+rule a unit could follow when both elements of a group (same governing lane, the group's two
+fields) select one position, and `clash` says which one D equals: both products add, the
+element of the group's second field wins (`last`), or its first field's (`first`). Those
+designs are then named `superposed_apart` instead of `superposed`: the sums leave
+collisions out.
 """
 
 from __future__ import annotations
@@ -57,7 +73,7 @@ CODES = UNMATCHED  # decoded values at or above this are codes, below it B slots
 FLAGS = {"flag_values": np.array([UNMATCHED, AMBIGUOUS, NONE], np.uint32),
          "flag_meanings": "unmatched ambiguous none"}  # the codes, as CF declares them
 CODED = ("row_lane", "row_reg", "met_lane", "met_elem", "gov_lane", "gov_field", "bad_lane",
-         "bad_elem")  # decoded variables whose values may be codes
+         "bad_elem", "out_lane", "out_elem")  # decoded variables whose values may be codes
 EMPTY, UNREAD = -1, -2  # per D register while decoding: nothing arrived / no single id
 OBSERVABLES = MappingProxyType({
     "row_lane": ("kernel", "a_lane", "a_elem"),
@@ -70,7 +86,23 @@ OBSERVABLES = MappingProxyType({
     "random_ok": ("kernel", "trial", "a_lane", "a_elem"),
     "superposed": ("kernel", "dense"),
 })
-BLOCKS = ("word", "lbit", "gbit", "trial", "bad")  # one-hot configurations, launch order
+APART = MappingProxyType({  # a design with clash words: collisions measured on their own
+    **{k: v for k, v in OBSERVABLES.items() if k != "superposed"},
+    "superposed_apart": ("kernel", "dense"),
+    "out_lane": ("kernel", "oword", "a_lane", "a_elem"),
+    "out_elem": ("kernel", "oword", "a_lane", "a_elem"),
+    "clash": ("kernel", "cword", "trial"),
+})
+# what `clash` holds per dense clash wave: which rule's prediction D equals
+CLASH_RULES = ("neither", "adds", "last", "first", "undecided")
+CLASH_FLAGS = {"flag_values": np.arange(len(CLASH_RULES), dtype=np.uint32),
+               "flag_meanings": " ".join(CLASH_RULES)}
+BLOCKS = ("word", "lbit", "gbit", "trial", "bad", "outside")  # one-hot, launch order
+
+
+def observables(design: Design) -> Mapping[str, tuple[str, ...]]:
+    """The observables a design's sweep has, and their dims."""
+    return APART if design.meta.clash else OBSERVABLES
 
 
 @dataclass(frozen=True)
@@ -103,6 +135,18 @@ class Metadata:
     valid: tuple[int, ...]  # group values the contract allows
     invalid: tuple[int, ...]  # group values it calls invalid or undefined (recorded only)
     contrast: tuple[int, int]  # two valid values that differ in every field
+    # group values outside the contract that the instruction still defines, fields apart
+    outside: tuple[int, ...] = ()
+    # group values whose two fields are equal, for the collision waves (group_bits 4 only)
+    clash: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        apart = self.valid + self.outside
+        if self.group_bits == 4 and (equal := [hex(v) for v in apart if v >> 2 == v & 3]):
+            raise ValueError(f"metadata: {equal} put both fields of a group on one position: "
+                             "a collision, so `clash`, never `valid` or `outside`")
+        if wrong := [hex(v) for v in self.clash if self.group_bits != 4 or v >> 2 != v & 3]:
+            raise ValueError(f"metadata: clash values {wrong} are not two equal fields")
 
     @property
     def groups(self) -> int:
@@ -224,7 +268,24 @@ def stimulus(design: Design) -> xr.Dataset:
         "dense_a": (("dense", "a_lane", "a_elem"),
                     rng.integers(low, top, (dense, LANES, design.a_elems)).astype(np.int32)),
     }
-    return xr.Dataset(coords=coords)
+    if meta.outside:
+        coords["oword"] = ("oword", np.array([meta.uniform(v) for v in meta.outside],
+                                             np.uint32))
+    if meta.clash:  # every element nonzero, so each rule predicts its own D
+        nonzero = np.array([v for v in range(low, top) if v != 0])
+        coords["cword"] = ("cword", np.array([meta.uniform(v) for v in meta.clash], np.uint32))
+        coords["clash_a"] = (("cword", "trial", "a_lane", "a_elem"), nonzero[rng.integers(
+            0, len(nonzero), (len(meta.clash), design.trials, LANES, design.a_elems))
+            ].astype(np.int32))
+    grid = xr.Dataset(coords=coords)
+    grid["word"].attrs["contract"] = "inside: group values the vendor's contract allows"
+    if meta.outside:
+        grid["oword"].attrs["contract"] = OUTSIDE
+    return grid
+
+
+OUTSIDE = ("outside the vendor's contract (the instruction defines them, the documentation "
+           "does not promise them): reported apart from the contract words")
 
 
 def _b_planes(grid: xr.Dataset, codec: Codec) -> np.ndarray:
@@ -238,9 +299,12 @@ def _metadata(grid: xr.Dataset) -> dict[str, np.ndarray]:
     """Per one-hot block, the metadata of each configuration in every lane: (configs, 32)."""
     lanes = grid.sizes["m_lane"]
     spread = lambda w: np.repeat(w.astype(np.uint32)[:, None], lanes, 1)  # noqa: E731
+    none = np.zeros((0, lanes), np.uint32)
     return {"word": spread(grid["word"].values), "lbit": grid["lword"].values,
             "gbit": spread(grid["gword"].values), "trial": grid["rmeta"].values,
-            "bad": spread(grid["bad"].values)}
+            "bad": spread(grid["bad"].values),
+            "outside": spread(grid["oword"].values) if "oword" in grid else none,
+            "clash": spread(grid["cword"].values) if "cword" in grid else none}
 
 
 def waves(grid: xr.Dataset, design: Design) -> dict[str, np.ndarray]:
@@ -262,13 +326,21 @@ def waves(grid: xr.Dataset, design: Design) -> dict[str, np.ndarray]:
     a.append(codec.pack(grid["dense_a"].values))
     b.append(np.repeat(planes[:1], len(dense_meta), 0))
     e.append(dense_meta)
+    if "cword" in grid:  # the collision waves, last: (cword, trial)
+        a.append(codec.pack(grid["clash_a"].values.reshape(-1, LANES, design.a_elems)))
+        b.append(np.repeat(planes[:1], grid["clash_a"].shape[0] * grid.sizes["trial"], 0))
+        e.append(np.repeat(meta["clash"], grid.sizes["trial"], 0))
     return {"a": np.concatenate(a), "b": np.concatenate(b), "e": np.concatenate(e)}
 
 
 def block_dims(grid: xr.Dataset) -> dict[str, tuple[str, ...]]:
-    return {"word": ("word", "digit", "a_lane", "a_elem"), "lbit": ("lbit", "a_lane", "a_elem"),
+    """Each block's dims, in launch order; the outside and clash blocks where the grid's
+    metadata has such words."""
+    dims = {"word": ("word", "digit", "a_lane", "a_elem"), "lbit": ("lbit", "a_lane", "a_elem"),
             "gbit": ("gbit", "a_lane", "a_elem"), "trial": ("trial", "a_lane", "a_elem"),
-            "bad": ("bad", "a_lane", "a_elem"), "dense": ("dense",)}
+            "bad": ("bad", "a_lane", "a_elem"), "outside": ("oword", "a_lane", "a_elem"),
+            "dense": ("dense",), "clash": ("cword", "trial")}
+    return {k: v for k, v in dims.items() if v[0] in grid.sizes}
 
 
 def split(grid: xr.Dataset, d: np.ndarray) -> dict[str, np.ndarray]:
@@ -419,7 +491,7 @@ def decode(grid: xr.Dataset, design: Design, unit: Unit, blocks: Mapping[str, np
         out.problems.append(f"{unit.name}: {mismatched} digit-0 word waves differ from the "
                             "rows their own digits name")
     reads = {b: _match(codec.read(blocks[b]).astype(np.float64), table)
-             for b in ("lbit", "gbit", "trial", "bad")}
+             for b in ("lbit", "gbit", "trial", "bad", "outside") if b in blocks}
     for block in ("lbit", "gbit", "trial"):  # valid metadata: every wave must be a known row
         if unknown := int(np.isin(reads[block], (UNMATCHED, AMBIGUOUS)).sum()):
             out.problems.append(f"{unit.name}: {unknown} {block} waves match no row (or "
@@ -429,12 +501,20 @@ def decode(grid: xr.Dataset, design: Design, unit: Unit, blocks: Mapping[str, np
     observed = reads["trial"]
     out.values["random_ok"] = ((observed == predict) & (predict != UNMATCHED)
                                ).astype(np.uint32)
-    bad = reads["bad"]
-    out.values["bad_lane"] = np.where(bad >= CODES, bad, bad // design.b_elems
-                                      ).astype(np.uint32)
-    out.values["bad_elem"] = np.where(bad >= CODES, bad, bad % design.b_elems
-                                      ).astype(np.uint32)
-    out.values["superposed"] = _superposed(blocks, grid, codec)
+    for block, prefix in (("bad", "bad"), ("outside", "out")):
+        if block in reads:
+            got = reads[block]
+            out.values[f"{prefix}_lane"] = np.where(got >= CODES, got, got // design.b_elems
+                                                    ).astype(np.uint32)
+            out.values[f"{prefix}_elem"] = np.where(got >= CODES, got, got % design.b_elems
+                                                    ).astype(np.uint32)
+    sums = _superposed(blocks, grid, codec)
+    if "clash" in blocks:
+        out.values["superposed_apart"] = sums
+        out.values["clash"] = _clash(blocks, grid, design, gov_lane.reshape(-1),
+                                     gov_field.reshape(-1))
+    else:
+        out.values["superposed"] = sums
     return out
 
 
@@ -499,6 +579,51 @@ def _superposed(blocks: Mapping[str, np.ndarray], grid: xr.Dataset, codec: Codec
     return (dense == total).all((-2, -1)).astype(np.uint32)
 
 
+def _clash(blocks: Mapping[str, np.ndarray], grid: xr.Dataset, design: Design,
+           gov_lane: np.ndarray, gov_field: np.ndarray) -> np.ndarray:
+    """Per collision wave (cword, trial): the rule whose predicted D it equals, as an index
+    into CLASH_RULES. The one-hot products come from the collision-free uniform words
+    (contract and outside) whose governing field holds the clash value; two elements collide
+    where the group's two fields govern them and their products are one and the same."""
+    meta, codec = design.meta, design.codec
+    free = [*grid["word"].values, *(grid["oword"].values if "oword" in grid else ())]
+    parts = np.concatenate([codec.read(blocks["word"][:, 0]), *(
+        [codec.read(blocks["outside"])] if "outside" in blocks else [])]).astype(np.float64)
+    parts = parts.reshape(len(free), -1, *parts.shape[-2:])  # (config, slot, 32, d)
+    governed = gov_lane < CODES
+    fields = np.where(governed, gov_field, 0).astype(np.int64)
+    undecided = len(CLASH_RULES) - 1
+    out = np.full((grid.sizes["cword"], grid.sizes["trial"]), undecided, np.uint32)
+    if (gov_lane == AMBIGUOUS).any():  # an element whose governor is unknown: no prediction
+        return out
+    for c, word in enumerate(grid["cword"].values):
+        value = (int(word) >> (FIELD_BITS * fields)) & 3  # the clash value, per slot
+        part = np.where(governed[:, None, None], 0, parts[0])  # ungoverned: fixed products
+        known = np.ones(len(part), bool)
+        for s in np.nonzero(governed)[0]:
+            got = [i for i, w in enumerate(free) if (int(w) >> (FIELD_BITS * fields[s])) & 3
+                   == value[s]]
+            known[s] = bool(got)
+            part[s] = parts[got[0], s] if got else 0
+        group = np.where(governed, gov_lane.astype(np.int64) * meta.groups
+                         + fields // meta.fields_per_group, -1)
+        first, second = np.zeros(len(part), bool), np.zeros(len(part), bool)
+        for s in np.nonzero(governed & (fields % 2 == 0))[0]:
+            mates = np.nonzero((group == group[s]) & (fields == fields[s] + 1))[0]
+            if len(mates) == 1 and part[s].any() and np.array_equal(part[s], part[mates[0]]):
+                first[s], second[mates[0]] = True, True
+        a = grid["clash_a"].values[c].reshape(grid.sizes["trial"], -1).astype(np.float64)
+        rules = [np.einsum("ts,sxy->txy", a * keep, part)
+                 for keep in (np.ones(len(part)), ~first, ~second)]  # adds, last, first
+        if not codec.floating:  # s32 arithmetic wraps
+            rules = [(r.astype(np.int64) + 2**31) % 2**32 - 2**31 for r in rules]
+        seen = codec.read(blocks["clash"][c]).astype(np.float64)
+        hits = np.array([(seen == r).all((-2, -1)) for r in rules])  # (rule, trial)
+        code = np.where(hits.sum(0) == 1, hits.argmax(0) + 1, np.where(hits.any(0), undecided, 0))
+        out[c] = code if known.all() else undecided
+    return out
+
+
 def assemble(grid: xr.Dataset, design: Design, raw: Mapping[str, np.ndarray]
              ) -> tuple[xr.Dataset, list[str]]:
     """Raw D per kernel (W, 32, d_regs) uint32 -> the dataset: raw blocks `d_<block>`
@@ -515,15 +640,21 @@ def assemble(grid: xr.Dataset, design: Design, raw: Mapping[str, np.ndarray]
                             np.stack([split_raw[k][block] for k in names]))
     decoded = [decode(grid, design, unit, split_raw[unit.name]) for unit in design.units]
     problems = [p for dec in decoded for p in dec.problems]
-    outside = {"bad_lane": ("kernel", "bad", "a_lane", "a_elem"),
-               "bad_elem": ("kernel", "bad", "a_lane", "a_elem")}
-    for name, dims in {**OBSERVABLES, **outside}.items():
+    recorded = {"bad_lane": ("kernel", "bad", "a_lane", "a_elem"),
+                "bad_elem": ("kernel", "bad", "a_lane", "a_elem")}
+    for name, dims in {**observables(design), **recorded}.items():
         ds[name] = (dims, np.stack([dec.values[name] for dec in decoded]))
-    for name in outside:
+    for name in recorded:
         ds[name].attrs["outside_contract"] = (
             "metadata the vendor calls invalid or undefined: an observation, never evidence")
+    for name in ("out_lane", "out_elem"):
+        if name in ds:
+            ds[name].attrs["outside_contract"] = OUTSIDE
+    if "clash" in ds:
+        ds["clash"].attrs |= CLASH_FLAGS
     for name in CODED:
-        ds[name].attrs |= FLAGS
+        if name in ds:
+            ds[name].attrs |= FLAGS
     ds["decode_problems"] = ("problem", np.array(problems, dtype=str))
     return ds, problems
 
@@ -543,6 +674,9 @@ class Law:
     stride: np.ndarray
     b_kn: np.ndarray  # (32, b_elems, 2), -1 where the slot holds nothing
     d_mn: np.ndarray  # (32, d_regs, 2)
+    # two elements on one position: "adds", or the one of the later ("last") or earlier
+    # ("first") governing field is all the position holds
+    clash: str = "adds"
 
 
 def random_law(unit: Unit, design: Design, rng: np.random.Generator) -> Law:
@@ -581,11 +715,16 @@ def multiply(law: Law, unit: Unit, codec: Codec, a: np.ndarray, b: np.ndarray,
     av = codec.unpack(a, a.shape[-1] * 32 // codec.bits)
     bv = codec.unpack(b, b.shape[-1] * 32 // codec.bits)
     dense_a = np.zeros((w, M, unit.K))
-    for lane, n in zip(*np.nonzero(law.a_row >= 0), strict=True):
+    lanes, elems = np.nonzero(law.a_row >= 0)
+    order = np.lexsort((law.gov_field[lanes, elems], law.gov_lane[lanes, elems]))
+    if law.clash == "first":  # the earlier field's element is written last, so it stays
+        order = order[::-1]
+    for lane, n in zip(lanes[order], elems[order], strict=True):
         value = (e[:, law.gov_lane[lane, n]].astype(np.int64)
                  >> (FIELD_BITS * law.gov_field[lane, n])) & 3
         k = law.base[lane, n] + law.stride[lane, n] * value
-        dense_a[np.arange(w), law.a_row[lane, n], k] += av[:, lane, n]
+        at = (np.arange(w), law.a_row[lane, n], k)
+        dense_a[at] = av[:, lane, n] + (dense_a[at] if law.clash == "adds" else 0)
     dense_b = np.zeros((w, unit.K, N))
     used = law.b_kn[..., 0] >= 0
     dense_b[:, law.b_kn[used][:, 0], law.b_kn[used][:, 1]] = bv[:, used]

@@ -33,14 +33,17 @@ class SparseProbe(Declared):
     # The simulated unit's law per kernel: hidden (random, seeded) unless a test swaps in
     # another. Never documentation, never evidence.
     sim_laws: dict[str, sparse.Law] = field(default_factory=dict)
-    observables: Mapping[str, tuple[str, ...]] = field(
-        default_factory=lambda: dict(sparse.OBSERVABLES))
+    observables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # the design's
     plots: Mapping[str, Callable[..., object]] = field(
         default_factory=lambda: {"pairing-map": lazy_figures("probelab.kits.sparse.figures",
                                                              "figures")})
     # observables an earlier version of the probe had: {name: why they are gone}. Sealed
     # hypotheses that predict them are kept, marked as for that version, never scored.
     retired: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.observables:
+            self.observables = dict(sparse.observables(self.design))
 
     def kernels(self, vendor: str) -> list[Kernel]:
         return self.kernels_of(vendor, self.design.units, self.evidence, self.symbol)
