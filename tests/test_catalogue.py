@@ -25,3 +25,19 @@ def test_every_lane_map_dataset_of_the_archive_is_in_the_catalogue() -> None:
     assert measured
     shown = {p.parts[-3] for p in measured if f"../{p.relative_to(ROOT).as_posix()}" in text}
     assert sorted({p.parts[-3] for p in measured} - shown) == []
+
+
+def test_every_amd_device_probe_is_in_the_awaiting_hardware_table() -> None:
+    """An AMD probe that needs a device appears, with the command a hardware owner runs,
+    in the section that says no AMD measurement exists (static compiler probes have theirs)."""
+    from probelab.probe import catalog
+
+    section = PAGE.read_text().split("## AMD, compile-ready, awaiting hardware", 1)[1]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    device = [p for p in catalog().probes.values() if not getattr(p, "static", False)
+              and any(t.startswith("gfx") for t in p.targets)]
+    assert len(device) > 10
+    for probe in device:
+        row = next((r for r in rows if f"`{probe.id}`" in r), None)
+        assert row is not None, probe.id
+        assert "--backend hip --check" in row, probe.id

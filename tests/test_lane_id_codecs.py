@@ -220,6 +220,22 @@ def test_fp8_codes_decode_as_the_ocp_formats_say() -> None:
     assert TF32.decode(np.array([np.float32(1.0).view(np.uint32) | 0x1FFF])).tolist() == [1.0]
 
 
+
+def test_fnuz_fp8_codes_decode_as_cdna3s_formats_say() -> None:
+    """CDNA3's fp8 (the FNUZ variants, LLVM's Float8E4M3FNUZ / Float8E5M2FNUZ): the bias one
+    higher than OCP's (so 1.0 is 0x40, not 0x38), e4m3 max 240, e5m2 max 57344, no
+    infinity, one zero, and 0x80 (OCP's -0) the only NaN."""
+    from probelab.kits.elements import E4M3FNUZ, E5M2FNUZ
+
+    assert E4M3FNUZ.encode(np.array([1.0, -1.0])).tolist() == [0x40, 0xC0]
+    assert E4M3.encode(np.array([1.0])).tolist() == [0x38]
+    assert E4M3FNUZ.decode(np.array([0x7F, 0x01])).tolist() == [240.0, 2.0**-10]
+    assert E5M2FNUZ.decode(np.array([0x7F, 0x01])).tolist() == [57344.0, 2.0**-17]
+    for fnuz in (E4M3FNUZ, E5M2FNUZ):
+        table = fnuz.decode(np.arange(256))
+        assert np.isnan(table).sum() == 1 and np.isnan(table[0x80]) and not np.isinf(table).any()
+        assert fnuz.encode(np.array([-0.0, 0.0, np.nan])).tolist() == [0x00, 0x00, 0x80]
+
 F16_PROBE = '''"""f16-lanes: a test-only dense f16 lane-map probe, declared with the lane-id kit."""
 
 from pathlib import Path

@@ -152,20 +152,26 @@ def test_byte_perm_power_separates_the_cuda_contract_from_prmt(repo_lab) -> None
     assert all(n.startswith("v-perm-") and n.endswith(", not sm_90") for n in notes), notes
 
 
-def test_swmmac_uniform_words_cannot_see_the_swap(repo_lab) -> None:
-    """seeds/000's lesson on the version 3 grid: under uniform words every idx field holds
-    the same value, so the raw law and the swap predict the same pairing on every cell;
-    only the governing field (decoded from the lane- and group-coded words) separates
-    them, on every existing nibble of both kernels: 32 lanes x (8 + 16)."""
+def test_swmmac_contract_words_show_the_swap_in_the_pairing(repo_lab) -> None:
+    """seeds/000's lesson, and version 4's answer: version 3's uniform words gave a group's
+    two fields one value, so only the governing field separated the raw law from the swap.
+    Version 4's contract words (Idx0 < Idx1) give them different values, so the pairing
+    (`met_elem`, `out_elem`) separates them too, and the version 3 files are retired."""
     probe = get_probe("swmmac-iu4")
-    pairs = {frozenset((p.a, p.b)): p for p in power(probe)[0]}
-    pair = pairs[frozenset(("raw-law-lanes", "swap-only-lanes"))]
-    assert (pair.differing, pair.blind) == (32 * (8 + 16), False)
-    assert {e["observable"] for e in pair.examples} == {"gov_field"}
+    pairs = {frozenset((p.a, p.b)): p for p in power(probe, target="gfx1201")[0]}
+    pair = pairs[frozenset(("raw-law-v4", "swap-only-v4"))]
+    assert not pair.blind and pair.differing > 32 * (8 + 16)
+    observables = {e["observable"] for e in pair.examples}
+    assert "gov_field" in observables
     assert not any(p.blind for p in pairs.values())
-    assert {p.a for p in pairs.values()} | {p.b for p in pairs.values()} == {
-        "raw-law-lanes", "swap-only-lanes", "xor-only-lanes", "ck-rule-lanes",
-        "documented-rows"}  # version 2's files are retired, not rivals
+    names = {p.a for p in pairs.values()} | {p.b for p in pairs.values()}
+    assert {"raw-law-v4", "swap-only-v4", "xor-only-v4", "ck-rule-v4", "clash-adds",
+            "clash-last", "clash-first"} <= names
+    assert not names & {"raw-law-lanes", "swap-only-lanes", "raw-law"}  # retired, no rivals
+    clash = pairs[frozenset(("clash-adds", "clash-last"))]
+    assert clash.differing == clash.compared == 2 * 4 * 4  # every collision wave, both kernels
+    assert any("raw-law-lanes: left out, sealed for an earlier version" in n
+               for n in power(probe, target="gfx1201")[1])
 
 
 def test_rivals_are_judged_only_from_intact_seals(rivals: ToyLab, monkeypatch) -> None:

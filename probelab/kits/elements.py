@@ -25,7 +25,8 @@ _NATIVE = {64: np.float64, 32: np.float32, 16: np.float16}
 @dataclass(frozen=True)
 class Element:
     """One storage format. Floats name their exponent and fraction widths (tf32 is stored
-    in 32 bits of which the low 13 are ignored; fp8 e4m3 is the finite-only OCP variant)."""
+    in 32 bits of which the low 13 are ignored; fp8 e4m3 is the finite-only OCP variant;
+    `fnuz` fp8 (CDNA3's) has its bias one higher, no -0 and no infinity, NaN at 0x80)."""
 
     name: str
     bits: int  # storage width, per element
@@ -33,6 +34,7 @@ class Element:
     exponent: int = 0
     fraction: int = 0
     stored_in: int | None = None  # tf32: its 19 meaningful bits live in a 32-bit word
+    fnuz: bool = False
 
     @property
     def floating(self) -> bool:
@@ -143,7 +145,7 @@ class Element:
 
     @property
     def _bias(self) -> int:
-        return 2 ** (self.exponent - 1) - 1
+        return 2 ** (self.exponent - 1) - (0 if self.fnuz else 1)
 
     def _decode_small(self, raw: np.ndarray) -> np.ndarray:
         """fp8: sign, biased exponent, fraction; e5m2 has Inf/NaN at the top exponent,
@@ -156,6 +158,8 @@ class Element:
         value = np.where(e == 0, f / scale * 2.0 ** (1 - self._bias),
                          (1 + f / scale) * 2.0 ** (e - self._bias))
         top = e == 2**self.exponent - 1
+        if self.fnuz:  # every exponent is finite; the one code of -0 is NaN
+            return np.where(r == 1 << (self.bits - 1), np.nan, sign * value)
         if self.name == "e5m2":
             value = np.where(top, np.where(f == 0, np.inf, np.nan), value)
         else:
@@ -173,9 +177,11 @@ class Element:
         pos = np.clip(np.searchsorted(known, values), 0, len(known) - 1)
         nan = np.isnan(values)
         self._refuse(values, (known[pos] == values) | nan)
-        zero = np.where(np.signbit(values), np.uint64(1 << (self.bits - 1)), np.uint64(0))
+        zero = np.where(np.signbit(values) & (not self.fnuz), np.uint64(1 << (self.bits - 1)),
+                        np.uint64(0))
         out = np.where(values == 0, zero, which[pos])  # -0.0 == +0.0: keep the sign
-        return np.where(nan, np.uint64(2**(self.bits - 1) - 1), out).astype(np.uint64)
+        nan_code = 1 << (self.bits - 1) if self.fnuz else 2**(self.bits - 1) - 1
+        return np.where(nan, np.uint64(nan_code), out).astype(np.uint64)
 
 
 def digits(slots: int, base: int) -> int:
@@ -196,14 +202,16 @@ F16 = Element("f16", 16, "float", 5, 10)
 BF16 = Element("bf16", 16, "float", 8, 7)
 E4M3 = Element("e4m3", 8, "float", 4, 3)
 E5M2 = Element("e5m2", 8, "float", 5, 2)
+E4M3FNUZ = Element("e4m3fnuz", 8, "float", 4, 3, fnuz=True)
+E5M2FNUZ = Element("e5m2fnuz", 8, "float", 5, 2, fnuz=True)
 S32 = Element("s32", 32, "signed")
 S8 = Element("s8", 8, "signed")
 U8 = Element("u8", 8, "unsigned")
 S4 = Element("s4", 4, "signed")
 U4 = Element("u4", 4, "unsigned")
 B1 = Element("b1", 1, "bits")
-ELEMENTS = {e.name: e for e in (F64, F32, TF32, F16, BF16, E4M3, E5M2, S32, S8, U8, S4, U4,
-                                B1)}
+ELEMENTS = {e.name: e for e in (F64, F32, TF32, F16, BF16, E4M3, E5M2, E4M3FNUZ, E5M2FNUZ, S32,
+                                S8, U8, S4, U4, B1)}
 
 
 def words(element: Element, n: int) -> int:
