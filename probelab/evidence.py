@@ -167,6 +167,11 @@ def gate(kernel: str, evidence: Evidence, code: list[Instruction], isa: Isa) -> 
             f"expected {evidence.count}")
     if report.forbidden_found:
         report.problems.append(f"{kernel}: forbidden relative present: {report.forbidden_found}")
+    if evidence.modifiers is not None:
+        want = sorted(evidence.modifiers)
+        report.problems += [f"{kernel}: {code[i].text!r} carries modifiers "
+                            f"{sorted(code[i].modifiers)}, not {want}"
+                            for i in hits if sorted(code[i].modifiers) != want]
     if hits:
         _companions(report, evidence, code, hits[-1])
     for i in hits:

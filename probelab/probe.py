@@ -57,6 +57,10 @@ class Evidence:
     # match, exact count or None for at least one): e.g. the unpacking before the MMA and
     # C's add after it, so that `lowered`'s sentence is proven, not just the MMA's count
     companions: tuple[tuple[str, str, int | None], ...] = ()
+    # the exact modifiers each match must carry (AMD: e.g. ("neg_lo:[1,1,0]",) for signed
+    # integer operands, () for none), or None: not checked. A sign flag or clamp the
+    # builtin call got wrong changes what the instruction computes.
+    modifiers: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         for pattern, place, count in self.companions:

@@ -378,7 +378,7 @@ def test_a_reader_that_leaves_early_is_not_an_error() -> None:
     proc.stdout.close()  # as head does after its line
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0
-    assert first.startswith(b"ck-rule-lanes / ") and "error" not in stderr
+    assert first.startswith(b"ck-rule-v4 / ") and "error" not in stderr
 
 
 def test_sweep_help_says_how_few_repeats_are_refused(toylab: ToyLab) -> None:

@@ -111,3 +111,24 @@ def test_companions_are_declared_with_a_place_and_a_positive_count():
         Evidence("HMMA", companions=(("FADD", "around", 1),))
     with pytest.raises(ValueError, match="count None or positive"):
         Evidence("HMMA", companions=(("FADD", "after", 0),))
+
+
+def test_declared_modifiers_must_be_exactly_the_instructions() -> None:
+    """AMD sign flags and clamp print as modifiers; a kernel whose builtin call got one wrong
+    computes something else, so where a probe declares them (Evidence.modifiers) the gate
+    refuses any other set, missing or extra; None leaves them unchecked."""
+    from probelab.disasm import Instruction
+    from probelab.evidence import GCN, gate
+
+    def code(modifiers: tuple[str, ...]) -> list[Instruction]:
+        text = " ".join(["v_dot8_i32_iu4 v2, v2, v3, v4", *modifiers])
+        return [Instruction(0, "v_dot8_i32_iu4", ("v2", "v2", "v3", "v4"), "", text,
+                            modifiers)]
+
+    signed = Evidence("v_dot8_i32_iu4", modifiers=("neg_lo:[1,1,0]",))
+    assert gate("k", signed, code(("neg_lo:[1,1,0]",)), GCN).ok
+    for wrong in ((), ("neg_lo:[1,0,0]",), ("neg_lo:[1,1,0]", "clamp")):
+        report = gate("k", signed, code(wrong), GCN)
+        assert not report.ok and "carries modifiers" in report.problems[0], wrong
+    assert not gate("k", Evidence("v_dot8_i32_iu4", modifiers=()), code(("clamp",)), GCN).ok
+    assert gate("k", Evidence("v_dot8_i32_iu4"), code(("clamp",)), GCN).ok

@@ -43,11 +43,12 @@ def shape(kernel: str, codec: Codec) -> Shape:
 
 
 def evidence(shape: Shape) -> Evidence:
-    """Exactly one MFMA of this form (as the target spells it) and no other matrix
-    instruction; A, B and C each straight from full-width global loads."""
+    """Exactly one MFMA of this form (as the target spells it), with no modifiers (cbsz,
+    abid, blgp all 0), and no other matrix instruction; A, B and C each straight from
+    full-width global loads."""
     form = FORMS[shape.name][-1]
     return Evidence(rf"v_mfma_{form}", forbidden=(rf"v_mfma_(?!({form})$).*", r"v_smfmac_.*"),
-                    operands=("unmodified",) * 3)
+                    operands=("unmodified",) * 3, modifiers=())
 
 
 def probe(id: str, seed: int, codec: Codec, kernels: tuple[str, ...],

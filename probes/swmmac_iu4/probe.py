@@ -39,12 +39,14 @@ RELATIVES = (r"v_swmmac_.*_iu8", r"v_swmmac_.*_(fp8|bf8)", r"v_swmmac_.*_(f16|bf
 
 
 def evidence(unit: Unit) -> Evidence:
-    """Exactly one iu4 SWMMAC of this K; A, B and idx (the accumulator is tied to D) each
-    straight from a full-width global load."""
+    """Exactly one iu4 SWMMAC of this K, A and B signed (neg_lo:[1,1,0]) and nothing else
+    (no clamp, no index_key); A, B and idx (the accumulator is tied to D) each straight from
+    a full-width global load."""
     other = 64 if unit.K == 32 else 32
     return Evidence(rf"v_swmmac_i32_16x16x{unit.K}_iu4",
                     forbidden=(*RELATIVES, rf"v_swmmac_i32_16x16x{other}_iu4"),
-                    operands=("unmodified", "unmodified", "unmodified"))
+                    operands=("unmodified", "unmodified", "unmodified"),
+                    modifiers=("neg_lo:[1,1,0]",))
 
 
 PROBE = SparseProbe(

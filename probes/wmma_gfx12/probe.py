@@ -38,11 +38,13 @@ def shapes(codec: Codec, rows: tuple[tuple[str, int, int], ...]) -> tuple[Shape,
 
 
 def evidence(shape: Shape) -> Evidence:
-    """Exactly one WMMA of this form and no other matrix instruction; A, B and C each
-    straight from full-width global loads."""
+    """Exactly one WMMA of this form and no other matrix instruction, with exactly the
+    modifiers the kernel asks for (integer forms: both operands signed, neg_lo:[1,1,0]; no
+    clamp); A, B and C each straight from full-width global loads."""
     form = shape.name.removeprefix("wmma_")
+    signed = ("neg_lo:[1,1,0]",) if shape.codec.accumulator.kind == "signed" else ()
     return Evidence(rf"v_wmma_{form}", forbidden=(rf"v_wmma_(?!{form}$).*", OTHERS[1]),
-                    operands=("unmodified",) * 3)
+                    operands=("unmodified",) * 3, modifiers=signed)
 
 
 def probe(id: str, seed: int, codec: Codec, rows: tuple[tuple[str, int, int], ...]
