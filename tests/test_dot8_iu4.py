@@ -1,5 +1,5 @@
 """dot8-iu4: the gfx12 kernels as clang builds them (under every AMDGPU toolchain found), the
-decode on simulated units, and the unsealed hypotheses against units that follow each law.
+decode on simulated units, and the sealed hypotheses against units that follow each law.
 
 Compile tests build real code objects with clang >= 19 (-nogpuinc -nogpulib) and skip cleanly
 without one. Simulated units are tests of the design, never evidence.
@@ -396,7 +396,7 @@ def test_the_hidden_sim_law_is_not_the_documented_one():
                                                                          strict=True))
 
 
-# ---- the unsealed hypotheses against units that follow each law ----------------------------
+# ---- the sealed hypotheses against units that follow each law ------------------------------
 
 
 def tables(ds, name: str, scoring: str = "literal") -> dict:
@@ -463,13 +463,11 @@ def test_the_near_misses_are_units_of_their_own():
 
 
 def test_the_stimulus_tells_every_pair_apart_on_many_cells():
-    """`prereg power` counts sealed files only; these are unsealed, so the lab's own power
-    function is handed them: no pair is blind, and the rivals differ on every paired
-    product, every partner and nearly every dense case."""
+    """`prereg power` on the sealed files: no pair is blind, and the rivals differ on every
+    paired product, every partner and nearly every dense case."""
     from probelab.power import power
 
-    files = [load_hypothesis(p) for p in sorted(PREREG.glob("*.toml"))]
-    pairs, notes = power(PROBE, target="gfx1201", hypotheses=files)
+    pairs, notes = power(PROBE, target="gfx1201")
     assert notes == [] and len(pairs) == 5 and not any(p.blind for p in pairs)
     rivals = [p for p in pairs if p.kind == "rivals"]
     assert len(rivals) == 3
@@ -494,4 +492,9 @@ def test_sim_sweep_end_to_end_is_marked_simulated(tmp_path: Path):
         assert tuple(result.dataset["partner"].sel(kernel=name).values) == law.pairing
     doc = check(PREREG / "isa-nibble-pairs.toml", result.path)
     assert doc["dataset"]["simulated"] is True
-    assert doc["verdict"] in (POST_HOC, NOT_EVIDENCE)  # unsealed: POST-HOC; sealed: never evidence
+    from probelab.prereg import ledger_entries, seal_commit
+
+    entry = next(e for e in ledger_entries() if e["hypothesis"] == "isa-nibble-pairs")
+    # with the history the order proof holds and sim data are NOT-EVIDENCE; without it
+    # (the GPU machine's copy) the order cannot be shown: POST-HOC
+    assert doc["verdict"] == (NOT_EVIDENCE if seal_commit(entry) is not None else POST_HOC)
