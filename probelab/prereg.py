@@ -22,7 +22,7 @@ from probelab.hypothesis import (
     read_capped,
 )
 from probelab.paths import lab_root, ledger_path, prereg_dir, relative
-from probelab.probe import Probe, get_probe
+from probelab.probe import Probe, get_probe, supports
 
 SEAL_TAG = "probelab-seal:"
 
@@ -112,6 +112,17 @@ def _identity() -> list[str]:
     return ["-c", "user.name=probelab", "-c", "user.email=probelab@localhost"]
 
 
+def _refuse_foreign_targets(h: Hypothesis) -> None:
+    """A file that names a target its probe does not cover could never be scored there: a
+    slip (a claim meant for a sibling probe), refused before it is sealed for good."""
+    probe = get_probe(h.probe)
+    named = [t for t in h.targets or () if not set(t) & set("*?[")]
+    if foreign := [t for t in named if not supports(probe, t)]:
+        raise UsageError(f"{relative(h.path)} claims {foreign}, which {h.probe} does not "
+                         f"target (its targets: {', '.join(probe.targets)}): such a claim "
+                         "could never be scored")
+
+
 def seal(path: Path) -> dict[str, Any]:
     if path.is_symlink():  # git would commit the link, not the file it names
         raise UsageError(f"{path} is a symbolic link; seal the file itself")
@@ -121,6 +132,7 @@ def seal(path: Path) -> dict[str, Any]:
         raise UsageError(f"{rel}: hypotheses of {h.probe} live in preregistrations/{h.probe}/")
     if Path(rel).stem != h.id:  # verdicts, `prereg list` and notebooks name files by id
         raise UsageError(f"{rel}: its id is {h.id!r}, so the file is {h.id}.toml")
+    _refuse_foreign_targets(h)
     _, grid_hash, table_hash = evaluate(h)
     lp = ledger_path()
     entries = ledger_entries()

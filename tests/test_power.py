@@ -12,6 +12,7 @@ from toylab import ToyLab, invoke
 
 from probelab import dataset, prereg
 from probelab.check import check
+from probelab.hypothesis import load_hypothesis, predict
 from probelab.power import power
 from probelab.probe import get_probe
 from probelab.report import render
@@ -160,9 +161,15 @@ def test_swmmac_contract_words_show_the_swap_in_the_pairing(repo_lab) -> None:
     probe = get_probe("swmmac-iu4")
     pairs = {frozenset((p.a, p.b)): p for p in power(probe, target="gfx1201")[0]}
     pair = pairs[frozenset(("raw-law-v4", "swap-only-v4"))]
-    assert not pair.blind and pair.differing > 32 * (8 + 16)
-    observables = {e["observable"] for e in pair.examples}
-    assert "gov_field" in observables
+    assert (pair.differing, pair.compared, pair.blind) == (9984, 36884, False)
+    grid = probe.stimulus()
+    folder = Path(__file__).resolve().parents[1] / "preregistrations" / "swmmac-iu4"
+    raw, swap = (predict(load_hypothesis(folder / f"{h}.toml"), grid, probe.observables)
+                 ["literal"] for h in ("raw-law-v4", "swap-only-v4"))
+    # the pairing itself, not only the governing field (32 lanes x (8 + 16) nibbles)
+    for name in ("met_elem", "out_elem"):
+        assert (raw[name] != swap[name]).sum() > 0, name
+    assert (raw["gov_field"] != swap["gov_field"]).sum() == 32 * (8 + 16)
     assert not any(p.blind for p in pairs.values())
     names = {p.a for p in pairs.values()} | {p.b for p in pairs.values()}
     assert {"raw-law-v4", "swap-only-v4", "xor-only-v4", "ck-rule-v4", "clash-adds",

@@ -105,6 +105,19 @@ def test_unknown_kernel_is_refused_at_seal(toylab: ToyLab) -> None:
     assert not toylab.ledger.exists()
 
 
+def test_a_target_the_probe_does_not_cover_is_refused_at_seal(toylab: ToyLab) -> None:
+    """mfma-fp8-gfx942's first files named gfx950, which only its sibling probe targets: a
+    claim that can never be scored. Seal now refuses a named target the probe lacks."""
+    path = toylab.write_hyp("sum", "a + b")
+    path.write_text(path.read_text().replace('coordinates = "raw"',
+                                             'coordinates = "raw"\ntargets = ["gfx950"]'))
+    with pytest.raises(UsageError, match=r"claims \['gfx950'\], which toy does not target"):
+        prereg.seal(path)
+    assert not toylab.ledger.exists()
+    path.write_text(path.read_text().replace('["gfx950"]', '["sm_90", "sm_1*"]'))
+    assert prereg.seal(path)["hypothesis"] == "sum"  # named and covered, or a pattern
+
+
 def test_parent_must_be_sealed(toylab: ToyLab) -> None:
     path = toylab.write_hyp("v2", "a + b", parent="v1")
     with pytest.raises(UsageError, match="parent"):

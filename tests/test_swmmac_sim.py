@@ -20,7 +20,8 @@ model = load_sibling(ROOT / "probes" / "swmmac_iu4" / "model.py")
 
 
 RULES = ("adds", "last", "first")
-PAIRING = ("raw-law-v4", "swap-only-v4", "xor-only-v4", "ck-rule-v4", "documented-rows")
+PAIRING = ("raw-law-v4", "swap-only-v4", "xor-only-v4", "ck-rule-v4", "documented-rows",
+           "contract-law-v4", "outside-sorted")
 
 
 def decoded(swap: bool = False, clash: str = "adds"):
@@ -56,8 +57,9 @@ def test_a_raw_law_unit_confirms_raw_law_and_ck_rule_whatever_collisions_do(clas
     assert fits(ds, tables(ds, probe, "documented-rows")["literal"])
     ck = tables(ds, probe, "ck-rule-v4")
     assert fits(ds, ck["ck_to_raw"]) and not fits(ds, ck["literal"])
-    for rival in ("swap-only-v4", "xor-only-v4"):
+    for rival in ("swap-only-v4", "xor-only-v4", "outside-sorted"):
         assert not fits(ds, tables(ds, probe, rival)["literal"]), rival
+    assert fits(ds, tables(ds, probe, "contract-law-v4")["literal"])  # the contract, apart
     for rule in RULES:
         assert fits(ds, tables(ds, probe, f"clash-{rule}")["literal"]) == (rule == clash)
     assert (ds["clash"].values == sparse.CLASH_RULES.index(clash)).all()
@@ -71,6 +73,8 @@ def test_a_swapping_unit_is_told_from_the_raw_law_by_the_pairing_too() -> None:
     swap = tables(ds, probe, "swap-only-v4")["literal"]
     raw = tables(ds, probe, "raw-law-v4")["literal"]
     assert fits(ds, swap)
+    assert fits(ds, tables(ds, probe, "outside-sorted")["literal"])  # sorting is the swap there
+    assert not fits(ds, tables(ds, probe, "contract-law-v4")["literal"])
     assert not np.array_equal(ds["met_elem"].values, raw["met_elem"])
     assert not np.array_equal(ds["gov_field"].values, raw["gov_field"])
 

@@ -157,9 +157,9 @@ class Element:
         scale = 2.0 ** self.fraction
         value = np.where(e == 0, f / scale * 2.0 ** (1 - self._bias),
                          (1 + f / scale) * 2.0 ** (e - self._bias))
-        top = e == 2**self.exponent - 1
         if self.fnuz:  # every exponent is finite; the one code of -0 is NaN
             return np.where(r == 1 << (self.bits - 1), np.nan, sign * value)
+        top = e == 2**self.exponent - 1
         if self.name == "e5m2":
             value = np.where(top, np.where(f == 0, np.inf, np.nan), value)
         else:

@@ -27,8 +27,9 @@ Metadata configurations, each a full set of waves (one per A slot):
   `gov_field` name the lane and field that govern each A element.
 - trial: random valid words, a different one in every lane: the governing field's value
   must predict the pairing (`random_ok`), whatever the other lanes hold.
-- bad: uniform words the vendor calls invalid or undefined. Recorded (`bad_lane`,
-  `bad_elem`) and never an observable: no hypothesis can claim them.
+- bad: uniform words the vendor calls invalid or undefined, or (gfx12) that put a group's
+  two elements on one position. Recorded (`bad_lane`, `bad_elem`) and never an observable:
+  no hypothesis can claim them.
 - outside (where the vendor's metadata has such words): uniform words outside its
   documented contract that still keep a group's two elements apart (gfx12's descending
   pairs, Idx0 > Idx1). An observable of their own (`out_lane`, `out_elem`, dim `oword`,
@@ -98,6 +99,8 @@ CLASH_RULES = ("neither", "adds", "last", "first", "undecided")
 CLASH_FLAGS = {"flag_values": np.arange(len(CLASH_RULES), dtype=np.uint32),
                "flag_meanings": " ".join(CLASH_RULES)}
 BLOCKS = ("word", "lbit", "gbit", "trial", "bad", "outside")  # one-hot, launch order
+OUTSIDE = ("outside the vendor's contract (the instruction defines them, the documentation "
+           "does not promise them): reported apart from the contract words")
 
 
 def observables(design: Design) -> Mapping[str, tuple[str, ...]]:
@@ -284,8 +287,6 @@ def stimulus(design: Design) -> xr.Dataset:
     return grid
 
 
-OUTSIDE = ("outside the vendor's contract (the instruction defines them, the documentation "
-           "does not promise them): reported apart from the contract words")
 
 
 def _b_planes(grid: xr.Dataset, codec: Codec) -> np.ndarray:
@@ -646,7 +647,8 @@ def assemble(grid: xr.Dataset, design: Design, raw: Mapping[str, np.ndarray]
         ds[name] = (dims, np.stack([dec.values[name] for dec in decoded]))
     for name in recorded:
         ds[name].attrs["outside_contract"] = (
-            "metadata the vendor calls invalid or undefined: an observation, never evidence")
+            "metadata outside the vendor's contract that no observable claims (invalid, "
+            "undefined, or a collision): an observation, never evidence")
     for name in ("out_lane", "out_elem"):
         if name in ds:
             ds[name].attrs["outside_contract"] = OUTSIDE
