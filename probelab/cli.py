@@ -629,6 +629,135 @@ def diff_cmd(
     raise typer.Exit(int(Exit.OK if same else Exit.REFUTED))
 
 
+fleet_app = typer.Typer(help="Sweep probes across the machines of a Ray cluster "
+                        "(pip install 'probelab[fleet]'; docs: README, 'A fleet').",
+                        epilog=EPILOG, no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(fleet_app, name="fleet")
+AddressOpt = Annotated[str, typer.Option(
+    "--address", help="The Ray cluster: auto (the one this machine joined with `ray start`), "
+                      "HOST:PORT, or ray://HOST:PORT (Ray client).")]
+
+
+def _ray(address: str) -> Any:
+    """Ray, connected to the cluster at `address` (exit 4 with how to get it otherwise)."""
+    from probelab.errors import Unavailable
+
+    try:
+        import ray
+    except ImportError:
+        raise Unavailable("the fleet needs Ray: pip install 'probelab[fleet]'") from None
+    if not ray.is_initialized():
+        try:
+            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise Unavailable(f"no Ray cluster at {address}: {str(exc).splitlines()[0]} "
+                              "(start one: `ray start --head`)") from None
+    return ray
+
+
+@fleet_app.command("resources", epilog=EPILOG)
+@guarded
+def fleet_resources(
+    sim: Annotated[list[str] | None, typer.Option(
+        "--sim", help="Also serve this target on the simulated device (repeatable); for "
+                      "trying a fleet out, never evidence.")] = None,
+) -> None:
+    """Print what this machine can serve, as JSON for `ray start --resources`.
+
+    Opens the GPU of each backend (cuda, hip) to read its target, and lists every AMD
+    target a local toolchain builds for the static probes: e.g.
+    {"probelab:hip:gfx942": 1, "probelab:static:gfx950": 1}. Start a worker with
+    `ray start --address HEAD:6379 --resources "$(probelab fleet resources)"`.
+    """
+    from probelab.fleet import node_resources
+
+    say(json.dumps(node_resources(sim or ()), sort_keys=True))
+
+
+@fleet_app.command("status", epilog=EPILOG)
+@guarded
+def fleet_status(address: AddressOpt = "auto", as_json: JsonOpt = False) -> None:
+    """The cluster's nodes: alive or not, the (backend, target) pairs each offers, and the
+    probes each could run there."""
+    _ray(address)
+    from probelab.fleet import status
+
+    rows = status()
+    if as_json:
+        emit_json(rows)
+        return
+    for row in rows:
+        state = "alive" if row["alive"] else "gone"
+        say(f"{row['address']} ({row['node_id'][:12]}, {state}): "
+            f"{', '.join(row['offers']) or 'offers nothing to probelab'}")
+        for offer, probes in row["could_run"].items():
+            say(f"  {offer}: {', '.join(probes) or '(no probe targets it)'}")
+
+
+@fleet_app.command("sweep", epilog=EPILOG)
+@guarded
+def fleet_sweep(
+    probes: Annotated[list[str], typer.Argument(help="Probe ids (see `probelab list`).")],
+    targets: Annotated[list[str] | None, typer.Option(
+        "--targets", help="Only targets matching this pattern (repeatable), e.g. 'gfx9*'.")
+    ] = None,
+    backend: Annotated[str | None, typer.Option(
+        help="cuda, hip or sim; default: each target's own GPU backend (cuda for sm_*, hip "
+             "for gfx*). Static probes always run on a toolchain.")] = None,
+    repeats: Annotated[int | None, typer.Option(help="Fresh launches per kernel (default "
+                                                "3, at least 2). Not for static probes.")
+    ] = None,
+    check_after: Annotated[bool, typer.Option("--check", help="Then check every sealed "
+                                              "hypothesis that applies to each dataset "
+                                              "saved.")] = False,
+    address: AddressOpt = "auto",
+    as_json: JsonOpt = False,
+) -> None:
+    """Sweep probes on every target some node of the cluster serves, one task per
+    (probe, target), each the ordinary sweep on its node (evidence gate, repeats, guards).
+
+    Every dataset comes back to this machine's archive (data/, pinned; or sim-data/),
+    saved atomically as it arrives. A node runs the task only at this checkout's commit,
+    clean (otherwise it refuses). A node lost mid-task: Ray runs the task again on another
+    node that serves the pair, or it is reported lost. A probe no node serves is reported
+    before anything runs. Exit 0 when every task saved (with --check, the checks' worst
+    exit, as `sweep --check`), 3 if a task failed (a refusal, failed evidence, a guard),
+    4 if a task was lost or no node serves something asked for.
+    """
+    from probelab.fleet import plan
+    from probelab.fleet import sweep as run
+
+    ray = _ray(address)
+    planned = plan(probes, ray.cluster_resources(), backend, targets or ())
+    for why in planned.unserved:
+        say(why, err=True)
+    step = (lambda _: None) if as_json else (lambda text: say(f"fleet: {text}", err=True))
+    outcomes = run(planned.tasks, repeats=repeats, step=step,
+                   command=["probelab", *sys.argv[1:]]) if planned.tasks else []
+    codes = [int(Exit.NO_DEVICE)] if planned.unserved else []
+    codes += [int(Exit.INTEGRITY if o.status == "failed" else Exit.NO_DEVICE)
+              for o in outcomes if o.status != "saved"]
+    if check_after:
+        from probelab import dataset
+        from probelab.measurement import SweepResult
+
+        for o in outcomes:
+            if o.path is not None:
+                prov = dataset.stored_provenance(o.path)
+                codes.append(_said_sweep(SweepResult(o.path, None, prov), True))
+    if as_json:
+        emit_json({"tasks": [o.to_dict() for o in outcomes], "unserved": planned.unserved})
+    else:
+        by_node: dict[str, list[str]] = {}
+        for o in outcomes:
+            by_node.setdefault(o.node.get("host", "(no node)"), []).append(
+                f"{o.task.name} {o.status}")
+        for host, done in by_node.items():
+            say(f"{host}: {', '.join(done)}")
+    if codes and max(codes):
+        raise typer.Exit(max(codes))
+
+
 def main() -> None:
     """The `probelab` command, as a process of its own (tests call `app` in process)."""
     # Optional packages this process never uses, which xarray and pandas import wherever they

@@ -1,0 +1,297 @@
+"""A fleet: the ordinary sweep, run on whichever machine of a Ray cluster can serve it.
+
+Each node says what it can run as Ray custom resources (`node_resources`, printed by
+`probelab fleet resources` for `ray start --resources`): `probelab:<backend>:<target>`,
+where backend is cuda, hip, sim or static (a static probe on a local toolchain). The driver
+plans one task per (probe, target) that some node advertises, and each task runs
+`run_sweep` on its node, unchanged: the same evidence gate, repeats, guards. The node
+returns the dataset's bytes; the driver saves them into its own archive (atomically, never
+over a file), pins measured ones in the manifest, and runs the checks.
+
+Ray does the scheduling and the retries: a task whose node dies is resubmitted to another
+node that has the resource. A pair no node advertises is reported before anything runs; a
+task whose resource vanished from the cluster with its last node is reported lost. The
+order proof still holds: the driver sends its commit, and a node whose checkout is at
+another commit, or dirty, refuses (its dataset would name code the driver does not have).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import socket
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from probelab.errors import LabError, UsageError
+
+PREFIX = "probelab"
+BACKENDS = ("cuda", "hip", "sim", "static")
+RETRIES = 3  # resubmissions of a task whose worker or node died
+POLL_S = 0.5
+
+
+def resource(backend: str, target: str) -> str:
+    """The custom resource a node advertises for (backend, target), e.g. probelab:hip:gfx942."""
+    return f"{PREFIX}:{backend}:{target}"
+
+
+def parse_resource(name: str) -> tuple[str, str] | None:
+    """(backend, target) of a probelab resource name, None for any other resource."""
+    parts = name.split(":")
+    if len(parts) == 3 and parts[0] == PREFIX and parts[1] in BACKENDS:
+        return parts[1], parts[2]
+    return None
+
+
+def node_resources(sim_targets: Iterable[str] = ()) -> dict[str, float]:
+    """What this machine can serve: its GPU's target per GPU backend that opens one, every
+    AMD target a local toolchain builds (static probes), and the sim targets asked for."""
+    from probelab import backends
+    from probelab.probe import catalog
+
+    out: dict[str, float] = {}
+    for name in ("cuda", "hip"):
+        with contextlib.suppress(LabError):  # no such device here: `probelab doctor` says why
+            out[resource(name, backends.module(name).make(None, None).device().target)] = 1
+    static = {t for p in catalog().probes.values() if getattr(p, "static", False)
+              for t in p.targets}
+    try:
+        from probelab.toolchains import amdgpu
+
+        for tc in amdgpu.toolchains():
+            built = amdgpu.supported_targets(tc)
+            out |= {resource("static", t): 1 for t in built
+                    if any(fnmatch.fnmatchcase(t, pattern) for pattern in static)}
+    except LabError:
+        pass  # no AMDGPU toolchain: no static probe runs here
+    out |= {resource("sim", t): 1 for t in sim_targets}
+    return out
+
+
+@dataclass(frozen=True)
+class Task:
+    probe: str
+    target: str
+    backend: str  # cuda, hip, sim or static
+
+    @property
+    def name(self) -> str:
+        return f"{self.probe}@{self.target}"
+
+    @property
+    def resource(self) -> str:
+        return resource(self.backend, self.target)
+
+
+@dataclass
+class Plan:
+    tasks: list[Task] = field(default_factory=list)
+    unserved: list[str] = field(default_factory=list)  # why a probe asked for runs nowhere
+
+
+def plan(probe_ids: Iterable[str], offered: Iterable[str], backend: str | None = None,
+         patterns: Iterable[str] = ()) -> Plan:
+    """One task per (probe, target) that an offered resource serves: a static probe on
+    `static`, any other on `backend` (cuda, hip or sim; default: the measuring backend of
+    the target's vendor), targets limited to `patterns` where given."""
+    if backend not in (None, "cuda", "hip", "sim"):
+        raise UsageError(f"--backend {backend}: the fleet runs cuda, hip or sim (static "
+                         "probes run on a toolchain by themselves)")
+    from probelab import targets as isa
+    from probelab.probe import get_probe, supports
+
+    served = [parsed for name in offered if (parsed := parse_resource(name))]
+    patterns = list(patterns)
+    out = Plan()
+    for probe_id in probe_ids:
+        probe = get_probe(probe_id)
+        static = getattr(probe, "static", False)  # on a toolchain, whatever `backend` says
+        found = sorted({t for b, t in served if supports(probe, t)
+                        and (not patterns or any(fnmatch.fnmatchcase(t, p) for p in patterns))
+                        and b == ("static" if static else backend or _measuring(isa, t))})
+        out.tasks += [Task(probe_id, t, "static" if static else backend or _measuring(isa, t))
+                      for t in found]
+        if not found:
+            out.unserved.append(f"{probe_id}: no node serves it (targets {', '.join(probe.targets)}"
+                                + (f", limited to {', '.join(patterns)}" if patterns else "")
+                                + f", backend {'static' if static else backend or 'cuda/hip'})")
+    return out
+
+
+def _measuring(isa: Any, target: str) -> str:
+    return "cuda" if isa.vendor(target) == "nvidia" else "hip"
+
+
+# ---- on the node ----
+
+def run_task(task: Task, commit: str | None, repeats: int | None,
+             command: list[str]) -> dict[str, Any]:
+    """The ordinary sweep of one task, on this node, from this node's checkout at the
+    driver's commit: the dataset's bytes, where it goes in the archive, and its provenance.
+    A lab error (refused commit, failed evidence, a guard hit) comes back as `error`."""
+    import ray
+
+    from probelab import gitinfo
+    from probelab.sweep import run_sweep
+
+    node = {"node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname()}
+    head, dirty = gitinfo.head()
+    if commit is not None and (head != commit or dirty):
+        where = ("has uncommitted changes" if head == commit else
+                 f"is at {head}, not the driver's {commit}")
+        return {"node": node, "error": f"this node's checkout {where}: it would measure with "
+                "other code than the driver records (check out the driver's commit, clean)"}
+    try:
+        with tempfile.TemporaryDirectory(prefix="probelab-fleet-") as tmp:
+            result = run_sweep(task.probe, None if task.backend == "static" else task.backend,
+                               target=task.target, out_root=Path(tmp),
+                               repeats=None if task.backend == "static" else repeats,
+                               command=command)
+            return {"node": node, "relpath": result.path.relative_to(tmp).as_posix(),
+                    "bytes": result.path.read_bytes(), "provenance": result.provenance}
+    except LabError as exc:
+        return {"node": node, "error": f"{type(exc).__name__}: {exc}"}
+
+
+# ---- on the driver ----
+
+@dataclass
+class Outcome:
+    task: Task
+    status: str  # saved, failed, lost
+    detail: str
+    node: dict[str, str] = field(default_factory=dict)
+    path: Path | None = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"probe": self.task.probe, "target": self.task.target,
+                "backend": self.task.backend, "status": self.status, "detail": self.detail,
+                "node": self.node, "path": str(self.path) if self.path else None,
+                "seconds": round(self.seconds, 3)}
+
+
+def store(task: Task, reply: dict[str, Any]) -> Path:
+    """A node's dataset into the driver's archive: data/ (pinned) or sim-data/ as the file's
+    own provenance says, at PROBE/TARGET/NAME (a new name where that one is taken), written
+    atomically and never over a file. The file must be the dataset the node reported, of
+    the task's probe and target, with the content hash it was saved with."""
+    from probelab import dataset, manifest, storage
+    from probelab.errors import IntegrityError
+    from probelab.paths import data_dir, sim_data_dir
+
+    with tempfile.TemporaryDirectory(prefix="probelab-fleet-") as tmp:
+        arrived = Path(tmp) / "arrived.nc"
+        arrived.write_bytes(reply["bytes"])
+        prov = dataset.stored_provenance(arrived)
+        _, content, _ = dataset.load_hashed(arrived)
+    if content != prov.get(dataset.CONTENT_KEY):
+        raise IntegrityError(f"{task.name}: the file's values and provenance do not hash to "
+                             "the content hash it carries (edited in transit?); nothing kept")
+    parts = Path(reply["relpath"]).parts
+    if (len(parts) != 3 or parts[:2] != (task.probe, prov.get("target")) or
+            not parts[2].endswith(".nc") or prov.get("probe") != task.probe or
+            (task.backend != "static" and prov.get("target") != task.target)):
+        raise IntegrityError(f"{task.name}: the node returned {reply['relpath']!r} holding "
+                             f"{prov.get('probe')}@{prov.get('target')}, not a dataset of the task")
+    if prov.get(dataset.CONTENT_KEY) != reply["provenance"].get(dataset.CONTENT_KEY):
+        raise IntegrityError(f"{task.name}: the bytes are not the dataset the node reported "
+                             "(content hashes differ); nothing kept")
+    simulated = dataset.simulated(prov)
+    folder = (sim_data_dir() if simulated else data_dir()) / parts[0] / parts[1]
+    folder.mkdir(parents=True, exist_ok=True)
+    time_part, _, rest = parts[2].partition(".")
+    for n in range(1, 1000):
+        path = folder / (time_part + (f"-{n}" if n > 1 else "") + "." + rest)
+        try:
+            storage.atomic_write_bytes(path, reply["bytes"], exclusive=True)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise UsageError(f"{folder}: no free dataset name")
+    if not simulated:
+        manifest.pin(path, prov[dataset.CONTENT_KEY], task.probe, prov["target"])
+    return path
+
+
+def sweep(tasks: list[Task], *, repeats: int | None = None, commit: str | None = None,
+          command: list[str] | None = None, step: Callable[[str], None] = lambda _: None,
+          retries: int = RETRIES) -> list[Outcome]:
+    """Run the tasks on the connected Ray cluster, saving each dataset as it arrives; what
+    is saved stays saved whatever happens to the rest."""
+    import ray
+
+    from probelab import gitinfo
+
+    commit = commit or gitinfo.head()[0]
+    remote = ray.remote(run_task)
+    started = time.monotonic()
+    pending = {}
+    for task in tasks:
+        ref = remote.options(resources={task.resource: 1}, max_retries=retries,
+                             num_cpus=0).remote(task, commit, repeats, command or [])
+        pending[ref] = task
+        step(f"{task.name}: submitted ({task.resource})")
+    outcomes = []
+    while pending:
+        done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
+        for ref in done:
+            task = pending.pop(ref)
+            outcomes.append(_collect(task, ref, time.monotonic() - started, step))
+        offered = set(ray.cluster_resources())
+        for ref, task in list(pending.items()):
+            if task.resource not in offered:  # its last node went away: nothing can run it
+                ray.cancel(ref, force=True)
+                del pending[ref]
+                outcomes.append(Outcome(task, "lost", f"no node offers {task.resource} any "
+                                        "more (its node left the cluster)"))
+                step(f"{task.name}: lost, no node offers {task.resource} any more")
+    return outcomes
+
+
+def _collect(task: Task, ref: Any, seconds: float, step: Callable[[str], None]) -> Outcome:
+    import ray
+
+    try:
+        reply = ray.get(ref)
+    except ray.exceptions.RayError as exc:  # retries used up, or the task itself crashed
+        step(f"{task.name}: failed ({type(exc).__name__})")
+        return Outcome(task, "failed", f"{type(exc).__name__}: {exc}".splitlines()[0],
+                       seconds=seconds)
+    node = reply["node"]
+    if "error" in reply:
+        step(f"{task.name}: refused on {node['host']}: {reply['error']}")
+        return Outcome(task, "failed", reply["error"], node, seconds=seconds)
+    try:
+        path = store(task, reply)
+    except LabError as exc:
+        step(f"{task.name}: not saved: {exc}")
+        return Outcome(task, "failed", str(exc), node, seconds=seconds)
+    step(f"{task.name}: saved {path} (from {node['host']}, {seconds:.1f} s)")
+    return Outcome(task, "saved", "ok", node, path, seconds)
+
+
+def status() -> list[dict[str, Any]]:
+    """Every node of the connected cluster: alive or not, what it offers, which probes it
+    could run there."""
+    import ray
+
+    from probelab.probe import catalog, supports
+
+    probes = list(catalog().probes.values())
+    rows = []
+    for node in ray.nodes():
+        offers = sorted(p for name in node.get("Resources", {}) if (p := parse_resource(name)))
+        runs = {f"{b}:{t}": sorted(p.id for p in probes if supports(p, t)
+                                   and getattr(p, "static", False) == (b == "static"))
+                for b, t in offers}
+        rows.append({"node_id": node["NodeID"], "address": node.get("NodeManagerAddress"),
+                     "alive": bool(node.get("Alive")),
+                     "offers": [f"{b}:{t}" for b, t in offers], "could_run": runs})
+    return rows

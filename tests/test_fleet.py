@@ -1,0 +1,247 @@
+"""The fleet on a real local Ray cluster: several worker nodes (raylets of their own), each
+advertising other targets, run the sim backend and a static probe. Tasks go where their
+target is served; a node killed mid-task loses nothing saved and its task runs again on
+another node, or is reported lost where no other serves it; a node at another commit
+refuses; the datasets are those local sweeps make."""
+
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from toylab import TOY_PROBE, copy_probe, git, invoke, make_toylab
+
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from probelab import dataset, fleet  # noqa: E402
+from probelab.probe import catalog  # noqa: E402
+from probelab.sweep import run_sweep  # noqa: E402
+
+# a toy probe whose simulated unit naps once per node (the first launch of a task there),
+# long enough to kill the node under it; the node writes its id down first
+SIMULATE = ("    def simulate(self, kernel: Kernel, inputs: Mapping[str, np.ndarray])"
+            " -> dict[str, np.ndarray]:\n")
+NAP_PROBE = TOY_PROBE.replace('id = "toy"', 'id = "nap"').replace(SIMULATE, SIMULATE + """\
+        import os, time
+        import ray
+        marks = Path(os.environ["PROBELAB_ROOT"]) / "napping"
+        me = marks / ray.get_runtime_context().get_node_id()
+        if marks.is_dir() and not me.exists():
+            me.write_text("")
+            time.sleep(6)
+""")
+assert NAP_PROBE.count("napping") == 1
+NODES = {  # name -> the probelab resources its raylet advertises
+    "a": {"probelab:sim:sm_80": 1, "probelab:sim:sm_90": 1, "probelab:static:gfx1201": 1},
+    "b": {"probelab:sim:sm_90": 1, "probelab:sim:sm_89": 1},
+    "c": {"probelab:sim:sm_89": 1},
+    "d": {"probelab:sim:sm_87": 1},
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A lab (toy, nap and builtin-modifiers, committed) and a Ray cluster whose workers
+    run in it: a head with no probelab resources and the four nodes of NODES."""
+    root = tmp_path_factory.mktemp("fleet") / "lab"
+    root.mkdir()
+    saved = {k: os.environ.get(k) for k in ("PROBELAB_ROOT", "PROBELAB_CACHE")}
+    os.environ["PROBELAB_ROOT"] = str(root)
+    os.environ["PROBELAB_CACHE"] = str(root.parent / ".cache")
+    for var in ("PROBELAB_GIT_HEAD", "PROBELAB_GIT_DIRTY"):
+        os.environ.pop(var, None)
+    cwd = os.getcwd()
+    os.chdir(root)
+    make_toylab(root)
+    (root / "probes" / "nap").mkdir()
+    (root / "probes" / "nap" / "probe.py").write_text(NAP_PROBE)
+    shutil.copy(root / "probes" / "toy" / "toy.cu", root / "probes" / "nap" / "toy.cu")
+    copy_probe(root, "builtin_modifiers")
+    (root / ".gitignore").write_text("/sim-data/\n__pycache__/\n/napping/\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "fleet lab")
+    catalog.cache_clear()
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    nodes = {name: c.add_node(num_cpus=1, resources=res) for name, res in NODES.items()}
+    c.wait_for_nodes()
+    ray.init(address=c.address, log_to_driver=False)
+    yield c, nodes, root
+    ray.shutdown()
+    c.shutdown()
+    os.chdir(cwd)
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    for name in ("probelab_probe_toy_probe", "probelab_probe_nap_probe",
+                 "probelab_probe_builtin_modifiers_probe"):
+        sys.modules.pop(name, None)
+    catalog.cache_clear()
+
+
+def node_of(nodes, node_id: str) -> str:
+    return next(name for name, n in nodes.items() if n.node_id == node_id)
+
+
+def same_data(a: Path, b: Path) -> bool:
+    """The two datasets hold the same grid and the same measured variables (provenance,
+    which names the time and the host, aside)."""
+    x, y = dataset.load(a), dataset.load(b)
+    return (sorted(x.data_vars) == sorted(y.data_vars) and
+            all(np.array_equal(x[v].values, y[v].values) for v in x.data_vars) and
+            dataset.grid_sha256(x) == dataset.grid_sha256(y))
+
+
+def test_tasks_go_where_their_target_is_and_match_local_sweeps(cluster) -> None:
+    _, nodes, root = cluster
+    planned = fleet.plan(["toy"], ray.cluster_resources(), "sim")
+    assert sorted(t.target for t in planned.tasks) == ["sm_80", "sm_87", "sm_89", "sm_90"]
+    outcomes = fleet.sweep([t for t in planned.tasks if t.target in ("sm_80", "sm_90")])
+    by_target = {o.task.target: o for o in outcomes}
+    assert all(o.status == "saved" for o in outcomes), [o.detail for o in outcomes]
+    assert node_of(nodes, by_target["sm_80"].node["node_id"]) == "a"  # only a serves sm_80
+    assert node_of(nodes, by_target["sm_90"].node["node_id"]) in ("a", "b")
+    for target, o in by_target.items():
+        assert o.path.is_relative_to(root / "sim-data" / "toy" / target)
+        local = run_sweep("toy", "sim", target=target, repeats=3,
+                          out_root=root.parent / "local")
+        assert same_data(o.path, local.path)
+        prov = dataset.stored_provenance(o.path)
+        assert prov["git_head"] == git(root, "rev-parse", "HEAD") and prov["simulated"]
+
+
+def test_a_static_probe_runs_on_the_node_with_the_toolchain(cluster) -> None:
+    from probelab.toolchains import amdgpu
+
+    try:
+        amdgpu.find_clang()
+    except Exception as exc:  # any missing toolchain: the test cannot run
+        pytest.skip(f"no AMDGPU clang: {exc}")
+    _, nodes, root = cluster
+    planned = fleet.plan(["builtin-modifiers"], ray.cluster_resources(), patterns=["gfx1201"])
+    (o,) = fleet.sweep(planned.tasks)
+    assert o.status == "saved" and node_of(nodes, o.node["node_id"]) == "a", o.detail
+    assert o.path.is_relative_to(root / "data" / "builtin-modifiers" / "gfx1201")
+    pins = (root / "data" / "MANIFEST.jsonl").read_text()
+    assert o.path.name in pins  # measured on a compiler: pinned in the driver's archive
+    local = run_sweep("builtin-modifiers", target="gfx1201", out_root=root.parent / "local")
+    assert same_data(o.path, local.path)
+
+
+def test_a_pair_no_node_serves_is_reported_and_nothing_runs(cluster) -> None:
+    planned = fleet.plan(["toy"], ray.cluster_resources(), "sim", patterns=["sm_70"])
+    assert planned.tasks == [] and "toy: no node serves it" in planned.unserved[0]
+    result = invoke("fleet", "sweep", "toy", "--backend", "sim", "--targets", "sm_70")
+    assert result.exit_code == 4 and "no node serves it" in result.stderr
+
+
+def test_the_command_line_saves_says_and_prints_json(cluster) -> None:
+    import json
+
+    _, _, root = cluster
+    result = invoke("fleet", "sweep", "toy", "--backend", "sim", "--targets", "sm_80",
+                    "--json")
+    assert result.exit_code == 0, result.stderr
+    (task,) = json.loads(result.stdout)["tasks"]
+    assert task["status"] == "saved" and Path(task["path"]).is_relative_to(root / "sim-data")
+    said = invoke("fleet", "sweep", "toy", "--backend", "sim", "--targets", "sm_80", "--check")
+    assert said.exit_code == 1  # simulated data: never evidence, as `sweep --check` says
+    assert "fleet: toy@sm_80: saved" in said.stderr and "SIMULATED" in said.stderr
+
+
+def test_a_node_at_another_commit_refuses(cluster) -> None:
+    task = fleet.Task("toy", "sm_80", "sim")
+    (o,) = fleet.sweep([task], commit="0" * 40)
+    assert o.status == "failed" and "not the driver's" in o.detail and o.path is None
+
+
+def test_status_names_each_node_and_what_it_could_run(cluster) -> None:
+    result = invoke("fleet", "status", "--json")
+    assert result.exit_code == 0, result.stderr
+    import json
+
+    rows = json.loads(result.stdout)
+    offers = sorted(o for r in rows if r["alive"] for o in r["offers"])
+    assert offers.count("sim:sm_90") == 2 and "static:gfx1201" in offers
+    row = next(r for r in rows if "static:gfx1201" in r["offers"])
+    assert "builtin-modifiers" in row["could_run"]["static:gfx1201"]
+    assert "toy" in row["could_run"]["sim:sm_80"]
+
+
+def _kill_the_napper(c, nodes, root: Path) -> str:
+    """Wait for a node to start napping on a task, then kill it: its name."""
+    marks = root / "napping"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if found := list(marks.iterdir()):
+            name = node_of(nodes, found[0].name)
+            c.remove_node(nodes[name], allow_graceful=False)
+            return name
+        time.sleep(0.1)
+    raise AssertionError("no node started the task")
+
+
+def test_a_node_killed_mid_task_is_replaced_by_another(cluster) -> None:
+    """b and c both serve sm_89: kill whichever runs the task; Ray runs it again on the
+    other, which saves it; nothing half-written is left."""
+    c, nodes, root = cluster
+    (root / "napping").mkdir(exist_ok=True)
+    outcomes: list = []
+    run = threading.Thread(target=lambda: outcomes.extend(
+        fleet.sweep([fleet.Task("nap", "sm_89", "sim")])))
+    run.start()
+    killed = _kill_the_napper(c, nodes, root)
+    run.join(timeout=300)
+    (o,) = outcomes
+    assert o.status == "saved", o.detail
+    assert node_of(nodes, o.node["node_id"]) == ({"b", "c"} - {killed}).pop()
+    assert len(list((root / "sim-data" / "nap" / "sm_89").glob("*.nc"))) == 1
+    assert same_data(o.path, run_sweep("nap", "sim", target="sm_89", repeats=3,
+                                       out_root=root.parent / "local").path)
+
+
+def test_a_task_whose_only_node_dies_is_reported_lost(cluster) -> None:
+    c, nodes, root = cluster
+    shutil.rmtree(root / "napping", ignore_errors=True)
+    (root / "napping").mkdir()
+    outcomes: list = []
+    run = threading.Thread(target=lambda: outcomes.extend(
+        fleet.sweep([fleet.Task("nap", "sm_87", "sim")])))
+    run.start()
+    assert _kill_the_napper(c, nodes, root) == "d"
+    run.join(timeout=300)
+    (o,) = outcomes
+    assert o.status == "lost" and o.path is None, o.detail
+    assert "no node offers probelab:sim:sm_87" in o.detail
+    assert not (root / "sim-data" / "nap" / "sm_87").exists()
+
+
+def test_the_driver_keeps_only_what_is_the_tasks_own_dataset(cluster) -> None:
+    """A reply naming another place, or bytes that are not the dataset reported, is not
+    saved (store checks the path and the content hash); nothing is left behind."""
+    from probelab.errors import IntegrityError
+
+    _, _, root = cluster
+    local = run_sweep("toy", "sim", target="sm_80", repeats=2, out_root=root.parent / "x")
+    reply = {"relpath": f"toy/sm_80/{local.path.name}", "bytes": local.path.read_bytes(),
+             "provenance": local.provenance}
+    task = fleet.Task("toy", "sm_80", "sim")
+    before = sorted((root / "sim-data").rglob("*.nc"))
+    for relpath in ("toy/sm_80/../../../x.nc", "toy/sm_90/a.nc", "nap/sm_80/a.nc", "a.nc"):
+        with pytest.raises(IntegrityError, match="not a dataset of the task"):
+            fleet.store(task, reply | {"relpath": relpath})
+    nap = run_sweep("nap", "sim", target="sm_80", repeats=2, out_root=root.parent / "x")
+    with pytest.raises(IntegrityError, match="holding nap@sm_80, not a dataset of the task"):
+        fleet.store(task, reply | {"bytes": nap.path.read_bytes()})
+    time.sleep(1.1)  # another sweep of the same task: another time, so another content hash
+    again = run_sweep("toy", "sim", target="sm_80", repeats=2, out_root=root.parent / "y")
+    with pytest.raises(IntegrityError, match="content hashes differ"):
+        fleet.store(task, reply | {"bytes": again.path.read_bytes()})
+    assert sorted((root / "sim-data").rglob("*.nc")) == before
+    assert fleet.store(task, reply).read_bytes() == local.path.read_bytes()
