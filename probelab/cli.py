@@ -279,19 +279,28 @@ def _said_sweep(result, check_after: bool) -> int:
     err.print(safe(done) + (", [bold red]SIMULATED[/]" if prov["simulated"] else ""))
     say(str(result.path))
     if check_after:
-        from probelab.check import check_all, kernel_statuses, verdict_words
+        from probelab.check import kernel_statuses, verdict_words
 
-        docs, skipped = check_all(result.path)
+        docs, skipped, code = _checked(result.path, prov)
         for doc in docs:
             kernels = ", ".join(f"{k} {v}" for k, v in kernel_statuses(doc).items())
             say(f"{doc['hypothesis']['id']}: {verdict_words(doc)} ({kernels})")
         for hypothesis, why in skipped.items():
             say(f"{hypothesis}: not applicable ({why})")
-        if {doc["verdict"] for doc in docs} & {"TAMPERED", "POST-HOC"}:
-            return int(Exit.INTEGRITY)
-        if prov["simulated"]:  # as `check` says it: simulated data are not evidence, exit 1
-            return int(Exit.REFUTED)
+        return code
     return 0
+
+
+def _checked(path: Path, prov: dict) -> tuple[list[dict], dict[str, str], int]:
+    """Every sealed hypothesis that applies, checked on a saved dataset: the verdicts, those
+    left out and why, and the exit code they call for (3 tampered or post hoc; 1 simulated,
+    as `check` says: simulated data are not evidence; else 0, refuted rivals included)."""
+    from probelab.check import check_all
+
+    docs, skipped = check_all(path)
+    if {doc["verdict"] for doc in docs} & {"TAMPERED", "POST-HOC"}:
+        return docs, skipped, int(Exit.INTEGRITY)
+    return docs, skipped, int(Exit.REFUTED) if prov["simulated"] else 0
 
 
 @app.command(epilog=EPILOG)
@@ -688,8 +697,9 @@ def fleet_status(address: AddressOpt = "auto", as_json: JsonOpt = False) -> None
         return
     for row in rows:
         state = "alive" if row["alive"] else "gone"
+        tools = f" [toolchains: {', '.join(row['toolchains'])}]" if row["toolchains"] else ""
         say(f"{row['address']} ({row['node_id'][:12]}, {state}): "
-            f"{', '.join(row['offers']) or 'offers nothing to probelab'}")
+            f"{', '.join(row['offers']) or 'offers nothing to probelab'}{tools}")
         for offer, probes in row["could_run"].items():
             say(f"  {offer}: {', '.join(probes) or '(no probe targets it)'}")
 
@@ -707,9 +717,10 @@ def fleet_sweep(
     repeats: Annotated[int | None, typer.Option(help="Fresh launches per kernel (default "
                                                 "3, at least 2). Not for static probes.")
     ] = None,
-    check_after: Annotated[bool, typer.Option("--check", help="Then check every sealed "
-                                              "hypothesis that applies to each dataset "
-                                              "saved.")] = False,
+    check_after: Annotated[bool, typer.Option("--check/--no-check", help="Check every "
+                                              "sealed hypothesis that applies to each "
+                                              "dataset saved, as `sweep --check` does.")
+    ] = True,
     address: AddressOpt = "auto",
     as_json: JsonOpt = False,
 ) -> None:
@@ -737,16 +748,22 @@ def fleet_sweep(
     codes = [int(Exit.NO_DEVICE)] if planned.unserved else []
     codes += [int(Exit.INTEGRITY if o.status == "failed" else Exit.NO_DEVICE)
               for o in outcomes if o.status != "saved"]
+    verdicts: dict[str, dict[str, str]] = {}
     if check_after:
         from probelab import dataset
         from probelab.measurement import SweepResult
 
-        for o in outcomes:
-            if o.path is not None:
-                prov = dataset.stored_provenance(o.path)
+        for o in (o for o in outcomes if o.path is not None):
+            prov = dataset.stored_provenance(o.path)
+            if as_json:  # stdout is the JSON document: the verdicts go in it
+                docs, _, code = _checked(o.path, prov)
+                verdicts[o.task.name] = {d["hypothesis"]["id"]: d["verdict"] for d in docs}
+                codes.append(code)
+            else:
                 codes.append(_said_sweep(SweepResult(o.path, None, prov), True))
     if as_json:
-        emit_json({"tasks": [o.to_dict() for o in outcomes], "unserved": planned.unserved})
+        emit_json({"tasks": [o.to_dict() | {"verdicts": verdicts.get(o.task.name, {})}
+                             for o in outcomes], "unserved": planned.unserved})
     else:
         by_node: dict[str, list[str]] = {}
         for o in outcomes:

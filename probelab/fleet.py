@@ -64,6 +64,7 @@ def node_resources(sim_targets: Iterable[str] = ()) -> dict[str, float]:
         from probelab.toolchains import amdgpu
 
         for tc in amdgpu.toolchains():
+            out[f"{PREFIX}:toolchain:{tc.name}"] = 1  # what it would build with (status)
             built = amdgpu.supported_targets(tc)
             out |= {resource("static", t): 1 for t in built
                     if any(fnmatch.fnmatchcase(t, pattern) for pattern in static)}
@@ -291,7 +292,9 @@ def status() -> list[dict[str, Any]]:
         runs = {f"{b}:{t}": sorted(p.id for p in probes if supports(p, t)
                                    and getattr(p, "static", False) == (b == "static"))
                 for b, t in offers}
+        toolchains = sorted(name.split(":", 2)[2] for name in node.get("Resources", {})
+                            if name.startswith(f"{PREFIX}:toolchain:"))
         rows.append({"node_id": node["NodeID"], "address": node.get("NodeManagerAddress"),
-                     "alive": bool(node.get("Alive")),
+                     "alive": bool(node.get("Alive")), "toolchains": toolchains,
                      "offers": [f"{b}:{t}" for b, t in offers], "could_run": runs})
     return rows

@@ -37,7 +37,8 @@ NAP_PROBE = TOY_PROBE.replace('id = "toy"', 'id = "nap"').replace(SIMULATE, SIMU
 """)
 assert NAP_PROBE.count("napping") == 1
 NODES = {  # name -> the probelab resources its raylet advertises
-    "a": {"probelab:sim:sm_80": 1, "probelab:sim:sm_90": 1, "probelab:static:gfx1201": 1},
+    "a": {"probelab:sim:sm_80": 1, "probelab:sim:sm_90": 1, "probelab:static:gfx1201": 1,
+          "probelab:toolchain:clang-22": 1},
     "b": {"probelab:sim:sm_90": 1, "probelab:sim:sm_89": 1},
     "c": {"probelab:sim:sm_89": 1},
     "d": {"probelab:sim:sm_87": 1},
@@ -146,11 +147,13 @@ def test_the_command_line_saves_says_and_prints_json(cluster) -> None:
 
     _, _, root = cluster
     result = invoke("fleet", "sweep", "toy", "--backend", "sim", "--targets", "sm_80",
-                    "--json")
+                    "--json", "--no-check")
     assert result.exit_code == 0, result.stderr
     (task,) = json.loads(result.stdout)["tasks"]
     assert task["status"] == "saved" and Path(task["path"]).is_relative_to(root / "sim-data")
-    said = invoke("fleet", "sweep", "toy", "--backend", "sim", "--targets", "sm_80", "--check")
+    checked = invoke("fleet", "sweep", "toy", "--backend", "sim", "--targets", "sm_80", "--json")
+    assert checked.exit_code == 1 and json.loads(checked.stdout)["tasks"][0]["verdicts"] == {}
+    said = invoke("fleet", "sweep", "toy", "--backend", "sim", "--targets", "sm_80")
     assert said.exit_code == 1  # simulated data: never evidence, as `sweep --check` says
     assert "fleet: toy@sm_80: saved" in said.stderr and "SIMULATED" in said.stderr
 
@@ -171,7 +174,7 @@ def test_status_names_each_node_and_what_it_could_run(cluster) -> None:
     assert offers.count("sim:sm_90") == 2 and "static:gfx1201" in offers
     row = next(r for r in rows if "static:gfx1201" in r["offers"])
     assert "builtin-modifiers" in row["could_run"]["static:gfx1201"]
-    assert "toy" in row["could_run"]["sim:sm_80"]
+    assert "toy" in row["could_run"]["sim:sm_80"] and row["toolchains"] == ["clang-22"]
 
 
 def _kill_the_napper(c, nodes, root: Path) -> str:
