@@ -658,7 +658,7 @@ def _ray(address: str) -> Any:
     if not ray.is_initialized():
         try:
             ray.init(address=address, log_to_driver=False, logging_level="ERROR")
-        except (ConnectionError, RuntimeError, ValueError) as exc:
+        except (ConnectionError, RuntimeError, ValueError, ImportError) as exc:
             raise Unavailable(f"no Ray cluster at {address}: {str(exc).splitlines()[0]} "
                               "(start one: `ray start --head`)") from None
     return ray
@@ -721,6 +721,9 @@ def fleet_sweep(
                                               "sealed hypothesis that applies to each "
                                               "dataset saved, as `sweep --check` does.")
     ] = True,
+    wait: Annotated[float, typer.Option(
+        help="Seconds a task may wait and run before it is cancelled and reported lost.",
+        min=1)] = 24 * 3600.0,
     address: AddressOpt = "auto",
     as_json: JsonOpt = False,
 ) -> None:
@@ -743,24 +746,28 @@ def fleet_sweep(
     for why in planned.unserved:
         say(why, err=True)
     step = (lambda _: None) if as_json else (lambda text: say(f"fleet: {text}", err=True))
-    outcomes = run(planned.tasks, repeats=repeats, step=step,
+    outcomes = run(planned.tasks, repeats=repeats, step=step, wait_s=wait,
                    command=["probelab", *sys.argv[1:]]) if planned.tasks else []
     codes = [int(Exit.NO_DEVICE)] if planned.unserved else []
-    codes += [int(Exit.INTEGRITY if o.status == "failed" else Exit.NO_DEVICE)
-              for o in outcomes if o.status != "saved"]
+    codes += [o.code for o in outcomes]
     verdicts: dict[str, dict[str, str]] = {}
     if check_after:
         from probelab import dataset
         from probelab.measurement import SweepResult
 
         for o in (o for o in outcomes if o.path is not None):
-            prov = dataset.stored_provenance(o.path)
-            if as_json:  # stdout is the JSON document: the verdicts go in it
-                docs, _, code = _checked(o.path, prov)
-                verdicts[o.task.name] = {d["hypothesis"]["id"]: d["verdict"] for d in docs}
-                codes.append(code)
-            else:
-                codes.append(_said_sweep(SweepResult(o.path, None, prov), True))
+            try:  # one dataset's checks failing leaves the others' to be said
+                prov = dataset.stored_provenance(o.path)
+                if as_json:  # stdout is the JSON document: the verdicts go in it
+                    docs, _, code = _checked(o.path, prov)
+                    verdicts[o.task.name] = {d["hypothesis"]["id"]: d["verdict"] for d in docs}
+                    codes.append(code)
+                else:
+                    codes.append(_said_sweep(SweepResult(o.path, None, prov), True))
+            except LabError as exc:
+                err.print(f"[bold red]error:[/] {safe(str(exc))}", highlight=False)
+                verdicts[o.task.name] = {"error": str(exc)}
+                codes.append(int(exc.code))
     if as_json:
         emit_json({"tasks": [o.to_dict() | {"verdicts": verdicts.get(o.task.name, {})}
                              for o in outcomes], "unserved": planned.unserved})

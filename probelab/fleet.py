@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probelab.errors import LabError, UsageError
+from probelab.errors import Exit, IntegrityError, LabError, UsageError
 
 PREFIX = "probelab"
 BACKENDS = ("cuda", "hip", "sim", "static")
 RETRIES = 3  # resubmissions of a task whose worker or node died
 POLL_S = 0.5
+WAIT_S = 24 * 3600.0  # a task with no result this long after submission is reported lost
 
 
 def resource(backend: str, target: str) -> str:
@@ -49,8 +50,10 @@ def parse_resource(name: str) -> tuple[str, str] | None:
 
 
 def node_resources(sim_targets: Iterable[str] = ()) -> dict[str, float]:
-    """What this machine can serve: its GPU's target per GPU backend that opens one, every
-    AMD target a local toolchain builds (static probes), and the sim targets asked for."""
+    """What this machine can serve: its GPU's target per GPU backend that opens one; every
+    AMD target that the toolchain a static sweep here uses (the default one) builds, for
+    the static probes; the sim targets asked for; and, for `fleet status`, the names of its
+    toolchains."""
     from probelab import backends
     from probelab.probe import catalog
 
@@ -58,18 +61,18 @@ def node_resources(sim_targets: Iterable[str] = ()) -> dict[str, float]:
     for name in ("cuda", "hip"):
         with contextlib.suppress(LabError):  # no such device here: `probelab doctor` says why
             out[resource(name, backends.module(name).make(None, None).device().target)] = 1
+    with contextlib.suppress(LabError):
+        from probelab.toolchains import nvidia
+
+        out[f"{PREFIX}:toolchain:nvrtc-{nvidia.nvrtc_version()}".replace(" ", "")] = 1
     static = {t for p in catalog().probes.values() if getattr(p, "static", False)
               for t in p.targets}
-    try:
+    with contextlib.suppress(LabError):  # no AMDGPU toolchain: no static probe runs here
         from probelab.toolchains import amdgpu
 
-        for tc in amdgpu.toolchains():
-            out[f"{PREFIX}:toolchain:{tc.name}"] = 1  # what it would build with (status)
-            built = amdgpu.supported_targets(tc)
-            out |= {resource("static", t): 1 for t in built
-                    if any(fnmatch.fnmatchcase(t, pattern) for pattern in static)}
-    except LabError:
-        pass  # no AMDGPU toolchain: no static probe runs here
+        out |= {f"{PREFIX}:toolchain:{tc.name}": 1 for tc in amdgpu.toolchains()}
+        out |= {resource("static", t): 1 for t in amdgpu.supported_targets(amdgpu.find_clang())
+                if any(fnmatch.fnmatchcase(t, pattern) for pattern in static)}
     out |= {resource("sim", t): 1 for t in sim_targets}
     return out
 
@@ -109,18 +112,23 @@ def plan(probe_ids: Iterable[str], offered: Iterable[str], backend: str | None =
     served = [parsed for name in offered if (parsed := parse_resource(name))]
     patterns = list(patterns)
     out = Plan()
-    for probe_id in probe_ids:
+    for probe_id in dict.fromkeys(probe_ids):  # a probe named twice is one set of tasks
         probe = get_probe(probe_id)
         static = getattr(probe, "static", False)  # on a toolchain, whatever `backend` says
+        want = "static" if static else backend
         found = sorted({t for b, t in served if supports(probe, t)
-                        and (not patterns or any(fnmatch.fnmatchcase(t, p) for p in patterns))
-                        and b == ("static" if static else backend or _measuring(isa, t))})
-        out.tasks += [Task(probe_id, t, "static" if static else backend or _measuring(isa, t))
-                      for t in found]
-        if not found:
-            out.unserved.append(f"{probe_id}: no node serves it (targets {', '.join(probe.targets)}"
+                        and b == (want or _measuring(isa, t))})
+        chosen = [t for t in found if not patterns
+                  or any(fnmatch.fnmatchcase(t, p) for p in patterns)]
+        out.tasks += [Task(probe_id, t, want or _measuring(isa, t)) for t in chosen]
+        how = f"backend {want or 'cuda/hip'}"
+        if not chosen:
+            out.unserved.append(f"{probe_id}: no node serves it (targets "
+                                f"{', '.join(probe.targets)}"
                                 + (f", limited to {', '.join(patterns)}" if patterns else "")
-                                + f", backend {'static' if static else backend or 'cuda/hip'})")
+                                + f", {how})")
+        out.unserved += [f"{probe_id}: no node serves {p} ({how})" for p in patterns
+                         if chosen and not any(fnmatch.fnmatchcase(t, p) for t in chosen)]
     return out
 
 
@@ -130,7 +138,7 @@ def _measuring(isa: Any, target: str) -> str:
 
 # ---- on the node ----
 
-def run_task(task: Task, commit: str | None, repeats: int | None,
+def run_task(task: Task, commit: str, repeats: int | None,
              command: list[str]) -> dict[str, Any]:
     """The ordinary sweep of one task, on this node, from this node's checkout at the
     driver's commit: the dataset's bytes, where it goes in the archive, and its provenance.
@@ -142,11 +150,13 @@ def run_task(task: Task, commit: str | None, repeats: int | None,
 
     node = {"node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname()}
     head, dirty = gitinfo.head()
-    if commit is not None and (head != commit or dirty):
+    if head != commit or dirty:
         where = ("has uncommitted changes" if head == commit else
                  f"is at {head}, not the driver's {commit}")
-        return {"node": node, "error": f"this node's checkout {where}: it would measure with "
-                "other code than the driver records (check out the driver's commit, clean)"}
+        return {"node": node, "code": int(Exit.INTEGRITY), "error": f"this node's checkout "
+                f"{where}: it would measure with other code than the driver records (check "
+                "out the driver's commit, clean)"}
+    started = time.monotonic()
     try:
         with tempfile.TemporaryDirectory(prefix="probelab-fleet-") as tmp:
             result = run_sweep(task.probe, None if task.backend == "static" else task.backend,
@@ -154,9 +164,12 @@ def run_task(task: Task, commit: str | None, repeats: int | None,
                                repeats=None if task.backend == "static" else repeats,
                                command=command)
             return {"node": node, "relpath": result.path.relative_to(tmp).as_posix(),
-                    "bytes": result.path.read_bytes(), "provenance": result.provenance}
-    except LabError as exc:
-        return {"node": node, "error": f"{type(exc).__name__}: {exc}"}
+                    "bytes": result.path.read_bytes(), "provenance": result.provenance,
+                    "seconds": time.monotonic() - started}
+    except LabError as exc:  # the worker process ends after every task (max_calls=1), so a
+        # kernel that timed out cannot share a process with the next task
+        return {"node": node, "code": int(exc.code), "error": f"{type(exc).__name__}: {exc}",
+                "seconds": time.monotonic() - started}
 
 
 # ---- on the driver ----
@@ -168,22 +181,23 @@ class Outcome:
     detail: str
     node: dict[str, str] = field(default_factory=dict)
     path: Path | None = None
-    seconds: float = 0.0
+    seconds: float = 0.0  # the task's own run on its node
+    code: int = 0  # the exit code it calls for (a failure: its error's; lost: 4)
 
     def to_dict(self) -> dict[str, Any]:
         return {"probe": self.task.probe, "target": self.task.target,
                 "backend": self.task.backend, "status": self.status, "detail": self.detail,
                 "node": self.node, "path": str(self.path) if self.path else None,
-                "seconds": round(self.seconds, 3)}
+                "seconds": round(self.seconds, 3), "code": self.code}
 
 
-def store(task: Task, reply: dict[str, Any]) -> Path:
+def store(task: Task, reply: dict[str, Any], commit: str) -> Path:
     """A node's dataset into the driver's archive: data/ (pinned) or sim-data/ as the file's
     own provenance says, at PROBE/TARGET/NAME (a new name where that one is taken), written
-    atomically and never over a file. The file must be the dataset the node reported, of
-    the task's probe and target, with the content hash it was saved with."""
+    atomically and never over a file. Nothing is kept unless the file is the task's own:
+    its probe, target and backend, made at the driver's commit from a clean checkout, its
+    content hash holding, and (measured) nothing in it that only a simulated run says."""
     from probelab import dataset, manifest, storage
-    from probelab.errors import IntegrityError
     from probelab.paths import data_dir, sim_data_dir
 
     with tempfile.TemporaryDirectory(prefix="probelab-fleet-") as tmp:
@@ -191,18 +205,9 @@ def store(task: Task, reply: dict[str, Any]) -> Path:
         arrived.write_bytes(reply["bytes"])
         prov = dataset.stored_provenance(arrived)
         _, content, _ = dataset.load_hashed(arrived)
-    if content != prov.get(dataset.CONTENT_KEY):
-        raise IntegrityError(f"{task.name}: the file's values and provenance do not hash to "
-                             "the content hash it carries (edited in transit?); nothing kept")
+    if problem := _not_the_tasks(task, reply, prov, content, commit):
+        raise IntegrityError(f"{task.name}: {problem}; nothing kept")
     parts = Path(reply["relpath"]).parts
-    if (len(parts) != 3 or parts[:2] != (task.probe, prov.get("target")) or
-            not parts[2].endswith(".nc") or prov.get("probe") != task.probe or
-            (task.backend != "static" and prov.get("target") != task.target)):
-        raise IntegrityError(f"{task.name}: the node returned {reply['relpath']!r} holding "
-                             f"{prov.get('probe')}@{prov.get('target')}, not a dataset of the task")
-    if prov.get(dataset.CONTENT_KEY) != reply["provenance"].get(dataset.CONTENT_KEY):
-        raise IntegrityError(f"{task.name}: the bytes are not the dataset the node reported "
-                             "(content hashes differ); nothing kept")
     simulated = dataset.simulated(prov)
     folder = (sim_data_dir() if simulated else data_dir()) / parts[0] / parts[1]
     folder.mkdir(parents=True, exist_ok=True)
@@ -217,64 +222,112 @@ def store(task: Task, reply: dict[str, Any]) -> Path:
     else:
         raise UsageError(f"{folder}: no free dataset name")
     if not simulated:
-        manifest.pin(path, prov[dataset.CONTENT_KEY], task.probe, prov["target"])
+        try:
+            manifest.pin(path, prov[dataset.CONTENT_KEY], task.probe, prov["target"])
+        except BaseException:  # an unpinned dataset in data/ cannot count: leave none
+            path.unlink(missing_ok=True)
+            storage.written.remove(path)
+            raise
     return path
+
+
+def _not_the_tasks(task: Task, reply: dict[str, Any], prov: dict[str, Any], content: str,
+                   commit: str) -> str | None:
+    """Why an arrived dataset is not the one the task asked for, or None."""
+    from probelab import dataset
+
+    parts = Path(reply["relpath"]).parts
+    backend = {"static": "toolchain"}.get(task.backend, task.backend)
+    if (len(parts) != 3 or parts[:2] != (task.probe, task.target) or
+            not parts[2].endswith(".nc") or (prov.get("probe"), prov.get("target")) !=
+            (task.probe, task.target)):
+        return (f"the node returned {reply['relpath']!r} holding "
+                f"{prov.get('probe')}@{prov.get('target')}, not a dataset of the task")
+    if content != prov.get(dataset.CONTENT_KEY):
+        return ("the file's values and provenance do not hash to the content hash it "
+                "carries (edited in transit?)")
+    if content != reply["provenance"].get(dataset.CONTENT_KEY):
+        return "the bytes are not the dataset the node reported (content hashes differ)"
+    if (prov.get("git_head"), prov.get("git_dirty")) != (commit, False):
+        return (f"it was made at {prov.get('git_head')} (dirty: {prov.get('git_dirty')}), "
+                f"not at the driver's commit {commit}, clean")
+    if prov.get("backend") != backend or dataset.simulated(prov) != (task.backend == "sim"):
+        return (f"it says backend {prov.get('backend')!r}, simulated "
+                f"{prov.get('simulated')!r}, for a {task.backend} task")
+    if found := dataset.contradictions(prov):
+        return "it says " + "; ".join(found)
+    return None
 
 
 def sweep(tasks: list[Task], *, repeats: int | None = None, commit: str | None = None,
           command: list[str] | None = None, step: Callable[[str], None] = lambda _: None,
-          retries: int = RETRIES) -> list[Outcome]:
+          retries: int = RETRIES, wait_s: float = WAIT_S) -> list[Outcome]:
     """Run the tasks on the connected Ray cluster, saving each dataset as it arrives; what
-    is saved stays saved whatever happens to the rest."""
+    is saved stays saved whatever happens to the rest. A task with no result `wait_s`
+    seconds after it was submitted is cancelled and reported lost."""
     import ray
 
     from probelab import gitinfo
 
+    if repeats is not None and repeats < 2:  # refused here, not once per node
+        raise UsageError("--repeats must be at least 2: repeats alternate the output poison")
     commit = commit or gitinfo.head()[0]
-    remote = ray.remote(run_task)
-    started = time.monotonic()
+    if commit is None:
+        raise UsageError("the driver's checkout names no commit (no git, no "
+                         "PROBELAB_GIT_HEAD): a node could not prove it runs the same code")
+    remote = ray.remote(max_calls=1)(run_task)  # a fresh worker process per task
     pending = {}
     for task in tasks:
         ref = remote.options(resources={task.resource: 1}, max_retries=retries,
                              num_cpus=0).remote(task, commit, repeats, command or [])
-        pending[ref] = task
+        pending[ref] = (task, time.monotonic())
         step(f"{task.name}: submitted ({task.resource})")
     outcomes = []
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
         for ref in done:
-            task = pending.pop(ref)
-            outcomes.append(_collect(task, ref, time.monotonic() - started, step))
-        offered = set(ray.cluster_resources())
-        for ref, task in list(pending.items()):
-            if task.resource not in offered:  # its last node went away: nothing can run it
+            task, _ = pending.pop(ref)
+            outcomes.append(_collect(task, ref, commit, step))
+        offered, now = set(ray.cluster_resources()), time.monotonic()
+        for ref, (task, since) in list(pending.items()):
+            why = (f"no node offers {task.resource} any more (its node left the cluster)"
+                   if task.resource not in offered else
+                   f"no result {wait_s:g} s after it was submitted" if now - since > wait_s
+                   else None)
+            if why:
                 ray.cancel(ref, force=True)
                 del pending[ref]
-                outcomes.append(Outcome(task, "lost", f"no node offers {task.resource} any "
-                                        "more (its node left the cluster)"))
-                step(f"{task.name}: lost, no node offers {task.resource} any more")
+                outcomes.append(Outcome(task, "lost", why, code=int(Exit.NO_DEVICE)))
+                step(f"{task.name}: lost, {why}")
     return outcomes
 
 
-def _collect(task: Task, ref: Any, seconds: float, step: Callable[[str], None]) -> Outcome:
+def _collect(task: Task, ref: Any, commit: str, step: Callable[[str], None]) -> Outcome:
     import ray
 
     try:
         reply = ray.get(ref)
-    except ray.exceptions.RayError as exc:  # retries used up, or the task itself crashed
+    except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
+            ray.exceptions.ObjectLostError) as exc:  # its retries used up on dying workers
+        step(f"{task.name}: lost ({type(exc).__name__})")
+        return Outcome(task, "lost", f"{type(exc).__name__}: every attempt's worker or node "
+                       "died", code=int(Exit.NO_DEVICE))
+    except ray.exceptions.RayError as exc:  # the task itself crashed (not a lab error)
         step(f"{task.name}: failed ({type(exc).__name__})")
         return Outcome(task, "failed", f"{type(exc).__name__}: {exc}".splitlines()[0],
-                       seconds=seconds)
-    node = reply["node"]
+                       code=int(Exit.INTEGRITY))
+    node, seconds = reply["node"], reply.get("seconds", 0.0)
     if "error" in reply:
-        step(f"{task.name}: refused on {node['host']}: {reply['error']}")
-        return Outcome(task, "failed", reply["error"], node, seconds=seconds)
+        step(f"{task.name}: failed on {node['host']}: {reply['error']}")
+        return Outcome(task, "failed", reply["error"], node, seconds=seconds,
+                       code=reply["code"])
     try:
-        path = store(task, reply)
-    except LabError as exc:
+        path = store(task, reply, commit)
+    except Exception as exc:  # a malformed reply is this task's failure, not the run's
         step(f"{task.name}: not saved: {exc}")
-        return Outcome(task, "failed", str(exc), node, seconds=seconds)
-    step(f"{task.name}: saved {path} (from {node['host']}, {seconds:.1f} s)")
+        return Outcome(task, "failed", f"not saved: {exc}", node, seconds=seconds,
+                       code=int(getattr(exc, "code", Exit.INTEGRITY)))
+    step(f"{task.name}: saved {path} (on {node['host']}, {seconds:.1f} s)")
     return Outcome(task, "saved", "ok", node, path, seconds)
 
 

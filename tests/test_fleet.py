@@ -32,7 +32,7 @@ NAP_PROBE = TOY_PROBE.replace('id = "toy"', 'id = "nap"').replace(SIMULATE, SIMU
         marks = Path(os.environ["PROBELAB_ROOT"]) / "napping"
         me = marks / ray.get_runtime_context().get_node_id()
         if marks.is_dir() and not me.exists():
-            me.write_text("")
+            me.write_text(str(os.getpid()))
             time.sleep(6)
 """)
 assert NAP_PROBE.count("napping") == 1
@@ -90,13 +90,20 @@ def node_of(nodes, node_id: str) -> str:
     return next(name for name, n in nodes.items() if n.node_id == node_id)
 
 
+SAME = ("probe", "probe_version", "target", "backend", "device", "repeats", "simulated",
+        "static", "blind_pairs", "git_head", "git_dirty", "observables", "retired", "kernels",
+        "grid_sha256")  # what a fleet dataset must share with a local one (not time, host)
+
+
 def same_data(a: Path, b: Path) -> bool:
-    """The two datasets hold the same grid and the same measured variables (provenance,
-    which names the time and the host, aside)."""
+    """The two datasets hold the same grid, the same variables and the same provenance but
+    for when, where and by which command they were made."""
     x, y = dataset.load(a), dataset.load(b)
+    px, py = dataset.stored_provenance(a), dataset.stored_provenance(b)
     return (sorted(x.data_vars) == sorted(y.data_vars) and
             all(np.array_equal(x[v].values, y[v].values) for v in x.data_vars) and
-            dataset.grid_sha256(x) == dataset.grid_sha256(y))
+            all(px.get(k) == py.get(k) for k in SAME) and
+            px.get("toolchain", {}).get("name") == py.get("toolchain", {}).get("name"))
 
 
 def test_tasks_go_where_their_target_is_and_match_local_sweeps(cluster) -> None:
@@ -162,6 +169,7 @@ def test_a_node_at_another_commit_refuses(cluster) -> None:
     task = fleet.Task("toy", "sm_80", "sim")
     (o,) = fleet.sweep([task], commit="0" * 40)
     assert o.status == "failed" and "not the driver's" in o.detail and o.path is None
+    assert o.code == 3
 
 
 def test_status_names_each_node_and_what_it_could_run(cluster) -> None:
@@ -220,31 +228,93 @@ def test_a_task_whose_only_node_dies_is_reported_lost(cluster) -> None:
     assert _kill_the_napper(c, nodes, root) == "d"
     run.join(timeout=300)
     (o,) = outcomes
-    assert o.status == "lost" and o.path is None, o.detail
+    assert o.status == "lost" and o.path is None and o.code == 4, o.detail
     assert "no node offers probelab:sim:sm_87" in o.detail
     assert not (root / "sim-data" / "nap" / "sm_87").exists()
 
 
-def test_the_driver_keeps_only_what_is_the_tasks_own_dataset(cluster) -> None:
-    """A reply naming another place, or bytes that are not the dataset reported, is not
-    saved (store checks the path and the content hash); nothing is left behind."""
+def test_the_driver_keeps_only_what_is_the_tasks_own_dataset(cluster, monkeypatch) -> None:
+    """A reply naming another place, holding another dataset, bytes edited in transit, a
+    dataset of another commit or of another backend is not saved (store reads the arrived
+    file's own provenance and content hash); nothing is left behind."""
+    import h5py
+
     from probelab.errors import IntegrityError
 
     _, _, root = cluster
+    commit = git(root, "rev-parse", "HEAD")
     local = run_sweep("toy", "sim", target="sm_80", repeats=2, out_root=root.parent / "x")
     reply = {"relpath": f"toy/sm_80/{local.path.name}", "bytes": local.path.read_bytes(),
              "provenance": local.provenance}
     task = fleet.Task("toy", "sm_80", "sim")
     before = sorted((root / "sim-data").rglob("*.nc"))
+
+    def refused(match: str, changed: dict, on: fleet.Task = task) -> None:
+        with pytest.raises(IntegrityError, match=match):
+            fleet.store(on, reply | changed, commit)
+
     for relpath in ("toy/sm_80/../../../x.nc", "toy/sm_90/a.nc", "nap/sm_80/a.nc", "a.nc"):
-        with pytest.raises(IntegrityError, match="not a dataset of the task"):
-            fleet.store(task, reply | {"relpath": relpath})
+        refused("not a dataset of the task", {"relpath": relpath})
     nap = run_sweep("nap", "sim", target="sm_80", repeats=2, out_root=root.parent / "x")
-    with pytest.raises(IntegrityError, match="holding nap@sm_80, not a dataset of the task"):
-        fleet.store(task, reply | {"bytes": nap.path.read_bytes()})
+    refused("holding nap@sm_80, not a dataset of the task", {"bytes": nap.path.read_bytes()})
+    edited = root.parent / "edited.nc"
+    shutil.copy(local.path, edited)
+    with h5py.File(edited, "r+") as handle:
+        handle["value"][0, 0, 0] = handle["value"][0, 0, 0] + 1
+    refused("edited in transit", {"bytes": edited.read_bytes()})
     time.sleep(1.1)  # another sweep of the same task: another time, so another content hash
     again = run_sweep("toy", "sim", target="sm_80", repeats=2, out_root=root.parent / "y")
-    with pytest.raises(IntegrityError, match="content hashes differ"):
-        fleet.store(task, reply | {"bytes": again.path.read_bytes()})
+    refused("content hashes differ", {"bytes": again.path.read_bytes()})
+    monkeypatch.setenv("PROBELAB_GIT_HEAD", "1" * 40)
+    monkeypatch.setenv("PROBELAB_GIT_DIRTY", "0")
+    elsewhere = run_sweep("toy", "sim", target="sm_80", repeats=2, out_root=root.parent / "z")
+    monkeypatch.delenv("PROBELAB_GIT_HEAD")
+    refused("not at the driver's commit", {"bytes": elsewhere.path.read_bytes(),
+                                           "provenance": elsewhere.provenance,
+                                           "relpath": f"toy/sm_80/{elsewhere.path.name}"})
+    refused("for a cuda task", {}, fleet.Task("toy", "sm_80", "cuda"))  # simulated as measured
     assert sorted((root / "sim-data").rglob("*.nc")) == before
-    assert fleet.store(task, reply).read_bytes() == local.path.read_bytes()
+    assert fleet.store(task, reply, commit).read_bytes() == local.path.read_bytes()
+
+
+def test_a_node_says_what_it_serves(cluster) -> None:
+    """`fleet resources` on this machine: the sim targets asked for, every static target of
+    the default toolchain (where one is found), its toolchains by name; no GPU here."""
+    import json
+
+    result = invoke("fleet", "resources", "--sim", "sm_90", "--sim", "gfx1201")
+    assert result.exit_code == 0, result.stderr
+    offered = json.loads(result.stdout)
+    assert {"probelab:sim:sm_90", "probelab:sim:gfx1201"} <= set(offered)
+    assert all(fleet.parse_resource(r) or r.startswith("probelab:toolchain:") for r in offered)
+    from probelab.toolchains import amdgpu
+
+    try:
+        default = amdgpu.find_clang()
+    except Exception:  # no AMDGPU toolchain: no static targets either
+        assert not any(r.startswith("probelab:static:") for r in offered)
+        return
+    assert f"probelab:toolchain:{default.name}" in offered
+    static = {r.split(":")[2] for r in offered if r.startswith("probelab:static:")}
+    assert static and static <= amdgpu.supported_targets(default)
+
+
+def test_a_killed_worker_process_is_replaced(cluster) -> None:
+    """Kill the worker process running a task (not its node): Ray runs the task again."""
+    import signal
+
+    _, nodes, root = cluster
+    shutil.rmtree(root / "napping", ignore_errors=True)
+    (root / "napping").mkdir()
+    outcomes: list = []
+    run = threading.Thread(target=lambda: outcomes.extend(
+        fleet.sweep([fleet.Task("nap", "sm_80", "sim")])))
+    run.start()
+    deadline = time.monotonic() + 120
+    while not (marks := list((root / "napping").iterdir())) or not marks[0].read_text():
+        assert time.monotonic() < deadline, "no node started the task"
+        time.sleep(0.1)
+    os.kill(int(marks[0].read_text()), signal.SIGKILL)
+    run.join(timeout=300)
+    (o,) = outcomes
+    assert o.status == "saved" and node_of(nodes, o.node["node_id"]) == "a", o.detail
