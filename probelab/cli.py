@@ -734,9 +734,11 @@ def fleet_sweep(
     saved atomically as it arrives. A node runs the task only at this checkout's commit,
     clean (otherwise it refuses). A node lost mid-task: Ray runs the task again on another
     node that serves the pair, or it is reported lost. A probe no node serves is reported
-    before anything runs. Exit 0 when every task saved (with --check, the checks' worst
-    exit, as `sweep --check`), 3 if a task failed (a refusal, failed evidence, a guard),
-    4 if a task was lost or no node serves something asked for.
+    before anything runs. Then the checks of every dataset saved, as `sweep --check`
+    (--no-check: none). Exit 0 when every task saved and its checks allow it (1 for
+    simulated data, which are never evidence; 3 tampered or post hoc), 3 if a task failed
+    (a refusal, failed evidence, a guard: its error's own code), 4 if a task was lost or
+    no node serves something asked for.
     """
     from probelab.fleet import plan
     from probelab.fleet import sweep as run
