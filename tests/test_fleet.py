@@ -66,6 +66,10 @@ def cluster(tmp_path_factory):
     (root / ".gitignore").write_text("/sim-data/\n__pycache__/\n/napping/\n")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "fleet lab")
+    forget = ("probelab_probe_toy_probe", "probelab_probe_nap_probe",
+              "probelab_probe_builtin_modifiers_probe")
+    for name in forget:  # probe modules are cached by folder name: load this lab's copies
+        sys.modules.pop(name, None)
     catalog.cache_clear()
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     nodes = {name: c.add_node(num_cpus=1, resources=res) for name, res in NODES.items()}
@@ -80,8 +84,7 @@ def cluster(tmp_path_factory):
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
-    for name in ("probelab_probe_toy_probe", "probelab_probe_nap_probe",
-                 "probelab_probe_builtin_modifiers_probe"):
+    for name in forget:
         sys.modules.pop(name, None)
     catalog.cache_clear()
 
