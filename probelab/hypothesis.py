@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
@@ -44,6 +45,9 @@ from probelab.expr import ExprError, Program, compile_program
 from probelab.numerics import spec as numerics_spec
 from probelab.text import UNPRINTABLE
 from probelab.tomlguard import structure_problem
+
+if TYPE_CHECKING:  # the probe protocol imports nothing of this module's at run time
+    from probelab.probe import Probe
 
 MAX_FILE_BYTES = 1 << 20
 MAX_VARIANTS = 8  # translations, and near misses, per file
@@ -357,6 +361,17 @@ class Evaluations:
 
     def __init__(self) -> None:
         self._done: dict[tuple[str, ...], Evaluated] = {}
+        self._grids: dict[str, tuple[xr.Dataset, str]] = {}
+
+    def grid(self, probe: "Probe") -> tuple[xr.Dataset, str]:
+        """The probe's stimulus and its hash, made once per run: every sealed file of a
+        probe is evaluated on the same grid (a stimulus is a pure function of the probe)."""
+        if probe.id not in self._grids:
+            from probelab.dataset import grid_sha256
+
+            grid = probe.stimulus()
+            self._grids[probe.id] = grid, grid_sha256(grid)
+        return self._grids[probe.id]
 
     @staticmethod
     def key(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]]) -> str:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from probelab import gitinfo, ledger, targets
-from probelab.dataset import grid_sha256
 from probelab.errors import HistoryError, IntegrityError, LabError, UsageError
 from probelab.hypothesis import (
     Evaluations,
@@ -54,10 +53,10 @@ def evaluate(h: Hypothesis, claims: Evaluations | None = None) -> tuple[Probe, s
     unknown = set(h.kernels or ()) - _kernel_names(probe)
     if unknown:
         raise UsageError(f"{h.path}: kernels {sorted(unknown)} are not kernels of {probe.id}")
-    grid = probe.stimulus()
+    grid, grid_hash = claims.grid(probe)
     for name in h.near_misses:  # a near miss that cannot be evaluated is refused at seal
         claims.digest(h.near_miss(name), grid, probe.observables)
-    return probe, grid_sha256(grid), claims.digest(h, grid, probe.observables)
+    return probe, grid_hash, claims.digest(h, grid, probe.observables)
 
 
 def template(probe: Probe, hypothesis_id: str) -> str:
