@@ -220,14 +220,21 @@ def test_a_node_killed_mid_task_is_replaced_by_another(cluster) -> None:
                                        out_root=root.parent / "local").path)
 
 
-def test_a_task_whose_only_node_dies_is_reported_lost(cluster) -> None:
-    c, nodes, root = cluster
+def _napping(root: Path, target: str) -> tuple[threading.Thread, list]:
+    """A fresh napping mark folder, and a nap task on `target` sweeping in the background:
+    the thread and the list its outcomes arrive in."""
     shutil.rmtree(root / "napping", ignore_errors=True)
     (root / "napping").mkdir()
     outcomes: list = []
     run = threading.Thread(target=lambda: outcomes.extend(
-        fleet.sweep([fleet.Task("nap", "sm_87", "sim")])))
+        fleet.sweep([fleet.Task("nap", target, "sim")])))
     run.start()
+    return run, outcomes
+
+
+def test_a_task_whose_only_node_dies_is_reported_lost(cluster) -> None:
+    c, nodes, root = cluster
+    run, outcomes = _napping(root, "sm_87")
     assert _kill_the_napper(c, nodes, root) == "d"
     run.join(timeout=300)
     (o,) = outcomes
@@ -307,12 +314,7 @@ def test_a_killed_worker_process_is_replaced(cluster) -> None:
     import signal
 
     _, nodes, root = cluster
-    shutil.rmtree(root / "napping", ignore_errors=True)
-    (root / "napping").mkdir()
-    outcomes: list = []
-    run = threading.Thread(target=lambda: outcomes.extend(
-        fleet.sweep([fleet.Task("nap", "sm_80", "sim")])))
-    run.start()
+    run, outcomes = _napping(root, "sm_80")
     deadline = time.monotonic() + 120
     while not (marks := list((root / "napping").iterdir())) or not marks[0].read_text():
         assert time.monotonic() < deadline, "no node started the task"
