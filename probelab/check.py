@@ -6,23 +6,22 @@ verdict is only counted when the seal is intact and provably older than the meas
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import xarray as xr
 
 from probelab import codetree, dataset, gitinfo, ledger, manifest, written
-from probelab.cache import cache_key, cached_bytes
+from probelab.cache import cache_key
 from probelab.errors import Exit, HistoryError, IntegrityError, LabError, UsageError
 from probelab.hypothesis import (
     LITERAL,
     Evaluations,
     Hypothesis,
-    Tables,
     load_hypothesis,
     read_capped,
 )
@@ -30,71 +29,13 @@ from probelab.paths import data_dir, lab_root, relative, shown
 from probelab.prereg import Record, retired_observables
 from probelab.probe import get_probe
 from probelab.records import Provenance, Verdict
+from probelab.scoring import score_claim
 from probelab.storage import atomic_write_text
 
 CONFIRMED, REFUTED = "CONFIRMED", "REFUTED"
 TAMPERED, POST_HOC, NOT_EVIDENCE = "TAMPERED", "POST-HOC", "NOT-EVIDENCE"
 EXIT = {CONFIRMED: Exit.OK, REFUTED: Exit.REFUTED, NOT_EVIDENCE: Exit.REFUTED,
         TAMPERED: Exit.INTEGRITY, POST_HOC: Exit.INTEGRITY}
-MISMATCHES_SHOWN = 8
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _cell(ds: xr.Dataset, observable: str, index: tuple[int, ...]) -> dict[str, Any]:
-    """Every coordinate of one cell: the grid dims and the labels that hang on them (read
-    from the variables: a DataArray per coordinate and cell costs more than the scoring)."""
-    dims = ds.variables[observable].dims
-    point = dict(zip(dims, index, strict=True))
-    cell = {}
-    for name in ds.coords:
-        coord = ds.variables[name]
-        if name != "kernel" and set(coord.dims) <= set(dims):
-            cell[str(name)] = _plain(coord.values[tuple(point[d] for d in coord.dims)])
-    return cell
-
-
-def _observed(ds: xr.Dataset, observable: str, kernel: str) -> np.ndarray:
-    """`ds[observable].sel(kernel=kernel).values`, taken by position where the kernel is
-    named once (the selection costs more than the scoring); a label named twice is left to
-    xarray."""
-    var, labels = ds.variables[observable], list(ds.kernel.values)
-    if "kernel" in var.dims and labels.count(kernel) == 1:
-        return np.take(var.values, labels.index(kernel), axis=var.dims.index("kernel"))
-    return ds[observable].sel(kernel=kernel).values
-
-
-def score(ds: xr.Dataset, kernel: str, tables: Tables, scopes: Tables | None = None) -> dict:
-    """Matches over the claimed cells, per scoring, with the first mismatches' coordinates."""
-    scores = {}
-    ki = list(ds.kernel.values).index(kernel)
-    observed: dict[str, np.ndarray] = {}  # every scoring predicts the same observables
-    for scoring, predicted in tables.items():
-        matches = cells = 0
-        shown: list[dict[str, Any]] = []
-        for observable, want in predicted.items():
-            if observable not in observed:
-                observed[observable] = _observed(ds, observable, kernel)
-            got = observed[observable]
-            claimed = scopes[scoring][observable] if scopes else np.ones(want.shape, bool)
-            if want.ndim == got.ndim + 1:  # predicted per kernel (its dims start with kernel)
-                want, claimed = want[ki], claimed[ki]
-            diff = (got != want) & claimed
-            cells += int(np.count_nonzero(claimed))
-            matches += int(np.count_nonzero(claimed)) - int(np.count_nonzero(diff))
-            for flat in np.flatnonzero(diff)[: MISMATCHES_SHOWN - len(shown)]:
-                index = np.unravel_index(flat, diff.shape)
-                full = (ki, *map(int, index))
-                shown.append(_cell(ds, observable, full) | {
-                    "observable": observable,
-                    "predicted": f"{int(want[index]):#010x}",
-                    "observed": f"{int(got[index]):#010x}"})
-        scores[scoring] = {"matches": matches, "cells": cells, "first_mismatches": shown}
-    return scores
-
-
 def _measured_at(prov: Provenance) -> datetime | None:
     """The measurement time, only if it is an unambiguous (timezone-aware) instant."""
     try:
@@ -153,19 +94,17 @@ def measuring_code(prov: Provenance, commit: str, record: Record | None = None
     return files
 
 
-def dataset_problem(path: Path, ds: xr.Dataset, history: bool = True,
+def dataset_problem(path: Path, prov: Provenance, content: str, history: bool = True,
                     pins: list[dict[str, Any]] | None = None,
-                    content: str | None = None, file_sha: str | None = None) -> str | None:
+                    file_sha: str | None = None) -> str | None:
     """Why a dataset is not what its sweep saved (edited, self-contradicting) or, when it
     says it is a measurement, not the archive's own (unpinned, misplaced, a copy, or, with
     `history`, changed in git or with a manifest that lost pins); None if it is. A measured
     dataset outside the archive is a usage error: it cannot count. `pins`: the manifest,
     where the caller has already read it whole (otherwise it is read here). `content`,
-    `file_sha`: the content hash the dataset computes to and the sha256 of the bytes it was
-    read from, where already known (otherwise worked out here)."""
-    prov = dataset.provenance(ds)
-    content = content or dataset.computed_content_sha256(ds)
-    if why := dataset.tampered(ds, content):
+    `file_sha`: the content hash the dataset's values and provenance compute to, and the
+    sha256 of the bytes it was read from (worked out here where not given)."""
+    if why := dataset.tampered_content(prov, content):
         return why
     if why := dataset.contradictions(prov):
         return "; ".join(why)
@@ -235,15 +174,14 @@ def _code_problems(prov: Provenance, head: str, record: Record) -> list[str]:
             f"({', '.join(differing[:5])}{', ...' if len(differing) > 5 else ''})"]
 
 
-def observed_dims(ds: xr.Dataset, prov: Provenance, probe_id: str
+def observed_dims(variables: Mapping[str, tuple[str, ...]], prov: Provenance, probe_id: str
                   ) -> dict[str, tuple[str, ...]]:
     """The grid dims of each observable, as the dataset records them: a verdict on data
     that observed it never depends on today's probe. Only a dataset older than that record
     (or one whose record its variables contradict) takes them from the probe's
     declaration, and for an observable the probe has retired, the variable's own dims
     after `kernel`."""
-    own = {name: tuple(d for d in ds[name].dims if d != "kernel") for name in
-           map(str, ds.data_vars)}
+    own = {name: tuple(d for d in dims if d != "kernel") for name, dims in variables.items()}
     recorded = prov.get("observables")
     fitted = {name: tuple(map(str, value)) for name, value in
               (recorded.items() if isinstance(recorded, dict) else ())
@@ -257,43 +195,51 @@ def observed_dims(ds: xr.Dataset, prov: Provenance, probe_id: str
 def _scored_claim(claims: Evaluations, h: Hypothesis, judged: "Judged", kernels: list[str]
                   ) -> dict[str, Any]:
     """What a claim's tables say against a dataset: the misfit of their shapes, if any, else
-    the tables' hash and each kernel's scores. Kept on disk under the claim's key (the file's
-    expressions, the grid, probelab's code) and the dataset's content hash, as computed from
-    its bytes (a corrupt entry is recomputed): a run that already scored this claim on these
-    contents reads the answer instead of evaluating and decoding again."""
-    ds = judged.ds
-    dims = observed_dims(ds, judged.prov, h.probe)
-
-    def compute() -> bytes:
-        claim = claims.claim(h, ds, dims)
-        if misfit := _shape_misfit(ds, claim.tables):
-            return json.dumps({"misfit": misfit}).encode()
-        return json.dumps({"table_sha256": claim.sha256, "kernels": {
-            k: score(ds, k, claim.tables, claim.scopes) for k in kernels}}).encode()
-
-    key = cache_key(claim=claims.key(h, ds, dims), content=judged.content, kernels=kernels)
-    return json.loads(cached_bytes("scores", key, compute)[0])
+    the tables' hash and each kernel's scores (probelab.scoring). Kept on disk under the
+    claim's key (the file's expressions, the grid, probelab's code) and the dataset's content
+    hash, as computed from its bytes (a corrupt entry is recomputed): a run that already
+    scored this claim on these contents (`prescore`, or an earlier run) reads the answer
+    instead of evaluating and decoding again."""
+    return json.loads(claims.cached("scores", score_key(claims, h, judged, kernels),
+                                    lambda: prescore(claims, h, [(judged, kernels)])[0]))
 
 
-def _shape_misfit(ds: xr.Dataset, tables: Tables) -> str | None:
-    """A prediction that cannot be laid over the observed variable (its dims disagree with
-    the dataset's own): nothing can be scored."""
-    for observable, want in tables[LITERAL].items():
-        got = ds[observable].shape
-        if want.shape not in (got, got[1:]):
-            return (f"the prediction for {observable} has shape {want.shape}, the dataset's "
-                    f"variable {got}: the dataset's dims contradict its record")
-    return None
+def score_key(claims: Evaluations, h: Hypothesis, judged: "Judged", kernels: list[str]) -> str:
+    """Where a claim's scores on a dataset are kept: the claim's key on the dataset's grid
+    and the dataset's content hash (known without opening it: its summary)."""
+    dims = observed_dims(judged.variables, judged.prov, h.probe)
+    return cache_key(claim=claims.key(h, judged.summary.grid, dims), content=judged.content,
+                     kernels=kernels)
 
 
-def not_applicable(h: Hypothesis, ds: xr.Dataset) -> str | None:
+def prescore(claims: Evaluations, h: Hypothesis, group: list[tuple["Judged", list[str]]]
+             ) -> list[bytes]:
+    """Score a claim on datasets of one grid in one streamed pass over its tables (one
+    evaluation, however many datasets), keeping each answer where `_scored_claim` looks and
+    the table hash where a seal check looks; returns the answers in `group`'s order."""
+    first = group[0][0]
+    dims = observed_dims(first.variables, first.prov, h.probe)
+    digest, scored = score_claim(h, first.ds, dims, [(j.ds, k) for j, k in group])
+    claims.remember(claims.key(h, first.summary.grid, dims), digest)
+    answers = [json.dumps(doc).encode() for doc in scored]
+    for (judged, kernels), answer in zip(group, answers, strict=True):
+        claims.cached("scores", score_key(claims, h, judged, kernels), lambda a=answer: a)
+    return answers
+
+
+def not_applicable(h: Hypothesis, ds: "xr.Dataset | Judged") -> str | None:
     """Why a hypothesis says nothing about a dataset (another target, absent kernels, or
-    observables the probe no longer has: sealed for an earlier version of it)."""
+    observables the probe no longer has: sealed for an earlier version of it). `ds`: the
+    dataset, or a judged one (read off its summary: nothing is opened)."""
     retired = retired_observables(h)  # also refuses a probe that retires a live observable
-    prov = dataset.provenance(ds)
+    if isinstance(ds, Judged):
+        prov, variables, kernels = ds.prov, set(ds.variables), set(ds.summary.kernels)
+    else:
+        prov, variables = dataset.provenance(ds), set(map(str, ds.data_vars))
+        kernels = {str(k) for k in ds.kernel.values}
     if isinstance(prov.get("retired"), dict):  # and as the dataset's own probe version said
         retired = sorted(set(retired) | (set(h.predict) & set(prov["retired"])))
-    if absent := sorted(set(h.predict) - set(map(str, ds.data_vars))):
+    if absent := sorted(set(h.predict) - variables):
         if retired:
             return (f"it predicts {retired}, which {h.probe} no longer observes, and this "
                     "dataset does not have them (sealed for an earlier version of the probe)")
@@ -301,7 +247,7 @@ def not_applicable(h: Hypothesis, ds: xr.Dataset) -> str | None:
     target = str(prov.get("target"))
     if not h.about_target(target):
         return f"it is about targets {list(h.targets or ())}, the dataset is {target}"
-    missing = set(h.kernels or ()) - {str(k) for k in ds.kernel.values}
+    missing = set(h.kernels or ()) - kernels
     if missing:
         return f"the dataset has no kernel {sorted(missing)}"
     return None
@@ -313,7 +259,7 @@ def _dataset_doc(judged: "Judged") -> dict[str, Any]:
     return {"path": shown(judged.path), "device": prov.get("device"),
             "target": prov.get("target"), "git_head": prov.get("git_head"),
             "utc": prov.get("utc"), "simulated": dataset.simulated(prov),
-            "grid_sha256": judged.grid_sha256,
+            "grid_sha256": judged.summary.grid_sha256,
             "code_sha256": codetree.digest(tree) if codetree.valid(tree) else None}
 
 
@@ -325,19 +271,38 @@ def _hypothesis_doc(h: Hypothesis, path: Path, kernels: list[str]) -> dict[str, 
 
 @dataclass(frozen=True)
 class Judged:
-    """A dataset as loaded, and why it is not what its sweep saved (or None): judged once,
-    however many hypotheses are then checked against it (what follows from the dataset
-    alone is worked out once too)."""
+    """A dataset as read (probelab.dataset.Read: its bytes once, their provenance and
+    summary), and why it is not what its sweep saved (or None): judged once, however many
+    hypotheses are then checked against it. Its values are opened only where a claim is
+    scored that no earlier run scored on these contents."""
 
-    path: Path
-    ds: xr.Dataset
-    prov: Provenance
+    read: dataset.Read
     problem: str | None
-    content: str  # the content hash its values and provenance compute to
+
+    @property
+    def path(self) -> Path:
+        return self.read.path
+
+    @property
+    def prov(self) -> Provenance:
+        return self.read.prov
+
+    @property
+    def summary(self) -> dataset.Summary:
+        return self.read.summary
+
+    @property
+    def content(self) -> str:
+        """The content hash its values and provenance compute to."""
+        return self.read.summary.content
 
     @cached_property
-    def grid_sha256(self) -> str:
-        return dataset.grid_sha256(self.ds)
+    def variables(self) -> dict[str, tuple[str, ...]]:
+        return dict(self.read.summary.variables)
+
+    @cached_property
+    def ds(self) -> xr.Dataset:
+        return self.read.open()
 
     @cached_property
     def head(self) -> str | None:
@@ -348,9 +313,9 @@ class Judged:
 
 
 def judge(path: Path, history: bool = True, pins: list[dict[str, Any]] | None = None) -> Judged:
-    ds, content, file_sha = dataset.load_hashed(path)
-    return Judged(path, ds, dataset.provenance(ds),
-                  dataset_problem(path, ds, history, pins, content, file_sha), content)
+    read = dataset.read_summarised(path)
+    return Judged(read, dataset_problem(path, read.prov, read.summary.content, history, pins,
+                                        read.file_sha256))
 
 
 def _edited_seal(hypothesis_path: Path, judged: Judged,
@@ -396,7 +361,7 @@ def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = Non
     if edited := _edited_seal(hypothesis_path, judged, entries):
         return edited
     h = load_hypothesis(hypothesis_path)
-    ds, prov = judged.ds, judged.prov
+    prov = judged.prov
     if judged.problem:  # before any provenance field is believed
         return {"hypothesis": _hypothesis_doc(h, hypothesis_path, []),
                 "dataset": _dataset_doc(judged), "verdict": TAMPERED,
@@ -405,8 +370,8 @@ def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = Non
     if prov.get("probe") != h.probe:
         raise UsageError(f"{dataset_path} is a {prov.get('probe')!r} dataset; "
                          f"{hypothesis_path} is about {h.probe!r}")
-    kernels = [str(k) for k in ds.kernel.values]
-    if why := not_applicable(h, ds):  # today's probe: its declarations against the archive
+    kernels = list(judged.summary.kernels)
+    if why := not_applicable(h, judged):  # today's probe: its declarations against the archive
         raise UsageError(f"{h.id} does not apply to {dataset_path}: {why}")
     doc: Verdict = {"hypothesis": _hypothesis_doc(h, hypothesis_path, kernels),
                     "dataset": _dataset_doc(judged), "reasons": []}
@@ -514,7 +479,7 @@ def check_all(dataset_path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]
         path = lab_root() / entry["path"]
         doc = _edited_seal(path, judged, record.entries)  # judged before the file is read
         if doc is None:
-            if why := not_applicable(load_hypothesis(path), judged.ds):
+            if why := not_applicable(load_hypothesis(path), judged):
                 skipped[entry["hypothesis"]] = why
                 continue
             doc = check(path, dataset_path, judged, record)

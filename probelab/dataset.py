@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import h5py
@@ -110,14 +111,20 @@ def content_sha256(ds: xr.Dataset, prov: Provenance) -> str:
 
 def tampered(ds: xr.Dataset, content: str | None = None) -> str | None:
     """Why a dataset's contents are not what its sweep wrote, or None. `content` is its
-    content hash if already computed. A dataset saved before content hashes were recorded
-    has none to check (None); the manifest's pin covers it."""
+    content hash if already computed."""
     prov = provenance(ds)
+    return tampered_content(prov, content or content_sha256(ds, prov))
+
+
+def tampered_content(prov: Provenance, content: str) -> str | None:
+    """`tampered`, from the provenance and the content hash the values and provenance
+    compute to. A dataset saved before content hashes were recorded has none to check
+    (None); the manifest's pin covers it."""
     if CONTENT_KEY not in prov:
         if GENERATION_KEYS & prov.keys():  # written by a version that records the hash
             return f"its {CONTENT_KEY} was removed from the provenance"
         return None
-    if (content or content_sha256(ds, prov)) != prov[CONTENT_KEY]:
+    if content != prov[CONTENT_KEY]:
         return ("values or provenance edited after the sweep: the contents no longer hash to "
                 f"the {CONTENT_KEY} recorded when it was saved")
     return None
@@ -164,9 +171,15 @@ def contradictions(prov: Provenance) -> list[str]:
 
 
 def provenance(ds: xr.Dataset) -> Provenance:
+    return parse_provenance(ds.attrs.get("provenance"))
+
+
+def parse_provenance(raw: object) -> Provenance:
+    """A dataset's provenance attr, parsed and bounded (a JSON object, nested at most
+    MAX_PROVENANCE_NESTING deep)."""
     try:
-        prov = json.loads(ds.attrs["provenance"])
-    except (KeyError, TypeError, json.JSONDecodeError, RecursionError) as exc:
+        prov = json.loads(raw)  # type: ignore[arg-type]
+    except (TypeError, json.JSONDecodeError, RecursionError) as exc:
         raise UsageError("dataset has no readable provenance attr") from exc
     if not isinstance(prov, dict):
         raise UsageError("dataset provenance is not a JSON object")
@@ -251,29 +264,110 @@ def load(path: Path) -> xr.Dataset:
     return _load(path, path)
 
 
-def load_hashed(path: Path) -> tuple[xr.Dataset, str, str]:
-    """(dataset, the content hash its values and provenance compute to, the sha256 of the
-    bytes read), the file read once, so both hashes are of the same bytes.
-    The hash of a file's exact bytes is kept on disk under the bytes' sha256 and probelab's
-    code (a corrupt entry is recomputed): where a run already computed it, the dataset is
-    opened lazily from those same bytes, and a variable is decoded only when it is read."""
+@dataclass(frozen=True)
+class GridPrint:
+    """What a claim's evaluation reads of a grid (probelab.hypothesis): every dim's size, and
+    each integer coordinate's name, dims, dtype and shape, with one digest of their values.
+    Small, so kept per dataset: a check knows a claim's key without opening the dataset."""
+
+    sizes: tuple[tuple[str, int], ...]
+    coords: tuple[tuple[str, tuple[str, ...], str, tuple[int, ...]], ...]  # sorted by name
+    digest: str
+
+    @classmethod
+    def of(cls, grid: xr.Dataset) -> "GridPrint":
+        h, coords = hashlib.sha256(), []
+        for name in sorted(str(n) for n in grid.coords):
+            var = grid.variables[name]
+            if var.dtype.kind not in "iub":
+                continue
+            values = np.ascontiguousarray(var.values)
+            coords.append((name, tuple(map(str, var.dims)), values.dtype.str, values.shape))
+            h.update(values.tobytes())
+        return cls(tuple(sorted((str(d), int(n)) for d, n in grid.sizes.items())),
+                   tuple(coords), h.hexdigest())
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What checks read of a dataset besides its values: its data variables' dims, its
+    kernels, its grid's hash and print, and the content hash its values and provenance
+    compute to. A pure function of the file's bytes, kept on disk under their sha256."""
+
+    variables: tuple[tuple[str, tuple[str, ...]], ...]
+    kernels: tuple[str, ...]
+    grid_sha256: str
+    grid: GridPrint
+    content: str
+
+    @classmethod
+    def of(cls, ds: xr.Dataset, content: str = "") -> "Summary":
+        return cls(tuple((str(n), tuple(map(str, ds[n].dims))) for n in ds.data_vars),
+                   tuple(str(k) for k in ds.kernel.values), grid_sha256(ds), GridPrint.of(ds),
+                   content)
+
+    def to_json(self) -> bytes:
+        return json.dumps([self.variables, self.kernels, self.grid_sha256,
+                           [self.grid.sizes, self.grid.coords, self.grid.digest],
+                           self.content]).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> "Summary":
+        variables, kernels, grid_hash, (sizes, coords, digest), content = json.loads(raw)
+        return cls(tuple((n, tuple(d)) for n, d in variables), tuple(kernels), grid_hash,
+                   GridPrint(tuple((d, n) for d, n in sizes),
+                             tuple((n, tuple(d), t, tuple(s)) for n, d, t, s in coords),
+                             digest), content)
+
+
+@dataclass(frozen=True)
+class Read:
+    """A dataset file read once: the sha256 of its bytes, its provenance and its summary,
+    all of the same bytes; `open` gives the dataset itself (lazily, from those bytes)."""
+
+    path: Path
+    file_sha256: str
+    prov: Provenance
+    summary: Summary
+    _data: bytes
+
+    def open(self) -> xr.Dataset:
+        return _load(io.BytesIO(self._data), self.path, lazy=True)
+
+
+def read_summarised(path: Path) -> Read:
+    """The file at `path` read once and summarised. The summary of a file's exact bytes is
+    kept on disk under their sha256 and the code that makes it (a corrupt entry is made
+    again), so a run that already made it opens nothing: the provenance is read off the
+    file's attributes, and the dataset is opened only where its values are read."""
     from probelab.cache import cache_key, cached_bytes
     from probelab.probe_index import core_digest
 
     if not path.is_file():
-        return load(path), "", ""  # its one clear error
+        load(path)  # its one clear error
     data = path.read_bytes()
     file_sha = hashlib.sha256(data).hexdigest()
     key = cache_key(file=file_sha, code=core_digest())
-    built: list[xr.Dataset] = []
 
-    def compute() -> bytes:
-        built.append(_load(io.BytesIO(data), path, lazy=True))
-        return computed_content_sha256(built[0]).encode()
+    def summarise() -> bytes:
+        ds = _load(io.BytesIO(data), path, lazy=True)
+        return Summary.of(ds, computed_content_sha256(ds)).to_json()
 
-    content, _ = cached_bytes("content", key, compute)
-    ds = built[0] if built else _load(io.BytesIO(data), path, lazy=True)
-    return ds, content.decode(), file_sha
+    try:
+        summary = Summary.from_json(cached_bytes("summary", key, summarise)[0])
+    except (ValueError, TypeError):  # not what this code writes: made again, never trusted
+        summary = Summary.from_json(summarise())
+    with h5py.File(io.BytesIO(data), "r") as handle:  # _load has read it: readable
+        prov = parse_provenance(handle.attrs.get("provenance"))
+    return Read(path, file_sha, prov, summary, data)
+
+
+def load_hashed(path: Path) -> tuple[xr.Dataset, str, str]:
+    """(dataset, the content hash its values and provenance compute to, the sha256 of the
+    bytes read), the file read once, so both hashes are of the same bytes; the dataset is
+    opened lazily, and a variable is decoded only when it is read."""
+    read = read_summarised(path)
+    return read.open(), read.summary.content, read.file_sha256
 
 
 def _load(source: Path | io.BytesIO, path: Path, lazy: bool = False) -> xr.Dataset:

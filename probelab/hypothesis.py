@@ -31,9 +31,8 @@ import os
 import re
 import stat
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,17 +46,18 @@ from probelab.text import UNPRINTABLE
 from probelab.tomlguard import structure_problem
 
 if TYPE_CHECKING:  # the probe protocol imports nothing of this module's at run time
+    from probelab.dataset import GridPrint
     from probelab.probe import Probe
 
 MAX_FILE_BYTES = 1 << 20
 MAX_VARIANTS = 8  # translations, and near misses, per file
 # What evaluating one file may cost over a grid, bounded before any of it runs: node-cells
-# (syntax nodes x cells, summed over observables and scorings: time) and value-cells
-# (definitions and temporaries alive at once x cells: memory, 8 bytes each). A grid whose
-# cells x values alive exceed MAX_VALUES is evaluated in pieces along its longest dim (the
-# language is elementwise), so memory stays bounded; values alive per cell are capped too.
+# (syntax nodes x cells, summed over observables and scorings: time) and values alive per
+# cell (definitions and temporaries: memory). A table is computed a block at a time, each
+# block sized so that at most PIECE_VALUES values are alive (the language is elementwise),
+# so memory stays bounded whatever the grid.
 MAX_WORK = 1 << 33  # a few s on one core (syntax nodes x the cells each definition spans)
-MAX_VALUES = 1 << 27  # 1 GiB of int64 per piece; the largest sealed file needs 31e6
+PIECE_VALUES = 1 << 24  # 128 MiB of int64 per block at most; smaller blocks cost more calls
 MAX_ALIVE = 64  # values alive per cell; the largest sealed file keeps 24
 MASK = 0xFFFFFFFF
 LITERAL = "literal"
@@ -280,13 +280,140 @@ def helper_values(h: Hypothesis, grid: xr.Dataset, helpers: Mapping[str, tuple[s
     return {name: tables[name].view(np.int32).astype(np.int64) for name in helpers}
 
 
+@dataclass(frozen=True)
+class Piece:
+    """One block of one table (`stream_claim`): the scoring and observable it belongs to, the
+    whole table's shape, where the block sits in it (a slice per axis; () for a table that is
+    one value), the uint32 predictions there and, where the file has a `where`, the claimed
+    cells."""
+
+    scoring: str
+    observable: str
+    shape: tuple[int, ...]
+    index: tuple[slice, ...]
+    values: np.ndarray
+    scope: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    observable: str
+    dims: tuple[str, ...]
+    program: Program
+    steps: dict[str, tuple[dict[str, Program], Program | None]]  # scoring -> (moves, rename)
+    alive: int  # values alive per cell while it is evaluated
+
+
 def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]]
                    ) -> tuple[Tables, Tables | None]:
     """(predictions, scopes): {scoring: {observable: uint32 values}} and the same shape of
-    bool masks of the cells the claim is about (None when it is about all of them).
+    bool masks of the cells the claim is about (None when it is about all of them), whole:
+    `stream_claim`'s blocks put together (a check streams them instead).
 
     A translation rebinds coordinates (e.g. x = "y") before prediction and scope are
     evaluated."""
+    tables: Tables = {s: {} for s in h.scorings()}
+    scopes: Tables = {s: {} for s in h.scorings()}
+    for piece in stream_claim(h, grid, observables):
+        if not piece.index:  # one value: kept unbroadcast, as it was sealed
+            tables[piece.scoring][piece.observable] = piece.values
+            if piece.scope is not None:
+                scopes[piece.scoring][piece.observable] = piece.scope
+            continue
+        table = tables[piece.scoring].setdefault(piece.observable,
+                                                 np.empty(piece.shape, np.uint32))
+        table[piece.index] = piece.values
+        if piece.scope is not None:
+            scopes[piece.scoring].setdefault(piece.observable, np.empty(piece.shape, bool))[
+                piece.index] = piece.scope
+    order = {s: {o: tables[s][o] for o in h.predict} for s in h.scorings()}  # file order
+    if h.where is None:
+        return order, None
+    return order, {s: {o: scopes[s][o] for o in h.predict} for s in h.scorings()}
+
+
+def stream_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]],
+                 values: int | None = None) -> Iterator[Piece]:
+    """The claim's tables in blocks, in the order their hash reads them (scorings and then
+    observables sorted, each table's blocks in C order along its leading axes), each block
+    computed with at most `values` values alive (PIECE_VALUES): memory stays bounded however
+    large the grid, and blocks that fit in the processor's caches are faster too. Refused,
+    before anything runs, as `evaluate_claim` is (unknown names, cost, values alive)."""
+    grid, plans = _plan_claim(h, grid, observables)
+    budget = values or PIECE_VALUES
+    try:
+        for scoring in sorted(h.scorings()):
+            for observable in sorted(plans):
+                plan = plans[observable]
+                moves, rename = plan.steps[scoring]
+                env = _grid_env(grid, plan.dims)  # broadcast views: no copies
+                shape = table_shape(grid, plan.dims, env)
+                cells = max(1, budget // plan.alive)
+                whole = _moved_whole(grid, env, shape, moves, cells)
+                moves = {c: m for c, m in moves.items() if c not in whole}
+                blocks = _blocks(shape, cells) if env else iter([()])
+                for index in blocks:
+                    part = {name: view[index] for name, view in (env | whole).items()}
+                    predicted, scope = _evaluate_piece(h, observable, part, plan.program,
+                                                       moves, rename)
+                    size = tuple(s.stop - s.start for s in index)
+                    if index:  # a constant comes back unbroadcast: give it its block's shape
+                        predicted = np.broadcast_to(predicted, size)
+                        scope = None if scope is None else np.broadcast_to(scope, size)
+                    yield Piece(scoring, observable, shape, index, predicted, scope)
+    except ExprError as exc:
+        raise UsageError(f"{h.path}: {exc}") from exc
+
+
+def _moved_whole(grid: xr.Dataset, env: dict[str, np.ndarray], shape: tuple[int, ...],
+                 moves: dict[str, Program], cells: int) -> dict[str, np.ndarray]:
+    """The translated coordinates that span at most `cells` cells, computed once over the
+    whole grid (as broadcast views) rather than once per block; the rest per block."""
+    if not env:
+        return {}
+    axes = {name: set(grid.variables[name].dims) for name in env}
+    return {coord: np.broadcast_to(m.evaluate(env, compact=True)["translated"], shape)
+            for coord, m in moves.items()
+            if np.prod([grid.sizes[d] for d in _support(m, axes)["translated"]]) <= cells}
+
+
+def table_shape(grid: xr.Dataset, dims: tuple[str, ...], env: Mapping[str, np.ndarray]
+                ) -> tuple[int, ...]:
+    """A table's shape: its dims' sizes, () where no coordinate lives on them (one value)."""
+    return tuple(grid.sizes[d] for d in dims) if env else ()
+
+
+def table_shapes(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]]
+                 ) -> dict[str, tuple[int, ...]]:
+    """The shape of each table the claim predicts, in the file's order, without evaluating."""
+    grid, plans = _plan_claim(h, grid, observables)
+    return {o: table_shape(grid, plans[o].dims, _grid_env(grid, plans[o].dims))
+            for o in h.predict}
+
+
+def _blocks(shape: tuple[int, ...], cells: int) -> Iterator[tuple[slice, ...]]:
+    """Blocks of at most `cells` cells (one at least) that tile `shape` in C order: whole
+    trailing axes, a run of one axis, single indices before it."""
+    tail, axis = 1, len(shape)
+    while axis > 0 and tail * shape[axis - 1] <= cells:
+        axis -= 1
+        tail *= shape[axis]
+    if axis == 0:
+        yield tuple(slice(0, n) for n in shape)
+        return
+    step = max(1, cells // tail)
+    rest = tuple(slice(0, n) for n in shape[axis:])
+    for lead in np.ndindex(*shape[:axis - 1]):
+        for start in range(0, shape[axis - 1], step):
+            yield (*(slice(i, i + 1) for i in lead),
+                   slice(start, min(start + step, shape[axis - 1])), *rest)
+
+
+def _plan_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]]
+                ) -> tuple[xr.Dataset, dict[str, _Plan]]:
+    """The grid (with the file's model) and, per observable, what evaluating it runs; every
+    refusal (unknown names, an expression that does not compile, cost, values alive) is
+    raised here, before anything is evaluated."""
     unknown = set(h.predict) - set(observables)
     if unknown:
         raise UsageError(f"{h.path}: predicts {sorted(unknown)}, but the probe observes "
@@ -301,7 +428,8 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
             raise UsageError(f"{h.path}: translation {name!r} renames {sorted(unpredicted)}, "
                              "which the file does not predict")
     _validate(h, known)
-    plans, work = [], 0
+    plans: dict[str, _Plan] = {}
+    work = 0
     try:
         for observable, source in h.predict.items():
             dims = observables[observable]
@@ -329,38 +457,26 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
                 used = [program, *moves.values(), *([rename] if rename else [])]
                 steps[scoring] = moves, rename
                 programs += used
-            pieces = _pieces(h, observable, grid, dims, len(env), programs)
-            plans.append((observable, dims, program, steps, pieces))
+            plans[observable] = _Plan(observable, dims, program, steps,
+                                      _alive(h, observable, len(env), programs))
         if work > MAX_WORK:
             raise UsageError(f"{h.path}: too costly to evaluate: {work:,} node-cells (syntax "
                              f"nodes x grid cells, over observables and scorings); at most "
                              f"{MAX_WORK:,}")
-        return _run(h, grid, plans)
+        return grid, plans
     except ExprError as exc:
         raise UsageError(f"{h.path}: {exc}") from exc
 
 
-@dataclass(frozen=True)
-class Evaluated:
-    """A claim evaluated over a grid (what `evaluate_claim` returns), read-only: shared by
-    every check that asks for it."""
-
-    tables: Tables
-    scopes: Tables | None
-
-    @cached_property
-    def sha256(self) -> str:
-        return table_sha256(self.tables, self.scopes)
-
-
 class Evaluations:
     """Claims evaluated once per run: a verify evaluates each sealed file on its probe's grid,
-    then again on every dataset of that grid. An evaluation is keyed by everything it reads
-    (`_claim_key`), so a file, grid or observable that differs in any of that is evaluated
-    afresh. A failing evaluation is not kept: it fails again."""
+    and scores it on every dataset of that grid. What is kept is each claim's table hash,
+    under everything its evaluation reads (`key`): in memory for the run and on disk across
+    runs (probelab.cache); the tables themselves are streamed (`stream_claim`), never kept, so
+    memory stays bounded however many claims a run evaluates."""
 
     def __init__(self) -> None:
-        self._done: dict[tuple[str, ...], Evaluated] = {}
+        self._memo: dict[tuple[str, str], bytes] = {}
         self._grids: dict[str, tuple[xr.Dataset, str]] = {}
 
     def grid(self, probe: "Probe") -> tuple[xr.Dataset, str]:
@@ -374,7 +490,8 @@ class Evaluations:
         return self._grids[probe.id]
 
     @staticmethod
-    def key(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]]) -> str:
+    def key(h: Hypothesis, grid: "xr.Dataset | GridPrint",
+            observables: Mapping[str, tuple[str, ...]]) -> str:
         """What an answer about the claim is kept on disk under: everything its evaluation
         reads (`_claim_key`, with the file's name for its path, which only its error messages
         use: the same claim in another checkout of the lab is the same answer) and probelab's
@@ -387,23 +504,29 @@ class Evaluations:
 
     def digest(self, h: Hypothesis, grid: xr.Dataset,
                observables: Mapping[str, tuple[str, ...]]) -> str:
-        """The claim's table hash, read from the on-disk cache where a run already evaluated
-        it under this key (a corrupt entry is recomputed)."""
+        """The claim's table hash: from this run, or the on-disk cache where a run already
+        evaluated it under this key (a corrupt entry is recomputed), or streamed now."""
+        def streamed() -> bytes:
+            hasher = TableHash(h.where is not None)
+            for piece in stream_claim(h, grid, observables):
+                hasher.feed(piece)
+            return hasher.hexdigest().encode()
+
+        return self.cached("tables", self.key(h, grid, observables), streamed).decode()
+
+    def remember(self, key: str, digest: str) -> None:
+        """A table hash worked out while scoring (the same stream), kept as `digest` keeps
+        its own."""
+        self.cached("tables", key, digest.encode)
+
+    def cached(self, kind: str, key: str, build: Callable[[], bytes]) -> bytes:
+        """An answer of this run (tables' hashes, scores: small), else the on-disk cache's
+        (probelab.cache), else `build`'s, kept in both."""
         from probelab.cache import cached_bytes
 
-        return cached_bytes("tables", self.key(h, grid, observables), lambda: self.claim(
-            h, grid, observables).sha256.encode())[0].decode()
-
-    def claim(self, h: Hypothesis, grid: xr.Dataset,
-              observables: Mapping[str, tuple[str, ...]]) -> Evaluated:
-        key = _claim_key(h, grid, observables)
-        if key not in self._done:
-            tables, scopes = evaluate_claim(h, grid, observables)
-            for table in (tables, *([scopes] if scopes else [])):
-                for values in (v for scoring in table.values() for v in scoring.values()):
-                    values.flags.writeable = False
-            self._done[key] = Evaluated(tables, scopes)
-        return self._done[key]
+        if (kind, key) not in self._memo:
+            self._memo[kind, key] = cached_bytes(kind, key, build)[0]
+        return self._memo[kind, key]
 
 
 def _with_model(h: Hypothesis, grid: xr.Dataset) -> xr.Dataset:
@@ -420,13 +543,15 @@ def _with_model(h: Hypothesis, grid: xr.Dataset) -> xr.Dataset:
     return grid.assign_coords({MODEL: (grid["c_bits"].dims, bits)})
 
 
-def _claim_key(h: Hypothesis, grid: xr.Dataset,
+def _claim_key(h: Hypothesis, grid: "xr.Dataset | GridPrint",
                observables: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
     """Everything `evaluate_claim` reads (kept in step with it), unambiguously: the file's
     expressions; of the observables, the dims of those it predicts and which of the names its
-    translations map are observables; of the grid, the sizes of those dims and each integer
-    coordinate's name, dims, dtype, shape and bytes. (Its errors, which name every
-    observable, are never kept.)"""
+    translations map are observables; of the grid (its print: probelab.dataset.GridPrint),
+    the sizes of those dims and each integer coordinate's name, dims, dtype, shape and
+    values. (Its errors, which name every observable, are never kept.)"""
+    from probelab.dataset import GridPrint
+
     def items(table: Mapping) -> tuple:
         return tuple((k, items(v) if isinstance(v, Mapping) else v) for k, v in table.items())
 
@@ -435,15 +560,10 @@ def _claim_key(h: Hypothesis, grid: xr.Dataset,
     names = {*h.predict, *(name for mapping in h.translations.values() for name in mapping)}
     seen = {n: tuple(observables[n]) if n in observables else None for n in names}
     dims = {d for n in h.predict for d in seen[n] or ()}
-    coords = _integer_coords(grid)
-    values = [np.ascontiguousarray(coords[name].values) for name in sorted(coords)]
-    header = (sorted(seen.items()), sorted((d, grid.sizes.get(d)) for d in dims),
-              [(name, coords[name].dims, v.dtype.str, v.shape)
-               for name, v in zip(sorted(coords), values, strict=True)])
-    digest = hashlib.sha256(repr(header).encode())
-    for v in values:
-        digest.update(v.tobytes())
-    return repr(fields), digest.hexdigest()
+    printed = grid if isinstance(grid, GridPrint) else GridPrint.of(grid)
+    sizes = dict(printed.sizes)
+    header = (sorted(seen.items()), sorted((d, sizes.get(d)) for d in dims), printed.coords)
+    return repr(fields), hashlib.sha256(f"{header!r}|{printed.digest}".encode()).hexdigest()
 
 
 def _validate(h: Hypothesis, known: set[str]) -> None:
@@ -467,24 +587,16 @@ def _validate(h: Hypothesis, known: set[str]) -> None:
         raise UsageError(f"{h.path}: {exc}") from exc
 
 
-def _pieces(h: Hypothesis, observable: str, grid: xr.Dataset, dims: tuple[str, ...],
-            coordinates: int, programs: list[Program]) -> tuple[str | None, int]:
-    """(dim, length): evaluate the observable in pieces of `length` along `dim` so each
-    piece keeps at most MAX_VALUES values alive (None: in one go); refused, before anything
-    runs, when one value per cell too many is alive or one slice of the dim is still too
-    large."""
+def _alive(h: Hypothesis, observable: str, coordinates: int, programs: list[Program]) -> int:
+    """Values alive per cell while the observable is evaluated (coordinates, definitions and
+    temporaries), refused before anything runs when there are too many: a block of the grid
+    is then sized so that at most PIECE_VALUES are alive (`stream_claim`)."""
     alive = coordinates + max(len(p.definitions) + p.depth for p in programs)
-    cells = int(np.prod([grid.sizes[d] for d in dims]))
-    dim = max(dims, key=lambda d: grid.sizes[d]) if dims else None
-    per_slice = cells // grid.sizes[dim] * alive if dim else cells * alive
-    if alive > MAX_ALIVE or per_slice > MAX_VALUES:
+    if alive > MAX_ALIVE:
         raise UsageError(f"{h.path}: too large to evaluate: {observable} keeps about {alive} "
-                         f"values per cell alive over {cells:,} cells; at most {MAX_ALIVE} "
-                         f"per cell and {MAX_VALUES:,} value-cells per slice of the grid's "
-                         "longest dim (fewer helpers, or shallower nesting)")
-    if cells * alive <= MAX_VALUES:
-        return None, 0
-    return dim, MAX_VALUES // per_slice
+                         f"values per cell alive; at most {MAX_ALIVE} (fewer helpers, or "
+                         "shallower nesting)")
+    return alive
 
 
 def _support(program: Program, axes: Mapping[str, set[str]]) -> dict[str, set[str]]:
@@ -518,33 +630,6 @@ def _evaluate_piece(h: Hypothesis, observable: str, env: dict[str, np.ndarray],
     return (predicted & MASK).astype(np.uint32), scope
 
 
-def _join(parts: list[np.ndarray], shapes: list[tuple[int, ...]], axis: int) -> np.ndarray:
-    """The pieces of one table as one (a constant comes back unbroadcast: each piece is
-    given its own shape first)."""
-    if len(parts) == 1:
-        return parts[0]
-    return np.concatenate([np.broadcast_to(p, shape) for p, shape in zip(parts, shapes,
-                                                                           strict=True)], axis)
-
-
-def _run(h: Hypothesis, grid: xr.Dataset, plans: list) -> tuple[Tables, Tables | None]:
-    tables: Tables = {s: {} for s in h.scorings()}
-    scopes: Tables = {s: {} for s in h.scorings()}
-    for observable, dims, program, steps, (dim, length) in plans:
-        pieces = [grid] if dim is None else [grid.isel({dim: slice(i, i + length)})
-                                            for i in range(0, grid.sizes[dim], length)]
-        axis = dims.index(dim) if dim is not None else 0
-        shapes = [tuple(piece.sizes[d] for d in dims) for piece in pieces]
-        envs = [_grid_env(piece, dims) for piece in pieces]  # broadcast views: no copies
-        for scoring, (moves, rename) in steps.items():
-            parts = [_evaluate_piece(h, observable, env, program, moves, rename)
-                     for env in envs]
-            tables[scoring][observable] = _join([p for p, _ in parts], shapes, axis)
-            if h.where is not None:
-                scopes[scoring][observable] = _join([s for _, s in parts], shapes, axis)
-    return tables, (scopes if h.where is not None else None)
-
-
 def _names(source: str) -> set[str]:
     try:
         return {n.id for n in ast.walk(ast.parse(source, mode="eval")) if isinstance(n, ast.Name)}
@@ -564,14 +649,47 @@ def _needed(lets: tuple[tuple[str, str], ...], targets: list[tuple[str, str]]
     return [(name, source) for name, source in lets if name in wanted]
 
 
+class TableHash:
+    """`table_sha256`, fed a block at a time in `stream_claim`'s order: the same bytes, in
+    bounded memory (a table's claimed-cell bits, 1/32 of its values, wait for its end)."""
+
+    def __init__(self, scoped: bool) -> None:
+        self._hash, self._scoped = hashlib.sha256(), scoped
+        self._table: tuple[str, str] | None = None
+        self._bits: list[bytes] = []
+        self._carry = np.zeros(0, bool)
+
+    def feed(self, piece: Piece) -> None:
+        if (piece.scoring, piece.observable) != self._table:
+            self._flush()
+            self._table = piece.scoring, piece.observable
+            self._hash.update(f"{piece.scoring}|{piece.observable}|{piece.shape}|".encode())
+        self._hash.update(np.ascontiguousarray(piece.values, "<u4").tobytes())
+        if self._scoped:  # packed as one array would be: whole bytes now, the rest carried
+            flat = np.concatenate([self._carry, np.ravel(piece.scope)])
+            whole = flat.size - flat.size % 8
+            self._bits.append(np.packbits(flat[:whole]).tobytes())
+            self._carry = flat[whole:]
+
+    def _flush(self) -> None:
+        if self._table is not None and self._scoped:
+            self._bits.append(np.packbits(self._carry).tobytes())
+            self._hash.update(b"".join(self._bits))
+        self._bits, self._carry = [], np.zeros(0, bool)
+
+    def hexdigest(self) -> str:
+        self._flush()
+        self._table = None
+        return self._hash.hexdigest()
+
+
 def table_sha256(tables: Mapping[str, Mapping[str, np.ndarray]],
                  scopes: Mapping[str, Mapping[str, np.ndarray]] | None = None) -> str:
-    h = hashlib.sha256()
+    """The hash a seal records of a claim's whole tables (`TableHash` streams the same)."""
+    hasher = TableHash(scopes is not None)
     for scoring in sorted(tables):
         for observable in sorted(tables[scoring]):
-            values = np.ascontiguousarray(tables[scoring][observable], "<u4")
-            h.update(f"{scoring}|{observable}|{values.shape}|".encode())
-            h.update(values.tobytes())
-            if scopes is not None:  # the claimed cells are part of what was sealed
-                h.update(np.packbits(scopes[scoring][observable]).tobytes())
-    return h.hexdigest()
+            values = tables[scoring][observable]
+            hasher.feed(Piece(scoring, observable, values.shape, (), values,
+                              None if scopes is None else scopes[scoring][observable]))
+    return hasher.hexdigest()

@@ -179,7 +179,7 @@ def _retired_too_soon(judged: Judged) -> str | None:
         probe = get_probe(str(judged.prov.get("probe")))
     except LabError:
         return None  # said by the checks against its hypotheses
-    retired = set(getattr(probe, "retired", {})) & set(map(str, judged.ds.data_vars))
+    retired = set(getattr(probe, "retired", {})) & set(judged.variables)
     if retired and judged.prov.get("probe_version") == probe.version:
         return (f"{probe.id} version {probe.version} declares {sorted(retired)} retired, yet "
                 "this dataset of that version observes them: retirement needs a newer version")
@@ -209,7 +209,7 @@ def _verify_dataset(path: Path, record: Record, pins: list[dict[str, Any]] | Non
     for entry in (e for e in record.entries if e["probe"] == judged.prov.get("probe")):
         label = f"{name} × {entry['hypothesis']}"
         try:
-            why = not_applicable(load_hypothesis(lab_root() / entry["path"]), judged.ds)
+            why = not_applicable(load_hypothesis(lab_root() / entry["path"]), judged)
             if why:
                 notes.append(f"{label}: not applicable, {why}")
                 continue

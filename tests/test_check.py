@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from toylab import DELETE, ToyLab, invoke
 
-from probelab import check, ledger, prereg, verify
+from probelab import check, ledger, prereg, scoring, verify
 from probelab.errors import Exit, LabError, UsageError
 
 N_CELLS = 16 * 8
@@ -52,7 +52,7 @@ def test_refuted_with_mismatch_details(toylab: ToyLab) -> None:
     literal = doc["kernels"]["add"]["scores"]["literal"]
     assert literal["matches"] == 0 and literal["cells"] == N_CELLS
     shown = literal["first_mismatches"]
-    assert len(shown) == check.MISMATCHES_SHOWN
+    assert len(shown) == scoring.MISMATCHES_SHOWN
     first = shown[0]
     assert first["a"] == 0 and first["b"] == 0
     assert first["label"] == "row00"

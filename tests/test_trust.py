@@ -397,22 +397,23 @@ def _entries(kind: str) -> list[Path]:
 
 def test_a_check_answered_from_the_cache_is_the_check_computed_afresh(toylab: ToyLab,
                                                                       monkeypatch) -> None:
-    """A dataset's content hash (under its bytes' sha256), a claim's tables hash and its
-    scores on those contents are kept on disk: a second check reads them (nothing is
-    evaluated) and gives the same verdict document; a corrupt entry is recomputed, never
+    """A dataset's summary (under its bytes' sha256: content hash, variables, grid), a
+    claim's tables hash and its scores on those contents are kept on disk: a second check
+    reads them (nothing is evaluated, the dataset is not even opened) and gives the same
+    verdict document; a corrupt entry is recomputed, never
     read as an answer."""
-    from probelab import hypothesis
+    from probelab import dataset, scoring
 
     hyp = sealed(toylab, "sum", "a + b")
     data = toylab.as_measured(toylab.sim_dataset())
     cold = check.check(hyp, data)
     assert cold["verdict"] == check.CONFIRMED
-    assert _entries("content") and _entries("scores")
-    evaluate = hypothesis.evaluate_claim
-    monkeypatch.setattr(hypothesis, "evaluate_claim", lambda *a: pytest.fail("evaluated"))
-    assert check.check(hyp, data) == cold  # warm: from the entries
-    monkeypatch.setattr(hypothesis, "evaluate_claim", evaluate)
-    for entry in _entries("scores") + _entries("content"):
+    assert _entries("summary") and _entries("scores")
+    with monkeypatch.context() as warm:
+        warm.setattr(scoring, "stream_claim", lambda *a: pytest.fail("evaluated"))
+        warm.setattr(dataset.Read, "open", lambda *a: pytest.fail("opened"))
+        assert check.check(hyp, data) == cold  # warm: from the entries
+    for entry in _entries("scores") + _entries("summary"):
         entry.write_bytes(b"0" * 64 + b'{"table_sha256": "x", "kernels": {}}')
     assert check.check(hyp, data) == cold  # corrupt: recomputed, and rewritten
     assert all(b'"x"' not in e.read_bytes() for e in _entries("scores"))
@@ -439,7 +440,7 @@ def test_another_probelab_code_never_reads_an_earlier_runs_answers(toylab: ToyLa
     hyp = sealed(toylab, "sum", "a + b")
     data = toylab.as_measured(toylab.sim_dataset())
     cold = check.check(hyp, data)
-    before = {kind: len(_entries(kind)) for kind in ("content", "scores")}
+    before = {kind: len(_entries(kind)) for kind in ("summary", "scores")}
     monkeypatch.setattr(probe_index, "core_digest", lambda: "another probelab")
     assert check.check(hyp, data) == cold
     assert all(len(_entries(kind)) == before[kind] + 1 for kind in before)

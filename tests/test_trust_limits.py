@@ -270,28 +270,37 @@ def test_report_of_a_minimal_forged_verdict_is_marked_not_crashed_on(toylab: Toy
     assert "CONFIRMED" not in result.stdout
 
 
-def test_a_grid_too_large_for_one_go_is_evaluated_in_pieces_and_gives_the_same_tables(
-        monkeypatch) -> None:
-    """Memory stays bounded on a large grid (the b1 lane-id claims: 8.4 M cells): the
-    evaluation runs in slices of the longest dim, and the tables are the one-go tables."""
-    import probelab.hypothesis as hyp
+def test_a_large_grid_is_evaluated_in_blocks_that_give_the_one_go_tables_and_hash() -> None:
+    """Memory stays bounded on a large grid (the N = 256 lane-id claims: 67 M cells): tables
+    are computed a block at a time, in C order, each block with a bounded number of values
+    alive; put together, blocks of any size give the one-go tables, and their streamed hash
+    is the hash of the whole tables (what a seal records)."""
+    from probelab.hypothesis import TableHash, stream_claim, table_sha256
 
-    h = hypothesis('[let]\nx = "a * 3 + b"\n[predict]\nvalue = "x % 7 == 1"\nconst = "5"\n'
-                   '[translations.swap]\na = "b"\nb = "a"\n')
-    grid = big_grid()
+    h = hypothesis('where = "a != b"\n[let]\nx = "a * 3 + b"\n[predict]\n'
+                   'value = "x % 7 == 1"\nconst = "5"\n[translations.swap]\na = "b"\nb = "a"\n')
     observables = {"value": ("a", "b"), "const": ("a", "b")}
-    whole = evaluate_claim(h, grid, observables)[0]
-    monkeypatch.setattr(hyp, "MAX_VALUES", 40_000)  # a few slices of 1024 cells x alive
-    pieces = hyp._pieces(h, "value", grid, ("a", "b"), 2, [compile_program(
-        [("x", "a * 3 + b"), ("predicted", "x % 7 == 1")], ["a", "b"])])
-    assert pieces[0] is not None and 1 <= pieces[1] < grid.sizes[pieces[0]]
-    sliced = evaluate_claim(h, grid, observables)[0]
-    for scoring in whole:
-        for name in observables:
-            got = sliced[scoring][name]
-            assert np.array_equal(np.broadcast_to(whole[scoring][name], got.shape), got), \
-                (scoring, name)
-    assert sliced["swap"]["value"].shape == (grid.sizes["a"], grid.sizes["b"])
+    small = big_grid().isel(a=slice(0, 40), b=slice(0, 24))
+    # one cell per block, odd runs, rows, one block
+    for grid, values in ((small, 1), (small, 7), (small, 100), (big_grid(), 40_000),
+                         (big_grid(), 1 << 30)):
+        whole, scopes = evaluate_claim(h, grid, observables)
+        sealed = table_sha256(whole, scopes)
+        hasher, pieces = TableHash(True), list(stream_claim(h, grid, observables, values))
+        for piece in pieces:
+            hasher.feed(piece)
+            assert piece.values.size <= max(1, values)  # alive per cell: 1 at least
+        assert hasher.hexdigest() == sealed, values
+        for scoring in whole:
+            for name in observables:
+                got = np.zeros(whole[scoring][name].shape, np.uint32)
+                claimed = np.zeros(got.shape, bool)
+                for piece in (p for p in pieces if (p.scoring, p.observable) == (scoring, name)):
+                    got[piece.index], claimed[piece.index] = piece.values, piece.scope
+                assert np.array_equal(got, whole[scoring][name]), (values, scoring, name)
+                assert np.array_equal(claimed, scopes[scoring][name])
+        if values < 1 << 30:  # in blocks indeed
+            assert len(pieces) > 2 * 2 * len(observables)
 
 
 def test_work_is_counted_over_the_dims_each_definition_spans() -> None:

@@ -12,7 +12,7 @@ from toylab import ToyLab
 
 from probelab import codetree, dataset, gitinfo, prereg
 from probelab.check import check
-from probelab.hypothesis import Evaluations, load_hypothesis
+from probelab.hypothesis import Evaluations, evaluate_claim, load_hypothesis, table_sha256
 from probelab.verify import verify_archive
 
 
@@ -33,20 +33,29 @@ def measured(lab: ToyLab, seconds: int = 0, source: Path | None = None,
 
 
 def test_a_claim_is_evaluated_afresh_wherever_what_it_reads_differs(toylab: ToyLab) -> None:
+    """A claim's answer is kept under everything its evaluation reads: the same grid (even a
+    copy) reads the kept answer; other coordinate values, another dtype or another claim in
+    the same file are evaluated afresh, and give what evaluating them gives."""
     path = toylab.write_hyp("sum", "a + b")
     probe, claims = toylab.probe(), Evaluations()
     grid = probe.stimulus()
-    first = claims.claim(load_hypothesis(path), grid, probe.observables)
-    assert claims.claim(load_hypothesis(path), grid.copy(deep=True), probe.observables) is first
-    assert not first.tables["literal"]["value"].flags.writeable  # shared, so read-only
-    shifted = claims.claim(load_hypothesis(path), grid.assign_coords(a=grid.a + 1),
-                           probe.observables)
-    assert shifted.tables["literal"]["value"][0, 0] == 1 != first.tables["literal"]["value"][0, 0]
+    h = load_hypothesis(path)
+
+    def table(g) -> str:
+        return table_sha256(evaluate_claim(h, g, probe.observables)[0])
+
+    first = claims.digest(h, grid, probe.observables)
+    assert first == table(grid)
+    assert claims.key(h, grid.copy(deep=True), probe.observables) == \
+        claims.key(h, grid, probe.observables)
+    shifted = grid.assign_coords(a=grid.a + 1)
+    assert claims.key(h, shifted, probe.observables) != claims.key(h, grid, probe.observables)
+    assert claims.digest(h, shifted, probe.observables) == table(shifted) != first
     wider = grid.assign_coords(b=grid.b.astype("int64"))  # same values, another dtype
-    assert claims.claim(load_hypothesis(path), wider, probe.observables) is not first
+    assert claims.key(h, wider, probe.observables) != claims.key(h, grid, probe.observables)
     toylab.write_hyp("sum", "a * b")  # the same path, another claim
-    other = claims.claim(load_hypothesis(path), grid, probe.observables)
-    assert other.sha256 != first.sha256
+    other = load_hypothesis(path)
+    assert claims.digest(other, grid, probe.observables) != first
 
 
 def test_datasets_of_one_grid_share_an_evaluation_not_a_verdict(toylab: ToyLab) -> None:

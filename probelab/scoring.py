@@ -1,0 +1,136 @@
+"""Scores of a claim against datasets, streamed: the claim's tables come a block at a time
+(probelab.hypothesis.stream_claim), each block is compared with the same block of every
+dataset's observed variable (read lazily, never whole) and hashed, so one pass over a grid
+gives the table hash a seal is checked against and every dataset's scores, in bounded memory.
+
+A score is, per kernel and per scoring (the literal reading, each translation): the claimed
+cells, those that match, and the first mismatches with their coordinates, in the order the
+observables are predicted and, within one, in C order.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from probelab.hypothesis import Hypothesis, Piece, TableHash, stream_claim, table_shapes
+
+MISMATCHES_SHOWN = 8
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _cell(ds: xr.Dataset, observable: str, index: tuple[int, ...]) -> dict[str, Any]:
+    """Every coordinate of one cell: the grid dims and the labels that hang on them (read
+    from the variables: a DataArray per coordinate and cell costs more than the scoring)."""
+    dims = ds.variables[observable].dims
+    point = dict(zip(dims, index, strict=True))
+    cell = {}
+    for name in ds.coords:
+        coord = ds.variables[name]
+        if name != "kernel" and set(coord.dims) <= set(dims):
+            cell[str(name)] = _plain(coord.values[tuple(point[d] for d in coord.dims)])
+    return cell
+
+
+def shape_misfit(ds: xr.Dataset, shapes: Mapping[str, tuple[int, ...]]) -> str | None:
+    """A prediction that cannot be laid over the observed variable (its dims disagree with
+    the dataset's own): nothing can be scored."""
+    for observable, want in shapes.items():
+        got = ds[observable].shape
+        if want not in (got, got[1:]):
+            return (f"the prediction for {observable} has shape {want}, the dataset's "
+                    f"variable {got}: the dataset's dims contradict its record")
+    return None
+
+
+@dataclass
+class _Tally:
+    matches: int = 0
+    cells: int = 0
+    shown: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _Target:
+    """One dataset being scored: a tally per (kernel, scoring, observable)."""
+
+    def __init__(self, ds: xr.Dataset, kernels: Sequence[str]) -> None:
+        self.ds, self.kernels = ds, list(kernels)
+        labels = [str(k) for k in ds.kernel.values]
+        self.index = {k: labels.index(k) for k in self.kernels}
+        self.tallies: dict[tuple[str, str, str], _Tally] = {}
+
+    def compare(self, piece: Piece) -> None:
+        var = self.ds.variables[piece.observable]
+        per_kernel = len(piece.shape) == var.ndim  # predicted per kernel: dims start with it
+        for kernel in self.kernels:
+            ki = self.index[kernel]
+            if per_kernel:
+                first = piece.index[0]
+                if not first.start <= ki < first.stop:
+                    continue
+                rest, at = piece.index[1:], ki - first.start
+                want = piece.values[at]
+                claimed = None if piece.scope is None else piece.scope[at]
+            else:
+                rest, want, claimed = piece.index, piece.values, piece.scope
+            got = np.asarray(var[(ki, *rest)].values)
+            self._tally(kernel, piece, rest, want, got, claimed)
+
+    def _tally(self, kernel: str, piece: Piece, rest: tuple[slice, ...], want: np.ndarray,
+               got: np.ndarray, claimed: np.ndarray | None) -> None:
+        tally = self.tallies.setdefault((kernel, piece.scoring, piece.observable), _Tally())
+        claimed = np.ones(np.shape(want), bool) if claimed is None else claimed
+        diff = (got != want) & claimed
+        count = int(np.count_nonzero(claimed))
+        tally.cells += count
+        tally.matches += count - int(np.count_nonzero(diff))
+        room = MISMATCHES_SHOWN - len(tally.shown)
+        wanted = np.broadcast_to(want, diff.shape)
+        for flat in np.flatnonzero(diff)[:room] if room > 0 else ():
+            local = np.unravel_index(flat, diff.shape)
+            index = tuple(int(i) + (s.start if rest else 0)
+                          for i, s in zip(local, rest or [slice(0, 0)] * len(local),
+                                          strict=True))
+            tally.shown.append(_cell(self.ds, piece.observable, (self.index[kernel], *index))
+                               | {"observable": piece.observable,
+                                  "predicted": f"{int(wanted[local]):#010x}",
+                                  "observed": f"{int(got[local]):#010x}"})
+
+    def scores(self, h: Hypothesis) -> dict[str, dict[str, Any]]:
+        """{kernel: {scoring: {matches, cells, first_mismatches}}}."""
+        out: dict[str, dict[str, Any]] = {}
+        for kernel in self.kernels:
+            per = out.setdefault(kernel, {})
+            for scoring in h.scorings():
+                tallies = [self.tallies.get((kernel, scoring, o), _Tally()) for o in h.predict]
+                shown = [cell for t in tallies for cell in t.shown][:MISMATCHES_SHOWN]
+                per[scoring] = {"matches": sum(t.matches for t in tallies),
+                                "cells": sum(t.cells for t in tallies),
+                                "first_mismatches": shown}
+        return out
+
+
+def score_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]],
+                targets: Sequence[tuple[xr.Dataset, Sequence[str]]]
+                ) -> tuple[str, list[dict[str, Any]]]:
+    """(the claim's table hash on `grid`, per target the scores of its kernels or its shape
+    misfit): one pass over the claim's tables for every dataset of `targets` (datasets of the
+    grid's own coordinates, each with the kernels to score)."""
+    shapes = table_shapes(h, grid, observables)
+    live = [_Target(ds, kernels) for ds, kernels in targets]
+    misfits = [shape_misfit(t.ds, shapes) for t in live]
+    scored = [t for t, misfit in zip(live, misfits, strict=True) if misfit is None]
+    hasher = TableHash(h.where is not None)
+    for piece in stream_claim(h, grid, observables):
+        hasher.feed(piece)
+        for target in scored:
+            target.compare(piece)
+    digest = hasher.hexdigest()
+    return digest, [{"misfit": misfit} if misfit else
+                    {"table_sha256": digest, "kernels": target.scores(h)}
+                    for target, misfit in zip(live, misfits, strict=True)]
