@@ -207,9 +207,14 @@ def _scored_claim(claims: Evaluations, h: Hypothesis, judged: "Judged", kernels:
 def score_key(claims: Evaluations, h: Hypothesis, judged: "Judged", kernels: list[str]) -> str:
     """Where a claim's scores on a dataset are kept: the claim's key on the dataset's grid
     and the dataset's content hash (known without opening it: its summary)."""
-    dims = observed_dims(judged.variables, judged.prov, h.probe)
-    return cache_key(claim=claims.key(h, judged.summary.grid, dims), content=judged.content,
+    return cache_key(claim=claim_key(claims, h, judged), content=judged.content,
                      kernels=kernels)
+
+
+def claim_key(claims: Evaluations, h: Hypothesis, judged: "Judged") -> str:
+    """The claim's key on the dataset's grid, as the dataset records its observables."""
+    return claims.key(h, judged.summary.grid, observed_dims(judged.variables, judged.prov,
+                                                            h.probe))
 
 
 def prescore(claims: Evaluations, h: Hypothesis, group: list[tuple["Judged", list[str]]]
@@ -220,7 +225,7 @@ def prescore(claims: Evaluations, h: Hypothesis, group: list[tuple["Judged", lis
     first = group[0][0]
     dims = observed_dims(first.variables, first.prov, h.probe)
     digest, scored = score_claim(h, first.ds, dims, [(j.ds, k) for j, k in group])
-    claims.remember(claims.key(h, first.summary.grid, dims), digest)
+    claims.remember(claim_key(claims, h, first), digest)
     answers = [json.dumps(doc).encode() for doc in scored]
     for (judged, kernels), answer in zip(group, answers, strict=True):
         claims.cached("scores", score_key(claims, h, judged, kernels), lambda a=answer: a)

@@ -33,6 +33,7 @@ import stat
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # the probe protocol imports nothing of this module's at run 
     from probelab.probe import Probe
 
 MAX_FILE_BYTES = 1 << 20
+MEMO_FILES, MEMO_BYTES = 1024, 1 << 16  # parsed files kept per process: at most 64 MiB
 MAX_VARIANTS = 8  # translations, and near misses, per file
 # What evaluating one file may cost over a grid, bounded before any of it runs: node-cells
 # (syntax nodes x cells, summed over observables and scorings: time) and values alive per
@@ -132,6 +134,13 @@ def _control_character(doc: object) -> str | None:
 
 
 def parse_hypothesis(path: Path, raw: bytes) -> Hypothesis:
+    """A hypothesis file's bytes, parsed and validated (UsageError where they are not one);
+    the same small file's bytes at the same path are parsed once per process (a Hypothesis is
+    frozen; what is kept is bounded: MEMO_FILES files of at most MEMO_BYTES)."""
+    return (_parsed if len(raw) <= MEMO_BYTES else _parse)(path, raw)
+
+
+def _parse(path: Path, raw: bytes) -> Hypothesis:
     if len(raw) > MAX_FILE_BYTES:
         raise UsageError(f"{path}: {len(raw)} bytes; hypothesis files are at most {MAX_FILE_BYTES}")
     try:
@@ -207,6 +216,9 @@ def parse_hypothesis(path: Path, raw: bytes) -> Hypothesis:
         near_misses={k: _strings(v, f"near_misses.{k}") for k, v in near.items()},
         agrees_with=tuple(agrees), model=doc.get("model"),
     )
+
+
+_parsed = lru_cache(maxsize=MEMO_FILES)(_parse)
 
 
 def read_capped(path: Path) -> bytes | None:
@@ -519,6 +531,15 @@ class Evaluations:
         its own."""
         self.cached("tables", key, digest.encode)
 
+    def has(self, kind: str, key: str) -> bool:
+        """Whether this run or the on-disk cache holds an answer under `key` (nothing is
+        built)."""
+        try:
+            self.cached(kind, key, _absent)
+        except _Absent:
+            return False
+        return True
+
     def cached(self, kind: str, key: str, build: Callable[[], bytes]) -> bytes:
         """An answer of this run (tables' hashes, scores: small), else the on-disk cache's
         (probelab.cache), else `build`'s, kept in both."""
@@ -527,6 +548,14 @@ class Evaluations:
         if (kind, key) not in self._memo:
             self._memo[kind, key] = cached_bytes(kind, key, build)[0]
         return self._memo[kind, key]
+
+
+class _Absent(Exception):
+    """No answer was kept (`Evaluations.has`)."""
+
+
+def _absent() -> bytes:
+    raise _Absent
 
 
 def _with_model(h: Hypothesis, grid: xr.Dataset) -> xr.Dataset:

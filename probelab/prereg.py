@@ -273,41 +273,43 @@ def verify_seals(record: Record | None = None) -> list[dict[str, Any]]:
     """Check the chain and every sealed file; returns one row per entry. Raises on a break.
     `record`: the sealed record as already read, for a run of checks (otherwise read here)."""
     record = record or Record.read()
-    rows = []
-    for entry in record.entries:
-        problems, notes = [], []
-        path = lab_root() / entry["path"]
+    return [seal_row(entry, record) for entry in record.entries]
+
+
+def seal_row(entry: dict[str, Any], record: Record) -> dict[str, Any]:
+    """One sealed file checked: intact, still evaluating to its sealed table on its probe's
+    grid, carried by a commit (`verify_seals`'s row)."""
+    problems, notes = [], []
+    path = lab_root() / entry["path"]
+    try:
+        raw, replaced = (read_capped(path) if path.exists() else None), None
+    except UsageError as exc:
+        raw, replaced = None, str(exc)
+    if not path.exists():
+        problems.append("sealed file is missing")
+    elif replaced:
+        problems.append(f"sealed file is replaced: {replaced}")
+    elif raw is None or hashlib.sha256(raw).hexdigest() != entry["file_sha256"]:
+        problems.append("file no longer hashes to its seal (edited after sealing)")
+    else:
         try:
-            raw, replaced = (read_capped(path) if path.exists() else None), None
-        except UsageError as exc:
-            raw, replaced = None, str(exc)
-        if not path.exists():
-            problems.append("sealed file is missing")
-        elif replaced:
-            problems.append(f"sealed file is replaced: {replaced}")
-        elif raw is None or hashlib.sha256(raw).hexdigest() != entry["file_sha256"]:
-            problems.append("file no longer hashes to its seal (edited after sealing)")
-        else:
-            try:
-                h = load_hypothesis(path)
-                if retired := retired_observables(h):
-                    notes.append(f"predicts {retired}, which {h.probe} no longer observes: "
-                                 "sealed for an earlier version of the probe, not re-evaluated "
-                                 "on its grid (datasets that observed them are still scored)")
-                else:
-                    _, grid_hash, table_hash = evaluate(h, record.claims)
-                    if grid_hash == entry["grid_sha256"] and \
-                            table_hash != entry["table_sha256"]:
-                        problems.append("prediction no longer evaluates to the sealed table")
-            except LabError as exc:  # e.g. an observable gone without being retired
-                problems.append(f"no longer evaluates on the probe: {exc}")
-        if ledger.sealed_time(entry) is None:
-            problems.append(f"sealed_at {entry['sealed_at']!r} is not an unambiguous time")
-        commit = record.commit(entry)
-        if commit is None:
-            problems.append("no commit carries this seal with the file as sealed"
-                            if gitinfo.has_history() else gitinfo.NO_HISTORY)
-        rows.append({"seq": entry["seq"], "probe": entry["probe"], "id": entry["hypothesis"],
-                     "path": entry["path"], "sealed_at": entry["sealed_at"], "commit": commit,
-                     "ok": not problems, "problems": problems, "notes": notes})
-    return rows
+            h = load_hypothesis(path)
+            if retired := retired_observables(h):
+                notes.append(f"predicts {retired}, which {h.probe} no longer observes: "
+                             "sealed for an earlier version of the probe, not re-evaluated "
+                             "on its grid (datasets that observed them are still scored)")
+            else:
+                _, grid_hash, table_hash = evaluate(h, record.claims)
+                if grid_hash == entry["grid_sha256"] and table_hash != entry["table_sha256"]:
+                    problems.append("prediction no longer evaluates to the sealed table")
+        except LabError as exc:  # e.g. an observable gone without being retired
+            problems.append(f"no longer evaluates on the probe: {exc}")
+    if ledger.sealed_time(entry) is None:
+        problems.append(f"sealed_at {entry['sealed_at']!r} is not an unambiguous time")
+    commit = record.commit(entry)
+    if commit is None:
+        problems.append("no commit carries this seal with the file as sealed"
+                        if gitinfo.has_history() else gitinfo.NO_HISTORY)
+    return {"seq": entry["seq"], "probe": entry["probe"], "id": entry["hypothesis"],
+            "path": entry["path"], "sealed_at": entry["sealed_at"], "commit": commit,
+            "ok": not problems, "problems": problems, "notes": notes}

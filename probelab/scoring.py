@@ -18,6 +18,9 @@ import xarray as xr
 from probelab.hypothesis import Hypothesis, Piece, TableHash, stream_claim, table_shapes
 
 MISMATCHES_SHOWN = 8
+# a kernel's observed values are read whole up to this size, so every compressed chunk of
+# the file is decoded once (blocks read alone would decode a chunk once per block it spans)
+SLAB_BYTES = 256 << 20
 
 
 def _plain(value: Any) -> Any:
@@ -63,6 +66,25 @@ class _Target:
         labels = [str(k) for k in ds.kernel.values]
         self.index = {k: labels.index(k) for k in self.kernels}
         self.tallies: dict[tuple[str, str, str], _Tally] = {}
+        self._slab: tuple[str, int | None, np.ndarray] | None = None
+
+    def _observed(self, observable: str, ki: int, rest: tuple[slice, ...], per_kernel: bool
+                  ) -> np.ndarray:
+        """The observed values of kernel `ki` at `rest`, read from a slab kept while the
+        blocks walk it (one at a time: the whole variable where small enough, else one
+        kernel's where the blocks go kernel by kernel), else for this block alone."""
+        var = self.ds.variables[observable]
+        whole = var.size * var.dtype.itemsize
+        if whole <= SLAB_BYTES:
+            slab: tuple[str, int | None] = observable, None
+        elif per_kernel and whole // max(var.shape[0], 1) <= SLAB_BYTES:
+            slab = observable, ki
+        else:
+            return np.asarray(var[(ki, *rest)].values)
+        if self._slab is None or self._slab[:2] != slab:
+            self._slab = None  # freed before the next is read
+            self._slab = (*slab, np.asarray((var if slab[1] is None else var[ki]).values))
+        return self._slab[2][(ki, *rest) if slab[1] is None else rest]
 
     def compare(self, piece: Piece) -> None:
         var = self.ds.variables[piece.observable]
@@ -78,7 +100,7 @@ class _Target:
                 claimed = None if piece.scope is None else piece.scope[at]
             else:
                 rest, want, claimed = piece.index, piece.values, piece.scope
-            got = np.asarray(var[(ki, *rest)].values)
+            got = self._observed(piece.observable, ki, rest, per_kernel)
             self._tally(kernel, piece, rest, want, got, claimed)
 
     def _tally(self, kernel: str, piece: Piece, rest: tuple[slice, ...], want: np.ndarray,

@@ -9,34 +9,19 @@ data no longer reproduce, and one that does not count or that no check accounts 
 """
 
 import itertools
-import json
+import multiprocessing
 import os
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from probelab import codetree, dataset, gitinfo, manifest, written
-from probelab.check import (
-    CONFIRMED,
-    REFUTED,
-    TAMPERED,
-    Judged,
-    check,
-    judge,
-    kernel_statuses,
-    measuring_code,
-    not_applicable,
-    recordable,
-    render_json,
-    save_verdict,
-    verdict_path,
-    verdict_words,
-)
-from probelab.errors import HistoryError, IntegrityError, LabError
-from probelab.hypothesis import load_hypothesis
+from probelab import codetree, gitinfo, manifest, written
+from probelab.check import measuring_code
+from probelab.errors import HistoryError, IntegrityError
 from probelab.paths import data_dir, lab_root
-from probelab.prereg import Record, verify_seals
-from probelab.probe import get_probe
-from probelab.records import toolchain_name
+from probelab.prereg import Record
+from probelab.verify_unit import Unit, plan, run_unit
 
 EXPECTED_SUFFIXES = (".nc", ".verdict.json", ".png", ".svg", ".md")
 VERDICT = ".verdict.json"
@@ -53,19 +38,27 @@ def archive_files(root: Path) -> tuple[list[Path], list[Path]]:
     return sorted(files), sorted(links)
 
 
-def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, Any]:
+Runner = Callable[[list[Unit], Record, "list[dict[str, Any]] | None", bool,
+                   Callable[[str], None]], list[dict[str, Any]]]
+
+
+def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
+                   runner: Runner | None = None,
+                   step: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """Verify the archive: the record, then each probe's unit (probelab.verify_unit), then
+    what spans units. `jobs`: processes that check units side by side (0: one per core);
+    `runner`: who runs the units instead (a fleet: probelab.fleet.verify_units), which must
+    give each unit's result as `run_unit` does; `step`: told of each unit done."""
     root = root or data_dir()
     result: dict[str, Any] = {"seals": [], "checks": [], "problems": [], "notes": [],
-                              "toolchains": []}
+                              "toolchains": [], "datasets": 0}
     try:
         record = Record.read()  # read once: every check below shares it
-        result["seals"] = verify_seals(record)
     except IntegrityError as exc:
         what = "history" if isinstance(exc, HistoryError) else "ledger"
         result["problems"].append(f"{what}: {exc}")
         return result
     problems, notes = result["problems"], result["notes"]
-    problems += [f"seal {s['path']}: {p}" for s in result["seals"] for p in s["problems"]]
     files, links = archive_files(root) if root.exists() else ([], [])
     problems += [f"{rel(link)}: a symbolic link in the archive (to {os.readlink(link)}); a "
                  "dataset is the file itself, kept in data/" for link in links]
@@ -86,24 +79,76 @@ def verify_archive(write: bool = False, root: Path | None = None) -> dict[str, A
     problems += [f"{pin['path']}: pinned in the manifest, but the file is gone; a measurement "
                  "stays in the archive, refuted or not" for pin in pins or []
                  if not (lab_root() / pin["path"]).is_file()]
-    accounted: set[Path] = set()
-    counted: dict[tuple, list[tuple]] = {}  # (probe, target, hypothesis) -> its verdicts
     datasets = [p for p in files if p.suffix == ".nc"]
+    result["datasets"] = len(datasets)
+    units = plan(datasets, record)
+    done = (runner or _local(jobs))(units, record, pins, write, step)
+    seals = {row["seq"]: row for unit in done for row in unit["seals"]}
+    result["seals"] = [seals[e["seq"]] for e in record.entries]
+    problems[:0] = [f"seal {s['path']}: {p}" for s in result["seals"] for p in s["problems"]]
+    per = {name: out for unit in done for name, out in unit["datasets"].items()}
     changed = written.rewritten_all(datasets)  # one history read for the whole archive
+    counted: dict[tuple, list[tuple]] = {}  # (probe, target, hypothesis) -> its verdicts
+    accounted: set[str] = set()
     for path in datasets:
-        problems += [f"{rel(path)}: {why}" for why in changed[path]]  # whatever it says
-        accounted |= _verify_dataset(path, record, pins, write, result, counted)
+        name, out = rel(path), per[rel(path)]
+        problems += [f"{name}: {why}" for why in changed[path]]  # whatever it says
+        problems += out["problems"]
+        notes += out["notes"]
+        result["checks"] += out["checks"]
+        for key, run in out["counted"]:
+            counted.setdefault(tuple(key), []).append(tuple(run))
+        accounted |= set(out["accounted"])
     _flips(counted, result)
     result["toolchains"] = across_toolchains(counted)
     notes += [f"{row['probe']} {row['target']} × {row['hypothesis']} (version "
               f"{row['probe_version']}): changes with the "
               "compiler (" + ", ".join(f"{v} under {t}" for t, v in row["verdicts"].items())
               + ")" for row in result["toolchains"] if not row["same"]]
-    for stray in (p for p in files if p.name.endswith(VERDICT) and p not in accounted):
+    for stray in (p for p in files if p.name.endswith(VERDICT) and rel(p) not in accounted):
         problems.append(f"{rel(stray)}: a recorded verdict that no sealed hypothesis of its "
                         "dataset reproduces (never sealed, not applicable, or its dataset is "
                         "gone): it does not count")
     return result
+
+
+_SHARED: dict[str, Any] = {}  # what forked workers read: the record and pins, as read
+
+
+def _local(jobs: int) -> Runner:
+    """Units run here: one after another, or in `jobs` forked processes (0: one per core),
+    each inheriting the record as read (fork: no copy until written)."""
+    def run(units: list[Unit], record: Record, pins: list[dict[str, Any]] | None,
+            write: bool, step: Callable[[str], None]) -> list[dict[str, Any]]:
+        workers = min(jobs or os.cpu_count() or 1, len(units))
+        if workers <= 1:
+            out = []
+            for i, unit in enumerate(units):
+                out.append(run_unit(unit, record, pins, write))
+                step(_progress(i + 1, units, unit))
+            return out
+        _SHARED.update(record=record, pins=pins, write=write)
+        context = multiprocessing.get_context("fork")
+        try:
+            with ProcessPoolExecutor(workers, mp_context=context) as pool:
+                futures = {pool.submit(_shared_unit, unit): unit for unit in units}
+                results = {}
+                for i, future in enumerate(as_completed(futures)):
+                    results[futures[future]] = future.result()
+                    step(_progress(i + 1, units, futures[future]))
+        finally:
+            _SHARED.clear()
+        return [results[unit] for unit in units]
+    return run
+
+
+def _shared_unit(unit: Unit) -> dict[str, Any]:
+    return run_unit(unit, _SHARED["record"], _SHARED["pins"], _SHARED["write"])
+
+
+def _progress(done: int, units: list[Unit], unit: Unit) -> str:
+    return (f"verify: {done}/{len(units)} probes ({unit.probe}: {len(unit.datasets)} "
+            f"datasets, {len(unit.entries)} sealed)")
 
 
 def _uncommitted_pins() -> list[str]:
@@ -170,92 +215,3 @@ def across_toolchains(counted: dict[tuple, list[tuple]]) -> list[dict[str, Any]]
              "same": len({v for _, v in slot.values()}) == 1}
             for (probe, target, hypothesis, version), slot in sorted(grouped.items())
             if len(slot) > 1]
-
-
-def _retired_too_soon(judged: Judged) -> str | None:
-    """Retirement needs a newer probe version: data of the probe's current version must not
-    observe what it declares retired."""
-    try:
-        probe = get_probe(str(judged.prov.get("probe")))
-    except LabError:
-        return None  # said by the checks against its hypotheses
-    retired = set(getattr(probe, "retired", {})) & set(judged.variables)
-    if retired and judged.prov.get("probe_version") == probe.version:
-        return (f"{probe.id} version {probe.version} declares {sorted(retired)} retired, yet "
-                "this dataset of that version observes them: retirement needs a newer version")
-    return None
-
-
-def _verify_dataset(path: Path, record: Record, pins: list[dict[str, Any]] | None, write: bool,
-                    result: dict[str, Any], counted: dict[tuple, list[tuple]]) -> set[Path]:
-    """Check one dataset against every sealed hypothesis of its probe into `result` (and its
-    counted verdicts into `counted`); returns the recorded verdict files it accounts for.
-    `pins`: the manifest as read (None where it is broken: each dataset then says so)."""
-    problems, notes, name = result["problems"], result["notes"], rel(path)
-    try:
-        judged = judge(path, history=False, pins=pins)  # history: said for the archive
-    except LabError as exc:
-        problems.append(f"{name}: {exc}")
-        return set()
-    if judged.problem:  # before its probe or target are believed
-        problems.append(f"{name}: {judged.problem}")
-        return set()
-    if dataset.simulated(judged.prov):
-        problems.append(f"{name}: simulated dataset among measurements")
-        return set()
-    if why := _retired_too_soon(judged):
-        problems.append(f"{name}: {why}")
-    accounted = set()
-    for entry in (e for e in record.entries if e["probe"] == judged.prov.get("probe")):
-        label = f"{name} × {entry['hypothesis']}"
-        try:
-            why = not_applicable(load_hypothesis(lab_root() / entry["path"]), judged)
-            if why:
-                notes.append(f"{label}: not applicable, {why}")
-                continue
-            doc = check(lab_root() / entry["path"], path, judged, record)
-        except LabError as exc:
-            problems.append(f"{label}: {exc}")
-            continue
-        recorded_path = verdict_path(path, entry["hypothesis"])
-        accounted.add(recorded_path)
-        recorded, was = _recorded(recorded_path, doc)
-        if write and recorded != "same" and recordable(doc):
-            save_verdict(doc, path)
-            recorded = "written"
-        result["checks"].append({"dataset": name, "hypothesis": entry["hypothesis"],
-                                 "verdict": verdict_words(doc), "recorded": recorded,
-                                 "kernels": kernel_statuses(doc)})
-        if doc["verdict"] == TAMPERED:
-            problems.append(f"{label}: " + "; ".join(doc["reasons"]))
-        if doc["verdict"] in (CONFIRMED, REFUTED):  # a static dataset: per toolchain too
-            key = (judged.prov.get("probe"), judged.prov.get("target"), entry["hypothesis"],
-                   toolchain_name(judged.prov))
-            counted.setdefault(key, []).append((name, doc["verdict"], judged.prov["git_head"],
-                                                judged.prov.get("probe_version"), judged.prov))
-        if not recordable(doc):
-            if recorded != "missing":
-                problems.append(f"{label}: a {doc['verdict']} verdict is recorded, but it "
-                                "does not count; a verdict file claims a result")
-        elif recorded in ("differs", "unreadable"):
-            what = (f"recorded verdict {recorded} (it says {was}, the data give "
-                    f"{doc['verdict']} now)" if was != doc["verdict"] else
-                    f"recorded verdict file differs in its details (the verdict, "
-                    f"{was}, is the same; `probelab verify --write` re-records it)")
-            problems.append(f"{label}: {what}")
-        elif recorded == "missing":
-            notes.append(f"{label}: no recorded verdict (probelab verify --write records it)")
-    return accounted
-
-
-def _recorded(path: Path, doc: dict[str, Any]) -> tuple[str, Any]:
-    """How the verdict file at `path` compares with `doc`: (missing | same | differs |
-    unreadable, the verdict it records)."""
-    if not path.exists():
-        return "missing", None
-    try:
-        old = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return "unreadable", None
-    same = old == json.loads(render_json(doc))
-    return "same" if same else "differs", old.get("verdict") if isinstance(old, dict) else None

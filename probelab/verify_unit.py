@@ -1,0 +1,231 @@
+"""One unit of `probelab verify`: a probe's datasets and sealed files, checked together.
+
+A unit is the probe folder of the archive (data/PROBE/) with the ledger entries of that
+probe: its datasets are judged (bytes, pin, content), each sealed claim is evaluated once per
+grid and scored against every dataset of that grid in one streamed pass
+(probelab.check.prescore), then each seal and each (dataset, hypothesis) check is made as
+`probelab check` makes it, reading those answers. Units share nothing but the sealed record,
+so they run in any order, in other processes or on other machines, with the same result;
+`verify` puts them together and judges what spans the archive (flips, toolchains, strays).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from probelab import dataset
+from probelab.check import (
+    CONFIRMED,
+    REFUTED,
+    TAMPERED,
+    Judged,
+    check,
+    claim_key,
+    judge,
+    kernel_statuses,
+    not_applicable,
+    prescore,
+    recordable,
+    render_json,
+    save_verdict,
+    score_key,
+    verdict_path,
+    verdict_words,
+)
+from probelab.errors import LabError
+from probelab.hypothesis import Hypothesis, load_hypothesis
+from probelab.paths import lab_root
+from probelab.prereg import Record, seal_row
+from probelab.probe import get_probe
+from probelab.records import toolchain_name
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A probe's datasets (lab-relative paths) and the seqs of its ledger entries; `cost`
+    orders the work (grid cells x claims: the largest first keeps workers busy)."""
+
+    probe: str
+    datasets: tuple[str, ...]
+    entries: tuple[int, ...]
+    cost: int = 0
+
+
+def plan(datasets: list[Path], record: Record) -> list[Unit]:
+    """One unit per probe folder of the archive and per probe with sealed files, costliest
+    first. A dataset's unit is its folder's name: a dataset whose provenance says otherwise
+    is misplaced, which its judgement says."""
+    folders: dict[str, list[str]] = {}
+    for path in datasets:
+        name = rel(path)
+        folders.setdefault(Path(name).parts[1] if len(Path(name).parts) > 2 else "",
+                           []).append(name)
+    sealed: dict[str, list[int]] = {}
+    for entry in record.entries:
+        sealed.setdefault(entry["probe"], []).append(entry["seq"])
+    units = []
+    for probe in sorted(set(folders) | set(sealed)):
+        paths = tuple(sorted(folders.get(probe, ())))
+        units.append(Unit(probe, paths, tuple(sealed.get(probe, ())),
+                          _cost(paths, len(sealed.get(probe, ())))))
+    return sorted(units, key=lambda u: (-u.cost, u.probe))
+
+
+def _cost(paths: tuple[str, ...], claims: int) -> int:
+    """About how much work a unit is: its datasets' bytes on disk (their grids compress
+    alike) times its claims, and its claims alone where it has no dataset."""
+    size = sum((lab_root() / p).stat().st_size for p in paths if (lab_root() / p).is_file())
+    return (size + 1) * (claims + 1)
+
+
+def rel(path: Path) -> str:
+    return path.relative_to(lab_root()).as_posix()
+
+
+def run_unit(unit: Unit, record: Record, pins: list[dict[str, Any]] | None, write: bool
+             ) -> dict[str, Any]:
+    """Check a unit: {"seals": its seal rows, "datasets": {path: what verify says of it}}
+    (each: problems, notes, checks, counted verdicts, the verdict files it accounts for and
+    the sha256 of the bytes it judged). `pins`: the manifest as read (None where broken)."""
+    entries = [e for e in record.entries if e["seq"] in set(unit.entries)]
+    judged: dict[str, Judged | str] = {}
+    for name in unit.datasets:
+        try:
+            judged[name] = judge(lab_root() / name, history=False, pins=pins)
+        except LabError as exc:  # history: said for the whole archive
+            judged[name] = f"{exc}"
+    _prescore(judged, record)
+    return {"seals": [seal_row(entry, record) for entry in entries],
+            "datasets": {name: _verify_dataset(name, j, record, write)
+                         for name, j in judged.items()}}
+
+
+def _scorable(judged: dict[str, Judged | str]) -> list[Judged]:
+    return [j for j in judged.values() if isinstance(j, Judged) and not j.problem
+            and not dataset.simulated(j.prov)]
+
+
+def _applicable(judged: Judged, record: Record) -> list[tuple[dict[str, Any], Hypothesis]]:
+    """The ledger entries of the dataset's probe whose files load and apply to it."""
+    found = []
+    for entry in (e for e in record.entries if e["probe"] == judged.prov.get("probe")):
+        try:
+            h = load_hypothesis(lab_root() / entry["path"])
+            if not_applicable(h, judged) is None:
+                found.append((entry, h))
+        except LabError:
+            continue  # said by its check
+    return found
+
+
+def _prescore(judged: dict[str, Judged | str], record: Record) -> None:
+    """Every claim that some dataset of the unit has no answer for yet, evaluated once per
+    grid and scored against all of that grid's datasets at once."""
+    claims = record.claims
+    groups: dict[tuple[str, str], tuple[Hypothesis, list[tuple[Judged, list[str]]]]] = {}
+    for j in _scorable(judged):
+        kernels = list(j.summary.kernels)
+        for _entry, h in _applicable(j, record):
+            try:
+                if claims.has("scores", score_key(claims, h, j, kernels)):
+                    continue
+                claim = claim_key(claims, h, j)
+            except LabError:
+                continue  # said by its check
+            groups.setdefault((h.path.as_posix(), claim), (h, []))[1].append((j, kernels))
+    for h, group in groups.values():
+        try:
+            prescore(claims, h, group)
+        except LabError:
+            continue  # each check then says why, as it would alone
+
+
+def _retired_too_soon(judged: Judged) -> str | None:
+    """Retirement needs a newer probe version: data of the probe's current version must not
+    observe what it declares retired."""
+    try:
+        probe = get_probe(str(judged.prov.get("probe")))
+    except LabError:
+        return None  # said by the checks against its hypotheses
+    retired = set(getattr(probe, "retired", {})) & set(judged.variables)
+    if retired and judged.prov.get("probe_version") == probe.version:
+        return (f"{probe.id} version {probe.version} declares {sorted(retired)} retired, yet "
+                "this dataset of that version observes them: retirement needs a newer version")
+    return None
+
+
+def _verify_dataset(name: str, judged: Judged | str, record: Record, write: bool
+                    ) -> dict[str, Any]:
+    """What verify says of one dataset against every sealed hypothesis of its probe."""
+    out: dict[str, Any] = {"problems": [], "notes": [], "checks": [], "counted": [],
+                           "accounted": [], "file_sha256": None}
+    problems, notes = out["problems"], out["notes"]
+    if isinstance(judged, str):
+        problems.append(f"{name}: {judged}")
+        return out
+    out["file_sha256"] = judged.read.file_sha256
+    if judged.problem:  # before its probe or target are believed
+        problems.append(f"{name}: {judged.problem}")
+        return out
+    if dataset.simulated(judged.prov):
+        problems.append(f"{name}: simulated dataset among measurements")
+        return out
+    if why := _retired_too_soon(judged):
+        problems.append(f"{name}: {why}")
+    path = lab_root() / name
+    for entry in (e for e in record.entries if e["probe"] == judged.prov.get("probe")):
+        label = f"{name} × {entry['hypothesis']}"
+        try:
+            why = not_applicable(load_hypothesis(lab_root() / entry["path"]), judged)
+            if why:
+                notes.append(f"{label}: not applicable, {why}")
+                continue
+            doc = check(lab_root() / entry["path"], path, judged, record)
+        except LabError as exc:
+            problems.append(f"{label}: {exc}")
+            continue
+        recorded_path = verdict_path(path, entry["hypothesis"])
+        out["accounted"].append(rel(recorded_path))
+        recorded, was = _recorded(recorded_path, doc)
+        if write and recorded != "same" and recordable(doc):
+            save_verdict(doc, path)
+            recorded = "written"
+        out["checks"].append({"dataset": name, "hypothesis": entry["hypothesis"],
+                              "verdict": verdict_words(doc), "recorded": recorded,
+                              "kernels": kernel_statuses(doc)})
+        if doc["verdict"] == TAMPERED:
+            problems.append(f"{label}: " + "; ".join(doc["reasons"]))
+        if doc["verdict"] in (CONFIRMED, REFUTED):  # a static dataset: per toolchain too
+            key = (judged.prov.get("probe"), judged.prov.get("target"), entry["hypothesis"],
+                   toolchain_name(judged.prov))
+            out["counted"].append((key, (name, doc["verdict"], judged.prov["git_head"],
+                                         judged.prov.get("probe_version"), judged.prov)))
+        if not recordable(doc):
+            if recorded != "missing":
+                problems.append(f"{label}: a {doc['verdict']} verdict is recorded, but it "
+                                "does not count; a verdict file claims a result")
+        elif recorded in ("differs", "unreadable"):
+            what = (f"recorded verdict {recorded} (it says {was}, the data give "
+                    f"{doc['verdict']} now)" if was != doc["verdict"] else
+                    f"recorded verdict file differs in its details (the verdict, "
+                    f"{was}, is the same; `probelab verify --write` re-records it)")
+            problems.append(f"{label}: {what}")
+        elif recorded == "missing":
+            notes.append(f"{label}: no recorded verdict (probelab verify --write records it)")
+    return out
+
+
+def _recorded(path: Path, doc: dict[str, Any]) -> tuple[str, Any]:
+    """How the verdict file at `path` compares with `doc`: (missing | same | differs |
+    unreadable, the verdict it records)."""
+    if not path.exists():
+        return "missing", None
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return "unreadable", None
+    same = old == json.loads(render_json(doc))
+    return "same" if same else "differs", old.get("verdict") if isinstance(old, dict) else None
