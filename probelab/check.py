@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from probelab import codetree, dataset, gitinfo, ledger, manifest, written
+from probelab import codetree, dataset, depends, gitinfo, ledger, manifest, written
 from probelab.cache import cache_key, cached_bytes
 from probelab.errors import Exit, HistoryError, IntegrityError, LabError, UsageError
 from probelab.hypothesis import (
@@ -258,9 +258,10 @@ def _scored_claim(claims: Evaluations, h: Hypothesis, judged: "Judged", kernels:
                   ) -> dict[str, Any]:
     """What a claim's tables say against a dataset: the misfit of their shapes, if any, else
     the tables' hash and each kernel's scores. Kept on disk under the claim's key (the file's
-    expressions, the grid, probelab's code) and the dataset's content hash, as computed from
-    its bytes (a corrupt entry is recomputed): a run that already scored this claim on these
-    contents reads the answer instead of evaluating and decoding again."""
+    expressions, the grid, the evaluating code), the scoring code (this module and what it
+    imports) and the dataset's content hash, as computed from its bytes (an entry that does
+    not verify is recomputed): a run that already scored this claim on these contents reads
+    the answer instead of evaluating and decoding again."""
     ds = judged.ds
     dims = observed_dims(ds, judged.prov, h.probe)
 
@@ -271,7 +272,8 @@ def _scored_claim(claims: Evaluations, h: Hypothesis, judged: "Judged", kernels:
         return json.dumps({"table_sha256": claim.sha256, "kernels": {
             k: score(ds, k, claim.tables, claim.scopes) for k in kernels}}).encode()
 
-    key = cache_key(claim=claims.key(h, ds, dims), content=judged.content, kernels=kernels)
+    key = cache_key(claim=claims.key(h, ds, dims), content=judged.content, kernels=kernels,
+                    code=depends.digest(__name__))
     return json.loads(cached_bytes("scores", key, compute)[0])
 
 

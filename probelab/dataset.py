@@ -254,17 +254,18 @@ def load(path: Path) -> xr.Dataset:
 def load_hashed(path: Path) -> tuple[xr.Dataset, str, str]:
     """(dataset, the content hash its values and provenance compute to, the sha256 of the
     bytes read), the file read once, so both hashes are of the same bytes.
-    The hash of a file's exact bytes is kept on disk under the bytes' sha256 and probelab's
-    code (a corrupt entry is recomputed): where a run already computed it, the dataset is
-    opened lazily from those same bytes, and a variable is decoded only when it is read."""
+    The hash of a file's exact bytes is kept on disk under the bytes' sha256 and the code
+    that computes it, this module's (an entry that does not verify is recomputed): where a
+    run already computed it, the dataset is opened lazily from those same bytes, and a
+    variable is decoded only when it is read."""
+    from probelab import depends
     from probelab.cache import cache_key, cached_bytes
-    from probelab.probe_index import core_digest
 
     if not path.is_file():
         return load(path), "", ""  # its one clear error
     data = path.read_bytes()
     file_sha = hashlib.sha256(data).hexdigest()
-    key = cache_key(file=file_sha, code=core_digest())
+    key = cache_key(file=file_sha, code=depends.digest(__name__))
     built: list[xr.Dataset] = []
 
     def compute() -> bytes:

@@ -377,18 +377,18 @@ class Evaluations:
     def key(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]]) -> str:
         """What an answer about the claim is kept on disk under: everything its evaluation
         reads (`_claim_key`, with the file's name for its path, which only its error messages
-        use: the same claim in another checkout of the lab is the same answer) and probelab's
-        code."""
-        from probelab.probe_index import core_digest
+        use: the same claim in another checkout of the lab is the same answer) and the code
+        that evaluates it (this module and what it imports)."""
+        from probelab import depends
 
         pathless = replace(h, path=Path(h.path.name))
         return hashlib.sha256(repr((_claim_key(pathless, grid, observables),
-                                    core_digest())).encode()).hexdigest()
+                                    depends.digest(__name__))).encode()).hexdigest()
 
     def digest(self, h: Hypothesis, grid: xr.Dataset,
                observables: Mapping[str, tuple[str, ...]]) -> str:
         """The claim's table hash, read from the on-disk cache where a run already evaluated
-        it under this key (a corrupt entry is recomputed)."""
+        it under this key (an entry that does not verify is recomputed)."""
         from probelab.cache import cached_bytes
 
         return cached_bytes("tables", self.key(h, grid, observables), lambda: self.claim(
