@@ -15,7 +15,7 @@ from typing import Any
 
 import xarray as xr
 
-from probelab import codetree, dataset, gitinfo, ledger, manifest, written
+from probelab import codetree, dataset, depends, gitinfo, ledger, manifest, written
 from probelab.cache import cache_key
 from probelab.errors import Exit, HistoryError, IntegrityError, LabError, UsageError
 from probelab.hypothesis import (
@@ -205,10 +205,11 @@ def _scored_claim(claims: Evaluations, h: Hypothesis, judged: "Judged", kernels:
 
 
 def score_key(claims: Evaluations, h: Hypothesis, judged: "Judged", kernels: list[str]) -> str:
-    """Where a claim's scores on a dataset are kept: the claim's key on the dataset's grid
-    and the dataset's content hash (known without opening it: its summary)."""
+    """Where a claim's scores on a dataset are kept: the claim's key on the dataset's grid,
+    the dataset's content hash (known without opening it: its summary) and the scoring code
+    (probelab.scoring and what it imports)."""
     return cache_key(claim=claim_key(claims, h, judged), content=judged.content,
-                     kernels=kernels)
+                     kernels=kernels, code=depends.digest("probelab.scoring"))
 
 
 def claim_key(claims: Evaluations, h: Hypothesis, judged: "Judged") -> str:

@@ -24,7 +24,7 @@ from rich.table import Table
 
 from probelab.errors import Exit, KernelTimeout, LabError, Terminated, UsageError
 from probelab.limits import DEFAULT_TIMEOUT_S
-from probelab.paths import shown
+from probelab.paths import cache_dir, shown
 from probelab.storage import written
 from probelab.text import printable
 
@@ -73,6 +73,8 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         written.clear()
         previous = _on_sigterm(_terminate)
         try:
+            cache_dir()  # a cache inside the lab is refused before any work, as one usage
+            # error (verify would report it per file, as if each file had a problem)
             return fn(*args, **kwargs)
         except LabError as exc:
             err.print(f"[bold red]error:[/] {safe(str(exc))}", highlight=False)

@@ -7,7 +7,6 @@ file that differs from its commit, even on a device machine that has no git hist
 takes the commit on trust (PROBELAB_GIT_HEAD).
 """
 
-import ast
 import contextlib
 import functools
 import hashlib
@@ -16,7 +15,7 @@ import re
 from pathlib import Path
 
 import probelab
-from probelab import gitinfo
+from probelab import depends, gitinfo
 from probelab.paths import lab_root
 
 SCOPE = ("probes", "probelab")  # lab-relative folders whose files can change what is measured
@@ -159,24 +158,11 @@ def _read(commit: str | None, rels: list[str]) -> dict[str, bytes | None]:
 @functools.cache
 def _imports_of(data: bytes) -> list[str]:
     """The probelab module files a Python file's bytes import, as lab-relative candidates
-    (module.py and package/__init__.py; absolute imports: the lab uses no others)."""
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
-        return []
-    names = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
-    files = []
-    for name in names:
-        parts = name.split(".")
-        if parts[0] == "probelab":  # the module, and every package Python runs on the way
-            files += [f"{'/'.join(parts[:i])}/__init__.py" for i in range(1, len(parts))]
-            files += [f"{'/'.join(parts)}.py", f"{'/'.join(parts)}/__init__.py"]
-    return files
+    (module.py and package/__init__.py, for the module and every package Python runs on
+    the way), imports only a type checker runs included."""
+    return [f"{module.replace('.', '/')}{tail}" for module in
+            sorted(depends.imported(data, type_checking=True))
+            for tail in (".py", "/__init__.py")]
 
 
 @functools.cache

@@ -340,14 +340,14 @@ def read_summarised(path: Path) -> Read:
     kept on disk under their sha256 and the code that makes it (a corrupt entry is made
     again), so a run that already made it opens nothing: the provenance is read off the
     file's attributes, and the dataset is opened only where its values are read."""
+    from probelab import depends
     from probelab.cache import cache_key, cached_bytes
-    from probelab.probe_index import core_digest
 
     if not path.is_file():
         load(path)  # its one clear error
     data = path.read_bytes()
     file_sha = hashlib.sha256(data).hexdigest()
-    key = cache_key(file=file_sha, code=core_digest())
+    key = cache_key(file=file_sha, code=depends.digest(__name__))
 
     def summarise() -> bytes:
         ds = _load(io.BytesIO(data), path, lazy=True)

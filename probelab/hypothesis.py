@@ -506,13 +506,13 @@ class Evaluations:
             observables: Mapping[str, tuple[str, ...]]) -> str:
         """What an answer about the claim is kept on disk under: everything its evaluation
         reads (`_claim_key`, with the file's name for its path, which only its error messages
-        use: the same claim in another checkout of the lab is the same answer) and probelab's
-        code."""
-        from probelab.probe_index import core_digest
+        use: the same claim in another checkout of the lab is the same answer) and the code
+        that evaluates it (this module and what it imports)."""
+        from probelab import depends
 
         pathless = replace(h, path=Path(h.path.name))
         return hashlib.sha256(repr((_claim_key(pathless, grid, observables),
-                                    core_digest())).encode()).hexdigest()
+                                    depends.digest(__name__))).encode()).hexdigest()
 
     def digest(self, h: Hypothesis, grid: xr.Dataset,
                observables: Mapping[str, tuple[str, ...]]) -> str:

@@ -52,8 +52,18 @@ def sim_data_dir() -> Path:
 
 
 def cache_dir() -> Path:
+    """$PROBELAB_CACHE, else the user's cache folder. Never inside the lab: a cache there
+    could be committed or arrive with a pull, its secret with it (probelab.cache)."""
     if env := os.environ.get("PROBELAB_CACHE"):
-        return Path(env)
+        folder = Path(env)
+        try:
+            root = lab_root()
+        except UsageError:
+            return folder  # no lab here (or its own error comes from whatever needs it)
+        if folder.resolve().is_relative_to(root):
+            raise UsageError(f"PROBELAB_CACHE={env} is inside the lab at {root}: put the "
+                             "cache outside it (or unset PROBELAB_CACHE for ~/.cache/probelab)")
+        return folder
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "probelab"
 

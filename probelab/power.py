@@ -177,16 +177,17 @@ def blind_pairs(probe: Probe, grid: xr.Dataset, target: str,
 def blind_names(probe: Probe, grid: xr.Dataset, target: str) -> tuple[list[list[str]], bool]:
     """The blind pairs' names, and whether they came from the cache. The answer depends only
     on the sealed files (as they are: an edited one still raises), the grid, what the probe
-    declares and probelab's code, so it is cached under a key of all of them: a repeated
-    sweep pays nothing, and any change to one recomputes. A corrupt entry is recomputed."""
-    from probelab import probe_index
+    declares and the code that computes it (this module and what it imports), so it is
+    cached under a key of all of them: a repeated sweep pays nothing, and any change to one
+    recomputes. An entry that does not verify is recomputed."""
+    from probelab import depends
     from probelab.cache import cache_key, cached_bytes
     from probelab.dataset import grid_sha256
 
     hypotheses = sealed_hypotheses(probe.id)  # read once: for the key, and on a miss
     key = cache_key(
         probe=probe.id, version=probe.version, target=target, grid=grid_sha256(grid),
-        seals=[h.sha256 for h in hypotheses], code=probe_index.core_digest(),
+        seals=[h.sha256 for h in hypotheses], code=depends.digest(__name__),
         declared=[dict(probe.observables), list(probe.targets),
                   dict(getattr(probe, "excluded", {})), dict(getattr(probe, "retired", {}))])
     payload, hit = cached_bytes("blindness", key, lambda: json.dumps(

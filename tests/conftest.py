@@ -5,7 +5,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from toylab import TOY_MODULE, ToyLab, copy_probe, make_toylab
+from toylab import TOY_MODULE, CodeCopy, ToyLab, copy_probe, make_toylab
 
 from probelab.probe import catalog
 
@@ -25,6 +25,12 @@ def toylab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ToyLab:
     yield lab
     sys.modules.pop(TOY_MODULE, None)
     catalog.cache_clear()
+
+
+@pytest.fixture
+def code_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CodeCopy:
+    """probelab's code as a test edits it, for the keys of cached answers (toylab.CodeCopy)."""
+    return CodeCopy(tmp_path / "code", monkeypatch)
 
 
 @pytest.fixture

@@ -296,6 +296,28 @@ def test_check_missing_dataset(toylab: ToyLab, measured: tuple[Path, Path, Path]
     assert result.exit_code == 2
 
 
+@pytest.mark.parametrize("inside", ["data/.cache", ".probelab-cache", "absolute", "a link"])
+def test_a_cache_inside_the_lab_is_refused(toylab: ToyLab, measured: tuple[Path, Path, Path],
+                                           monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                           inside: str) -> None:
+    """A cache in the lab could be committed, or arrive with a pull, its secret with it:
+    PROBELAB_CACHE there (relative, absolute, or through a link from outside) is one usage
+    error that names the variable and says where to put it; nothing is written."""
+    value = {"absolute": str(toylab.root / "preregistrations" / "cache"),
+             "a link": str(tmp_path / "looks-outside" / "cache")}.get(inside, inside)
+    (tmp_path / "looks-outside").symlink_to(toylab.data, target_is_directory=True)
+    monkeypatch.setenv("PROBELAB_CACHE", value)
+    before = [p for p in files_under(toylab.root) if ".git" not in p.parts]
+    right, _, data = measured
+    for args in (("list",), ("check", right, data), ("verify",)):
+        result = invoke(*args)
+        said = " ".join(result.stderr.split())
+        assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) <= 2, said
+        assert "PROBELAB_CACHE=" in said and "is inside the lab" in said
+        assert "put the cache outside it" in said
+    assert [p for p in files_under(toylab.root) if ".git" not in p.parts] == before
+
+
 @pytest.mark.parametrize(("content", "message"), [
     (b'schema = 1\nid = "bad"\nclaim = "caf\xe9"\n', "not UTF-8"),
     (b'schema = 1\nid = "bad\n', "not valid TOML"),

@@ -79,7 +79,7 @@ extern "C" __global__ void probe_spin(const u32* a, u32* out) {
 def _sweep(lab: Path, kernel: str, *extra: str) -> tuple[subprocess.CompletedProcess, float]:
     env = {**os.environ, "PROBELAB_ROOT": str(lab), "HAZARD_KERNEL": kernel,
            "PROBELAB_GIT_HEAD": "0" * 40, "PROBELAB_GIT_DIRTY": "1",
-           "PROBELAB_CACHE": str(lab / ".cache")}
+           "PROBELAB_CACHE": str(lab.parent / f"{lab.name}.cache")}  # outside the lab
     start = time.monotonic()
     run = subprocess.run([sys.executable, "-m", "probelab", "sweep", "hazard", *extra],
                          cwd=lab, env=env, capture_output=True, text=True, timeout=300)

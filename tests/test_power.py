@@ -210,6 +210,19 @@ def test_the_gate_is_cached_and_any_input_that_shapes_it_recomputes(rivals: ToyL
     assert not hit and ["sum", "sum2"] in blind
 
 
+def test_the_gate_is_keyed_by_the_code_that_computes_it(rivals: ToyLab, code_copy,
+                                                        monkeypatch) -> None:
+    """An edit to code the gate never runs (the CLI) keeps its answer; one to power.py, or
+    to the claim evaluation it imports, recomputes."""
+    monkeypatch.setattr(rivals.probe(), "stimulus", regular(16))
+    assert _gate(rivals)[1] is False
+    code_copy.edit("cli.py")
+    assert _gate(rivals)[1] is True
+    for edited in ("power.py", "hypothesis.py"):
+        code_copy.edit(edited)
+        assert _gate(rivals) == ([["bitor", "sum"]], False)
+
+
 def test_a_corrupt_cache_entry_is_recomputed_never_read_as_the_gate(rivals: ToyLab,
                                                                    monkeypatch) -> None:
     monkeypatch.setattr(rivals.probe(), "stimulus", regular(16))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from toylab import TOY_MODULE, ToyLab, invoke
 
-from probelab import probe_index
+from probelab import cache, probe_index
 from probelab.probe import catalog, get_probe
 
 
@@ -17,7 +17,7 @@ def fresh() -> None:
 
 
 def entries(toylab: ToyLab) -> list[Path]:
-    return sorted((toylab.root.parent / ".cache" / "probe-index").glob("*.json"))
+    return sorted((toylab.root.parent / ".cache" / "probe-index").glob("*.bin"))
 
 
 def test_a_warm_list_imports_no_probe(toylab: ToyLab) -> None:
@@ -39,13 +39,30 @@ def test_an_edited_probe_is_a_miss_and_listed_as_it_now_is(toylab: ToyLab) -> No
     assert len(entries(toylab)) == 2
 
 
+def test_an_edit_to_the_probelab_code_a_folder_imports_is_a_miss(toylab: ToyLab,
+                                                                  code_copy) -> None:
+    """The index is keyed by the probelab modules the folder imports (here a kit, inside a
+    function) and by the code that lists it; an edit elsewhere (the CLI) keeps it warm."""
+    source = toylab.root / "probes" / "toy" / "probe.py"
+    source.write_text(source.read_text() + "\n\ndef _codec():\n"
+                      "    from probelab.kits.elements import F32\n    return F32\n")
+    invoke("list", "--json")
+    for edited, count in (("cli.py", 1), ("kits/elements.py", 2), ("probe.py", 3)):
+        code_copy.edit(edited)
+        fresh()
+        assert invoke("list", "--json").exit_code == 0
+        assert len(entries(toylab)) == count
+        assert (TOY_MODULE in sys.modules) == (count > 1)
+
+
 def test_an_edited_index_cannot_change_which_probe_runs(toylab: ToyLab) -> None:
     invoke("list", "--json")
     (entry,) = entries(toylab)
-    rows = json.loads(entry.read_text())
+    rows = json.loads(cache.lookup(probe_index.KIND, entry.stem))
     rows[0] |= {"folder": "elsewhere", "summary": "forged"}
     rows.append(dict(rows[0], id="ghost"))
-    entry.write_text(json.dumps(rows))
+    # filed with the cache's own secret: even an index its owner forged only lists
+    cache.store(probe_index.KIND, entry.stem, json.dumps(rows).encode())
     fresh()
     probe = get_probe("toy")  # found by importing the folders, not by trusting the index
     assert probe.summary == "test-only probe: value = a + b"

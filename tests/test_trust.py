@@ -432,16 +432,18 @@ def test_an_edited_dataset_is_judged_from_its_own_bytes_not_an_earlier_answer(
 
 
 def test_another_probelab_code_never_reads_an_earlier_runs_answers(toylab: ToyLab,
-                                                                   monkeypatch) -> None:
-    """probelab's own code is part of every key: code that evaluates or scores differently
-    computes its own answers (a new entry per kind), whatever an earlier version filed."""
-    from probelab import probe_index
-
+                                                                   code_copy) -> None:
+    """The code that computes an answer is part of its key: an edit to a module it imports
+    (records.py, read by every kind) computes its own answers (a new entry per kind), whatever
+    an earlier version filed, and one to a module it cannot run (the CLI) reuses them all."""
     hyp = sealed(toylab, "sum", "a + b")
     data = toylab.as_measured(toylab.sim_dataset())
     cold = check.check(hyp, data)
     before = {kind: len(_entries(kind)) for kind in ("summary", "scores")}
-    monkeypatch.setattr(probe_index, "core_digest", lambda: "another probelab")
+    code_copy.edit("cli.py")
+    assert check.check(hyp, data) == cold
+    assert {kind: len(_entries(kind)) for kind in before} == before
+    code_copy.edit("records.py")
     assert check.check(hyp, data) == cold
     assert all(len(_entries(kind)) == before[kind] + 1 for kind in before)
 

@@ -96,6 +96,33 @@ def copy_probe(lab_root: Path, folder: str) -> Path:
                            ignore=shutil.ignore_patterns("__pycache__"))
 
 
+class CodeCopy:
+    """A copy of the running probelab's Python files that a test edits: from the copy's
+    making on, every cached answer is keyed by it (probelab.depends), as the edited code
+    would key it. The code that runs is the real one: only the keys see the edits."""
+
+    def __init__(self, dest: Path, monkeypatch: Any) -> None:
+        import shutil
+
+        from probelab import depends
+
+        self.root = shutil.copytree(Path(depends.__file__).parent, dest / "probelab",
+                                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        self._monkeypatch = monkeypatch
+        self._install()
+
+    def edit(self, module_path: str, text: str = "\n# edited\n") -> None:
+        """Append `text` to probelab/`module_path` (e.g. "plot.py") in the copy."""
+        path = self.root / module_path
+        path.write_text(path.read_text() + text)
+        self._install()
+
+    def _install(self) -> None:
+        from probelab import depends
+
+        self._monkeypatch.setattr(depends, "_tree", depends.Tree(self.root))
+
+
 def invoke(*args: str | Path):
     """Run the CLI in-process; an unexpected exception is raised (it would also exit 1), so
     only deliberate exits reach the caller."""
