@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from toylab import ToyLab, invoke
 
-from probelab import cache, check, dataset, hypothesis, prereg
+from probelab import cache, check, dataset, hypothesis, prereg, scoring
 from probelab.paths import cache_dir
 from probelab.verify import verify_archive
 
@@ -93,13 +93,14 @@ def test_a_forged_tables_entry_cannot_pass_a_seal_whose_meaning_changed(
     sealed(toylab, "sum", "a + b")
     (entry,) = entries("tables")  # sealing evaluated it
     table_hash = cache.lookup("tables", entry.stem)
-    real = hypothesis.evaluate_claim
+    real = hypothesis.stream_claim
 
-    def shifted(*args):  # another meaning for the same file, grid and code files
-        tables, scopes = real(*args)
-        return {s: {o: v + 1 for o, v in t.items()} for s, t in tables.items()}, scopes
+    def shifted(*args, **kwargs):  # another meaning for the same file, grid and code files
+        for piece in real(*args, **kwargs):
+            yield replace(piece, values=piece.values + 1)
 
-    monkeypatch.setattr(hypothesis, "evaluate_claim", shifted)
+    monkeypatch.setattr(hypothesis, "stream_claim", shifted)
+    monkeypatch.setattr(scoring, "stream_claim", shifted)
     cache.store("tables", entry.stem, table_hash)
     assert prereg.verify_seals()[0]["ok"]  # what the entry would hide, were it trusted
     entry.write_bytes(forged(form, "tables", entry.stem, table_hash))
