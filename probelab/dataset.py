@@ -15,6 +15,7 @@ import h5py
 import numpy as np
 import xarray as xr
 
+from probelab.blocks import block_shape
 from probelab.errors import UsageError
 from probelab.records import Provenance
 from probelab.storage import atomic_write_bytes
@@ -32,6 +33,7 @@ MAX_DATASET_BYTES = 3 << 30
 MAX_STRING_ELEMENTS = 1 << 20  # text is hashed element by element; datasets hold a few
 _CHUNK = 1 << 20  # in memory
 _PART = 64 << 20  # a variable larger than this is read a leading index at a time
+CHUNK_BYTES = 4 << 20  # a stored chunk of a large variable, before compression
 
 
 def grid_coords(ds: xr.Dataset) -> list[str]:
@@ -214,6 +216,9 @@ def save(ds: xr.Dataset, path: Path, prov: Provenance, exclusive: bool = False) 
     for name, var in ds.variables.items():
         if var.dtype.kind in "iuf" and var.size >= 4096:  # lossless; lane data compress well
             encoding[str(name)] |= {"compression": "gzip", "compression_opts": 4, "shuffle": True}
+        if var.ndim and var.size * var.dtype.itemsize > CHUNK_BYTES:  # chunks in C order, as
+            encoding[str(name)]["chunksizes"] = block_shape(  # checks read them (blocks.py)
+                var.shape, max(1, CHUNK_BYTES // var.dtype.itemsize))
     # serialised in memory: HDF5 never writes to disk, so a full disk is a clean OSError
     # in atomic_write_bytes (HDF5 itself crashes the process on one)
     atomic_write_bytes(path, bytes(ds.to_netcdf(engine=ENGINE, encoding=encoding)), exclusive)

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xarray as xr
 
+from probelab.blocks import blocks
 from probelab.errors import UsageError
 from probelab.expr import ExprError, Program, compile_program
 from probelab.numerics import spec as numerics_spec
@@ -363,8 +364,8 @@ def stream_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tupl
                 cells = max(1, budget // plan.alive)
                 whole = _moved_whole(grid, env, shape, moves, cells)
                 moves = {c: m for c, m in moves.items() if c not in whole}
-                blocks = _blocks(shape, cells) if env else iter([()])
-                for index in blocks:
+                pieces = blocks(shape, cells) if env else iter([()])
+                for index in pieces:
                     part = {name: view[index] for name, view in (env | whole).items()}
                     predicted, scope = _evaluate_piece(h, observable, part, plan.program,
                                                        moves, rename)
@@ -401,24 +402,6 @@ def table_shapes(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tupl
     grid, plans = _plan_claim(h, grid, observables)
     return {o: table_shape(grid, plans[o].dims, _grid_env(grid, plans[o].dims))
             for o in h.predict}
-
-
-def _blocks(shape: tuple[int, ...], cells: int) -> Iterator[tuple[slice, ...]]:
-    """Blocks of at most `cells` cells (one at least) that tile `shape` in C order: whole
-    trailing axes, a run of one axis, single indices before it."""
-    tail, axis = 1, len(shape)
-    while axis > 0 and tail * shape[axis - 1] <= cells:
-        axis -= 1
-        tail *= shape[axis]
-    if axis == 0:
-        yield tuple(slice(0, n) for n in shape)
-        return
-    step = max(1, cells // tail)
-    rest = tuple(slice(0, n) for n in shape[axis:])
-    for lead in np.ndindex(*shape[:axis - 1]):
-        for start in range(0, shape[axis - 1], step):
-            yield (*(slice(i, i + 1) for i in lead),
-                   slice(start, min(start + step, shape[axis - 1])), *rest)
 
 
 def _plan_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]]

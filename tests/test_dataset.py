@@ -88,6 +88,18 @@ def test_large_integer_and_float_variables_are_stored_compressed_and_exact(
     assert back["raw"].values.tobytes() == floats.tobytes()
 
 
+def test_a_large_variable_is_stored_in_chunks_of_c_order_blocks(tmp_path: Path) -> None:
+    """A variable over CHUNK_BYTES is chunked as checks read it: whole trailing axes, a run
+    of one axis, ones before (probelab.blocks), so each compressed chunk is decoded once."""
+    values = np.arange(3 * 520 * 1024, dtype=np.uint32).reshape(3, 520, 1024)
+    ds = xr.Dataset({"big": (("kernel", "a", "b"), values)},
+                    coords={"kernel": ["x", "y", "z"]})
+    path = dataset.save(ds, tmp_path / "x.nc", PROV)
+    with h5py.File(path, "r") as f:
+        assert f["big"].chunks == (1, dataset.CHUNK_BYTES // 4 // 1024, 1024)
+    assert dataset.load(path)["big"].values.tobytes() == values.tobytes()
+
+
 def test_a_large_variable_hashes_part_by_part_as_it_would_whole(tmp_path: Path,
                                                                  monkeypatch) -> None:
     """verify opens a dataset lazily and hashes a large variable a leading index at a time:
