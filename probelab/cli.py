@@ -510,8 +510,23 @@ def check(
 def verify(
     as_json: JsonOpt = False,
     write: Annotated[bool, typer.Option(help="Record verdicts that are missing or new.")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=0, help=(
+        "Processes that check probes side by side (0: one per core). Each probe's "
+        "datasets and sealed files are one unit of work; the result is the same for any "
+        "number."))] = 0,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help=(
+        "Print every check, note and retired dataset, not just the summary."))] = False,
+    retired: Annotated[bool, typer.Option("--retired", help=(
+        "Check retired datasets in full too (their values against every sealed "
+        "hypothesis), not only their bytes against their pins."))] = False,
 ) -> None:
     """Re-check every dataset under data/ against every sealed hypothesis of its probe.
+
+    Proves each seal intact and older than the measurement, each dataset the one its pin
+    names, and every recorded verdict reproduced. Prints a summary (counts per probe and
+    every problem in full; --verbose for every check); --json prints everything. Progress
+    goes to stderr on a terminal. A retired dataset (`probelab retire`) has its bytes
+    checked against its pin and its verdicts listed beside its successors'.
 
     Exit 0 when the ledger, the sealed files and every dataset are intact and every
     recorded verdict is reproduced; 3 otherwise. Refuted hypotheses are results, not
@@ -519,29 +534,44 @@ def verify(
     """
     from probelab.verify import verify_archive
 
-    result = verify_archive(write=write)
+    step = (lambda text: say(text, err=True)) if sys.stderr.isatty() and not as_json \
+        else (lambda _: None)
+    result = verify_archive(write=write, jobs=jobs, retired=retired, step=step)
     if as_json:
         emit_json(result)
     else:
+        _say_verified(result, verbose)
+    if result["problems"]:
+        raise typer.Exit(int(Exit.INTEGRITY))
+
+
+def _say_verified(result: dict[str, Any], verbose: bool) -> None:
+    from probelab.verify_summary import summary_lines
+
+    if verbose:
         for row in result["checks"]:
             kernels = ", ".join(f"{k} {v}" for k, v in row["kernels"].items())
             say(f"{row['dataset']} × {row['hypothesis']}: {row['verdict']} "
-                       f"({kernels}) [recorded: {row['recorded']}]")
+                f"({kernels}) [recorded: {row['recorded']}]")
         for row in result["toolchains"]:
             say(f"across toolchains: {row['probe']} (version {row['probe_version']}) "
                 f"{row['target']} × {row['hypothesis']}: "
                 + ", ".join(f"{t} {v}" for t, v in row["verdicts"].items())
                 + ("" if row["same"] else " — changes with the compiler"))
+        for row in result["retired"]:
+            say(f"retired: {row['dataset']} ({row['reason']}), superseded by "
+                f"{', '.join(row['superseded_by'])}")
         for note in result["notes"]:
             say(f"note: {note}", err=True)
-        for problem in result["problems"]:
-            err.print(f"[red]problem:[/] {safe(problem)}", highlight=False)
-        seals = len(result["seals"])
-        summary = f"{len(result['checks'])} checks over {seals} sealed hypotheses"
-        say(summary + (", all intact" if not result["problems"] else
-                              f", {len(result['problems'])} problems"))
-    if result["problems"]:
-        raise typer.Exit(int(Exit.INTEGRITY))
+    else:
+        for line in summary_lines(result):
+            say(line)
+    for problem in result["problems"]:
+        err.print(f"[red]problem:[/] {safe(problem)}", highlight=False)
+    seals = len(result["seals"])
+    summary = f"{len(result['checks'])} checks over {seals} sealed hypotheses"
+    say(summary + (", all intact" if not result["problems"] else
+                   f", {len(result['problems'])} problems"))
 
 
 @app.command(epilog=EPILOG)
@@ -605,6 +635,38 @@ def report(
         say("\n".join(r.render() for r in rechecked))
     if any(r.warnings for r in rechecked):
         raise typer.Exit(int(Exit.INTEGRITY))
+
+
+@app.command(epilog=EPILOG)
+@guarded
+def retire(
+    dataset_path: Annotated[Path, typer.Argument(metavar="DATASET", help=(
+        "The pinned dataset to retire (data/PROBE/TARGET/NAME.nc)."))],
+    by: Annotated[list[Path], typer.Option("--by", help=(
+        "A pinned dataset that supersedes it: same probe and target, a newer probe "
+        "version, measured later (repeat for several)."))],
+    reason: Annotated[str, typer.Option("--reason", help="Why, in one line (recorded).")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Retire a dataset superseded by a re-measurement (data/RETIRED.jsonl, hash-chained).
+
+    The dataset stays in the archive and pinned; `verify` then checks its bytes against its
+    pin instead of its values against every sealed file, lists its recorded verdicts beside
+    its successors' (a difference is a note), and `verify --retired` checks it in full.
+    Refused, with nothing written, unless every --by dataset is pinned, of the same probe
+    and target, of another probe version and measured later. To undo a mistaken
+    retirement, revert the commit that added its line (the list is only read, and a
+    dataset no line retires is checked in full again).
+    Commit data/RETIRED.jsonl afterwards.
+    """
+    from probelab.retirement import retire as record
+
+    entry = record(dataset_path, by, reason)
+    if as_json:
+        emit_json(entry)
+    else:
+        say(f"retired {entry['path']} (superseded by {', '.join(entry['superseded_by'])}); "
+            f"commit data/RETIRED.jsonl")
 
 
 @app.command("diff", epilog=EPILOG)

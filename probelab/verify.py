@@ -9,6 +9,7 @@ data no longer reproduce, and one that does not count or that no check accounts 
 """
 
 import itertools
+import json
 import multiprocessing
 import os
 from collections.abc import Callable
@@ -16,13 +17,14 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from probelab import codetree, gitinfo, manifest, written
+from probelab import codetree, gitinfo, manifest, retirement, written
 from probelab.check import measuring_code
 from probelab.errors import HistoryError, IntegrityError
 from probelab.paths import data_dir, lab_root
 from probelab.prereg import Record
 from probelab.verify_unit import Unit, plan, run_unit
 
+MAX_VERDICT_BYTES = 4 << 20  # a verdict file lists at most a few mismatches per kernel
 EXPECTED_SUFFIXES = (".nc", ".verdict.json", ".png", ".svg", ".md")
 VERDICT = ".verdict.json"
 
@@ -43,15 +45,16 @@ Runner = Callable[[list[Unit], Record, "list[dict[str, Any]] | None", bool,
 
 
 def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
-                   runner: Runner | None = None,
+                   runner: Runner | None = None, retired: bool = False,
                    step: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Verify the archive: the record, then each probe's unit (probelab.verify_unit), then
     what spans units. `jobs`: processes that check units side by side (0: one per core);
     `runner`: who runs the units instead (a fleet: probelab.fleet.verify_units), which must
-    give each unit's result as `run_unit` does; `step`: told of each unit done."""
+    give each unit's result as `run_unit` does; `retired`: check retired datasets in full
+    too (probelab.retirement); `step`: told of each unit done."""
     root = root or data_dir()
     result: dict[str, Any] = {"seals": [], "checks": [], "problems": [], "notes": [],
-                              "toolchains": [], "datasets": 0}
+                              "toolchains": [], "datasets": 0, "retired": []}
     try:
         record = Record.read()  # read once: every check below shares it
     except IntegrityError as exc:
@@ -63,7 +66,7 @@ def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
     problems += [f"{rel(link)}: a symbolic link in the archive (to {os.readlink(link)}); a "
                  "dataset is the file itself, kept in data/" for link in links]
     for stray in (p for p in files if not p.name.endswith(EXPECTED_SUFFIXES)
-                  and p != manifest.manifest_path()):
+                  and p not in (manifest.manifest_path(), retirement.retired_path())):
         notes.append(f"stray file in the archive: {rel(stray)}")
     if root.is_symlink():
         problems.append(f"{rel(root)} is a symbolic link (to {os.readlink(root)}): the archive "
@@ -81,7 +84,9 @@ def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
                  if not (lab_root() / pin["path"]).is_file()]
     datasets = [p for p in files if p.suffix == ".nc"]
     result["datasets"] = len(datasets)
-    units = plan(datasets, record)
+    honoured = _retirements(pins or [], problems)
+    resting = {} if retired else {lab_root() / e["path"]: e for e in honoured}
+    units = plan([p for p in datasets if p not in resting], record)
     done = (runner or _local(jobs))(units, record, pins, write, step)
     seals = {row["seq"]: row for unit in done for row in unit["seals"]}
     result["seals"] = [seals[e["seq"]] for e in record.entries]
@@ -91,8 +96,12 @@ def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
     counted: dict[tuple, list[tuple]] = {}  # (probe, target, hypothesis) -> its verdicts
     accounted: set[str] = set()
     for path in datasets:
-        name, out = rel(path), per[rel(path)]
+        name = rel(path)
         problems += [f"{name}: {why}" for why in changed[path]]  # whatever it says
+        if path in resting:
+            accounted |= _resting(path, resting[path], result)
+            continue
+        out = per[name]
         problems += out["problems"]
         notes += out["notes"]
         result["checks"] += out["checks"]
@@ -100,6 +109,7 @@ def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
             counted.setdefault(tuple(key), []).append(tuple(run))
         accounted |= set(out["accounted"])
     _flips(counted, result)
+    _successors_verdicts(result)
     result["toolchains"] = across_toolchains(counted)
     notes += [f"{row['probe']} {row['target']} × {row['hypothesis']} (version "
               f"{row['probe_version']}): changes with the "
@@ -110,6 +120,59 @@ def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
                         "dataset reproduces (never sealed, not applicable, or its dataset is "
                         "gone): it does not count")
     return result
+
+
+def _retirements(pins: list[dict[str, Any]], problems: list[str]) -> list[dict[str, Any]]:
+    """The retirements that hold (probelab.retirement); each one that does not is a
+    problem, and its dataset is checked in full."""
+    try:
+        entries = retirement.read()
+    except IntegrityError as exc:
+        problems.append(str(exc))
+        return []
+    faults = retirement.problems(entries, pins)
+    problems += faults
+    faulty = {f.split(":", 1)[0] for f in faults}
+    return [e for e in entries if e["path"] not in faulty]
+
+
+def _resting(path: Path, entry: dict[str, Any], result: dict[str, Any]) -> set[str]:
+    """A retired dataset (its bytes are its pin's: `retirement.problems`): its recorded
+    verdicts, which do not count, listed (and so accounted for)."""
+    recorded = sorted(path.parent.glob(f"{path.stem}.*{VERDICT}"))
+    verdicts = {}
+    for file in recorded:
+        hypothesis = file.name[len(path.stem) + 1:-len(VERDICT)]
+        verdicts[hypothesis] = _recorded_verdict(file)
+    result["retired"].append({"dataset": rel(path), "reason": entry["reason"],
+                              "superseded_by": entry["superseded_by"],
+                              "recorded": verdicts})
+    return {rel(file) for file in recorded}
+
+
+def _recorded_verdict(file: Path) -> str:
+    """The verdict a recorded verdict file states, read bounded ("unreadable" otherwise)."""
+    try:
+        with open(file, "rb") as handle:
+            doc = json.loads(handle.read(MAX_VERDICT_BYTES + 1)[:MAX_VERDICT_BYTES])
+        return str(doc["verdict"]) if isinstance(doc, dict) else "unreadable"
+    except (OSError, ValueError, KeyError):
+        return "unreadable"
+
+
+def _successors_verdicts(result: dict[str, Any]) -> None:
+    """Beside each verdict recorded on a retired dataset, what its successors give now: a
+    difference is a note (the new version's data say otherwise), never hidden."""
+    checked = {(row["dataset"], row["hypothesis"]): row["verdict"] for row in result["checks"]}
+    for row in result["retired"]:
+        row["successors"] = {h: {new: checked.get((new, h)) for new in row["superseded_by"]}
+                             for h in row["recorded"]}
+        for h, was in row["recorded"].items():
+            for new, now in row["successors"][h].items():
+                if now is None or not str(now).startswith(str(was)):
+                    result["notes"].append(
+                        f"{row['dataset']} (retired) × {h}: recorded {was}; its successor "
+                        f"{new} gives {now or 'no verdict'}")
 
 
 _SHARED: dict[str, Any] = {}  # what forked workers read: the record and pins, as read
