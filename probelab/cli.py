@@ -534,9 +534,17 @@ def verify(
     """
     from probelab.verify import verify_archive
 
+    _verified(lambda step: verify_archive(write=write, jobs=jobs, retired=retired, step=step),
+              as_json, verbose)
+
+
+def _verified(run: Callable[[Callable[[str], None]], dict[str, Any]], as_json: bool,
+              verbose: bool) -> None:
+    """Run a verify (progress on stderr where it is a terminal), say what it found, and exit
+    3 where there is a problem."""
     step = (lambda text: say(text, err=True)) if sys.stderr.isatty() and not as_json \
         else (lambda _: None)
-    result = verify_archive(write=write, jobs=jobs, retired=retired, step=step)
+    result = run(step)
     if as_json:
         emit_json(result)
     else:
@@ -766,6 +774,32 @@ def fleet_status(address: AddressOpt = "auto", as_json: JsonOpt = False) -> None
             f"{', '.join(row['offers']) or 'offers nothing to probelab'}{tools}")
         for offer, probes in row["could_run"].items():
             say(f"  {offer}: {', '.join(probes) or '(no probe targets it)'}")
+
+
+@fleet_app.command("verify", epilog=EPILOG)
+@guarded
+def fleet_verify(
+    address: AddressOpt = "auto",
+    as_json: JsonOpt = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help=(
+        "Print every check, note and retired dataset, not just the summary."))] = False,
+    retired: Annotated[bool, typer.Option("--retired", help=(
+        "Check retired datasets in full too."))] = False,
+) -> None:
+    """`probelab verify`, its probes checked on the cluster's nodes (one task per probe).
+
+    Every node needs its own clone of the lab at this commit, clean, with the same
+    archive: each node's ledger, manifest and retirements are compared with this
+    checkout's, and every dataset it judged with this checkout's file, byte for byte.
+    The result, exit codes and output are a local verify's; nothing is recorded (verify
+    --write here does that).
+    """
+    from probelab.fleet_verify import runner
+    from probelab.verify import verify_archive
+
+    _ray(address)
+    _verified(lambda step: verify_archive(runner=runner(), retired=retired, step=step),
+              as_json, verbose)
 
 
 @fleet_app.command("sweep", epilog=EPILOG)

@@ -9,6 +9,7 @@ import shutil
 import sys
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -323,3 +324,40 @@ def test_a_killed_worker_process_is_replaced(cluster) -> None:
     run.join(timeout=300)
     (o,) = outcomes
     assert o.status == "saved" and node_of(nodes, o.node["node_id"]) == "a", o.detail
+
+
+def test_fleet_verify_gives_the_local_result_and_takes_only_the_drivers_lab(cluster) -> None:
+    """The archive's probes checked on the nodes give exactly what a local verify gives;
+    a node's result that read another ledger, or judged other bytes, is not taken for it."""
+    from toylab import ToyLab
+
+    from probelab import fleet_verify, prereg
+    from probelab.errors import IntegrityError
+    from probelab.verify import verify_archive
+    from probelab.verify_unit import Unit
+
+    _, _, root = cluster
+    lab = ToyLab(root)
+    prereg.seal(lab.write_hyp("sum", "a + b"))
+    for hours in (1, 2):  # distinct measurements (distinct contents), after the seal
+        when = datetime.now(UTC) + timedelta(hours=hours)
+        lab.as_measured(lab.sim_dataset(), utc=when.isoformat(timespec="seconds"))
+    lab.git("add", "-A")
+    lab.git("commit", "-q", "-m", "measurements")
+    local = verify_archive(jobs=1)
+    assert not local["problems"] and len(local["checks"]) >= 2, local["problems"]
+    assert {row["verdict"] for row in local["checks"]} == {"CONFIRMED"}
+    assert verify_archive(runner=fleet_verify.runner()) == local
+    result = invoke("fleet", "verify", "--address", ray.get_runtime_context().gcs_address)
+    assert result.exit_code == 0 and "all intact" in result.stdout, result.stderr
+    name = local["checks"][0]["dataset"]
+    reply = fleet_verify.check_unit(Unit("toy", (name,), ()), lab.head())
+    mine = fleet_verify._records()
+    assert fleet_verify._vouched(Unit("toy", (name,), ()), reply, mine)[0]["datasets"][name][
+        "problems"] == []
+    other = reply | {"records": mine | {"LEDGER.jsonl": "0" * 64}}
+    with pytest.raises(IntegrityError, match=r"another LEDGER\.jsonl"):
+        fleet_verify._vouched(Unit("toy", (name,), ()), other, mine)
+    reply["unit"]["datasets"][name]["file_sha256"] = "1" * 64
+    taken, _ = fleet_verify._vouched(Unit("toy", (name,), ()), reply, mine)
+    assert any("other bytes" in p for p in taken["datasets"][name]["problems"])

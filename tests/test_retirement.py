@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from toylab import ToyLab, invoke
 
-from probelab import dataset, prereg, retirement
+from probelab import prereg, retirement
 from probelab.check import check_all
 from probelab.errors import UsageError
 from probelab.verify import verify_archive

@@ -1,0 +1,132 @@
+"""`probelab fleet verify`: the archive's units (probelab.verify_unit) checked on the nodes of
+a Ray cluster, for an archive that outgrows one machine; the result is the local one.
+
+Each unit (a probe's datasets and sealed files) is one task, run by any node on its own
+checkout of the lab: that checkout must be at the driver's commit and clean, and hold the
+same ledger, manifest and retirements (their bytes' sha256 come back and are compared), and
+every dataset a node judged must be the driver's file byte for byte (each dataset's sha256
+comes back too): a node that checked other data is never taken for the archive. What spans
+units (flips, toolchains, stray verdicts) is judged on the driver, as a local verify does.
+Nothing is recorded on nodes: `--write` is for a local verify.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from probelab.errors import IntegrityError, LabError, Unavailable, UsageError
+from probelab.verify_unit import Unit
+
+RETRIES = 3  # resubmissions of a unit whose worker or node died
+POLL_S = 0.5
+
+
+def _records() -> dict[str, str]:
+    """sha256 of the files every unit's result depends on besides the datasets."""
+    from probelab import manifest, retirement
+    from probelab.paths import ledger_path
+
+    return {str(p.name): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else ""
+            for p in (ledger_path(), manifest.manifest_path(), retirement.retired_path())}
+
+
+def check_unit(unit: Unit, commit: str) -> dict[str, Any]:
+    """On a node: the unit checked against this node's checkout (which must be the driver's
+    commit, clean), with the sha256 of the records it read."""
+    from probelab import gitinfo, manifest
+    from probelab.prereg import Record
+    from probelab.verify_unit import run_unit
+
+    node = {"host": socket.gethostname()}
+    try:
+        import ray
+
+        node["node_id"] = ray.get_runtime_context().get_node_id()
+    except (ImportError, RuntimeError):
+        pass
+    head, dirty = gitinfo.head()
+    if head != commit or dirty:
+        where = "has uncommitted changes" if head == commit else f"is at {head}"
+        return {"node": node, "error": f"this node's checkout {where}, not the driver's "
+                f"commit {commit}, clean"}
+    try:
+        record = Record.read()
+        try:
+            pins = manifest.read()
+        except IntegrityError:
+            pins = None  # each dataset says so, as locally
+        return {"node": node, "records": _records(),
+                "unit": run_unit(unit, record, pins, False)}
+    except LabError as exc:
+        return {"node": node, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def runner(retries: int = RETRIES) -> Callable[..., list[dict[str, Any]]]:
+    """A `verify_archive` runner that sends each unit to the connected Ray cluster."""
+    def run(units: list[Unit], record: Any, pins: list[dict[str, Any]] | None, write: bool,
+            step: Callable[[str], None]) -> list[dict[str, Any]]:
+        import ray
+
+        from probelab import gitinfo
+
+        if write:
+            raise UsageError("fleet verify records no verdict (nodes would write them on "
+                             "their disks): run `probelab verify --write` here")
+        commit, dirty = gitinfo.head()
+        if commit is None or dirty:
+            raise UsageError("the driver's checkout is not a clean commit: nodes could not "
+                             "prove they check the same lab")
+        mine = _records()
+        remote = ray.remote(num_cpus=1, max_retries=retries)(check_unit)
+        pending = {remote.remote(unit, commit): unit for unit in units}
+        results: dict[Unit, dict[str, Any]] = {}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
+            for ref in done:
+                unit = pending.pop(ref)
+                results[unit], host = _taken(unit, ref, mine)
+                step(f"verify: {len(results)}/{len(units)} probes ({unit.probe}, on {host})")
+        return [results[unit] for unit in units]
+
+    return run
+
+
+def _taken(unit: Unit, ref: Any, mine: dict[str, str]) -> tuple[dict[str, Any], str]:
+    """A node's result for `unit`, once it is shown to be of the driver's lab, and the node's
+    host."""
+    import ray
+
+    try:
+        reply = ray.get(ref)
+    except ray.exceptions.RayError as exc:
+        raise Unavailable(f"{unit.probe}: no node could check it, every attempt's worker "
+                          f"or node died ({type(exc).__name__})") from None
+    return _vouched(unit, reply, mine)
+
+
+def _vouched(unit: Unit, reply: dict[str, Any], mine: dict[str, str]
+             ) -> tuple[dict[str, Any], str]:
+    """`reply`'s unit result, refused unless the node read the driver's records, and with a
+    problem for every dataset whose bytes it judged are not the driver's file."""
+    from probelab import manifest
+    from probelab.paths import lab_root
+
+    host = reply["node"].get("host", "?")
+    if "error" in reply:
+        raise IntegrityError(f"{unit.probe}: node {host} refused: {reply['error']}")
+    if reply["records"] != mine:
+        differ = sorted(k for k in mine if reply["records"].get(k) != mine[k])
+        raise IntegrityError(f"{unit.probe}: node {host} reads another {', '.join(differ)} "
+                             "than the driver's")
+    out = reply["unit"]
+    for name, said in out["datasets"].items():
+        path: Path = lab_root() / name
+        ours = manifest.file_sha256(path) if path.is_file() else None
+        if said["file_sha256"] is not None and said["file_sha256"] != ours:
+            said["problems"].append(f"{name}: node {host} judged other bytes than the "
+                                    "driver's file (its copy of the archive differs)")
+    return out, host
