@@ -27,9 +27,14 @@ CONTENT_KEY = "content_sha256"
 GENERATION_KEYS = frozenset({"blind_pairs", "nondeterministic"})
 MEASURING_BACKENDS = frozenset({"cuda", "hip", "toolchain"})  # what can take a measurement
 MAX_PROVENANCE_NESTING = 32
-# what a file may declare: the e5m2 N = 256 lane-id dataset holds 2.96 GB (float64 raw waves
-# of five digits); verify opens it lazily and hashes it a part at a time (_parts)
+# what a file may declare to be read: the archive's e5m2 N = 256 lane-id dataset (probe
+# version 1) holds 2.96 GB (float64 raw waves of five digits); verify opens it lazily and
+# hashes it a part at a time (_parts)
 MAX_DATASET_BYTES = 3 << 30
+# what a NEW dataset may declare decoded, and take on disk: `save` refuses more before
+# anything is written (the lane-id kit's compact form keeps its widest probes within them)
+MAX_NEW_DATASET_BYTES = 512 * 10**6
+MAX_NEW_FILE_BYTES = 64 * 10**6
 MAX_STRING_ELEMENTS = 1 << 20  # text is hashed element by element; datasets hold a few
 _CHUNK = 1 << 20  # in memory
 _PART = 64 << 20  # a variable larger than this is read a leading index at a time
@@ -207,9 +212,20 @@ def with_provenance(ds: xr.Dataset, prov: Provenance) -> xr.Dataset:
     return ds
 
 
+def refuse_declared(declared: int, what: str, outcome: str = "not saved") -> None:
+    """A new dataset declaring more than MAX_NEW_DATASET_BYTES decoded is refused, in one
+    line (read back, it would cost that much memory to hash and check)."""
+    if declared > MAX_NEW_DATASET_BYTES:
+        raise UsageError(f"{what}: {outcome}: the dataset would declare {declared / 1e6:,.1f} "
+                         f"MB decoded, over the {MAX_NEW_DATASET_BYTES / 1e6:,.0f} MB a new "
+                         "dataset may (store a smaller form)")
+
+
 def save(ds: xr.Dataset, path: Path, prov: Provenance, exclusive: bool = False) -> Path:
     """Write atomically: a failed write leaves nothing at `path`. The provenance gains the
-    content hash of what is written."""
+    content hash of what is written. A dataset over MAX_NEW_DATASET_BYTES decoded, or over
+    MAX_NEW_FILE_BYTES as written, is refused before anything is."""
+    refuse_declared(sum(int(v.nbytes) for v in ds.variables.values()), str(path))
     prov = {k: v for k, v in prov.items() if k != CONTENT_KEY}
     ds = with_provenance(ds, prov | {CONTENT_KEY: content_sha256(ds, prov)})
     encoding = {str(v): {"_FillValue": None} for v in ds.variables}
@@ -221,7 +237,14 @@ def save(ds: xr.Dataset, path: Path, prov: Provenance, exclusive: bool = False) 
                 var.shape, max(1, CHUNK_BYTES // var.dtype.itemsize))
     # serialised in memory: HDF5 never writes to disk, so a full disk is a clean OSError
     # in atomic_write_bytes (HDF5 itself crashes the process on one)
-    atomic_write_bytes(path, bytes(ds.to_netcdf(engine=ENGINE, encoding=encoding)), exclusive)
+    data = bytes(ds.to_netcdf(engine=ENGINE, encoding=encoding))
+    if len(data) > MAX_NEW_FILE_BYTES:
+        raise UsageError(f"{path}: not saved: the dataset would take {len(data) / 1e6:,.1f} MB "
+                         f"on disk, over the {MAX_NEW_FILE_BYTES / 1e6:,.0f} MB a new dataset may")
+    if (declared := _declared(io.BytesIO(data))[0]) > MAX_DATASET_BYTES:  # it must load back
+        raise UsageError(f"{path}: not saved: the file would declare {declared:,} bytes, "
+                         f"more than a dataset may to be read ({MAX_DATASET_BYTES:,})")
+    atomic_write_bytes(path, data, exclusive)
     return path
 
 
@@ -248,7 +271,7 @@ def stored_provenance(path: Path) -> Provenance:
         return json.loads(handle.attrs["provenance"])
 
 
-def _declared(path: Path) -> tuple[int, int]:
+def _declared(path: Path | io.BytesIO) -> tuple[int, int]:
     """(bytes in memory, text elements) of the file's variables, read from its metadata alone:
     a few KB of file can declare a 4 GiB variable."""
     total = strings = 0

@@ -106,7 +106,9 @@ class Probe(Protocol):
     probe cannot run there}), `nondeterministic` (output buffer names whose values may
     legitimately differ between repeats; the sweep records how many cells did) and
     `retired` ({observable an earlier version had: why it is gone}; hypotheses sealed for
-    it are kept and marked, never scored)."""
+    it are kept and marked, never scored) and `declared_bytes` (f(stimulus) -> the bytes
+    its dataset will declare decoded: the sweep refuses one too large to save before any
+    kernel runs)."""
 
     id: str
     version: str

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probelab import targets
+from probelab import dataset, targets
 from probelab.backends import Backend, DeviceInfo, load_backend
 from probelab.backends.guards import POISONS
 from probelab.codeobject import CodeObject
@@ -79,6 +79,8 @@ def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | N
     check_root(root, backend.simulated)
     device, kernels = _open(probe, backend, target, step)
     stimulus = probe.stimulus()
+    if declared := getattr(probe, "declared_bytes", None):  # known before the device runs
+        dataset.refuse_declared(declared(stimulus), probe.id, "not swept")
     step("checking that the stimulus can tell the sealed rivals apart")
     blind = blindness_gate(probe, stimulus, device.target, allow_blind)
     launch = probe.launch(stimulus)

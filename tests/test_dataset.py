@@ -217,6 +217,25 @@ def test_failed_dataset_save_leaves_nothing(tmp_path: Path,
     assert existing.read_bytes() == before
 
 
+def test_a_new_dataset_too_large_is_refused_before_anything_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over MAX_NEW_DATASET_BYTES decoded (a zero-strided view declares 600 MB in no
+    memory), or over MAX_NEW_FILE_BYTES as written: one line, and no file. Reading keeps
+    its own, larger bound (the archive's old lane-id datasets)."""
+    wide = xr.Dataset({"value": (("kernel", "i"), np.broadcast_to(np.uint8(0), (1, 6 * 10**8)))},
+                      coords={"kernel": ("kernel", np.array(["k"]))})
+    with pytest.raises(UsageError, match=r"not saved: the dataset would declare 600\.0 MB "
+                       r"decoded, over the 512 MB") as refused:
+        dataset.save(wide, tmp_path / "wide.nc", PROV)
+    assert "\n" not in str(refused.value)
+    monkeypatch.setattr(dataset, "MAX_NEW_FILE_BYTES", 1000)
+    noise = sample().assign(noise=("n", np.random.default_rng(1).random(4096)))
+    with pytest.raises(UsageError, match=r"MB on disk, over the 0 MB a new dataset may"):
+        dataset.save(noise, tmp_path / "noise.nc", PROV)
+    assert listing(tmp_path) == []
+    assert dataset.MAX_DATASET_BYTES > 2955 * 10**6 > dataset.MAX_NEW_DATASET_BYTES
+
+
 def test_atomic_write_replaces_whole_file(tmp_path: Path) -> None:
     target = tmp_path / "x.txt"
     storage.atomic_write_text(target, "a much longer old text")

@@ -4,8 +4,10 @@ the SASS's constants), every kernel passes the gate offline, and the APART desig
 simulated unit's hidden layout through a whole sweep."""
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_lane_id import assert_same_up_to_relabeling
 
@@ -73,15 +75,76 @@ def test_the_apart_design_recovers_the_hidden_layouts_through_a_sweep(tmp_path: 
                                                                       monkeypatch) -> None:
     """`probelab sweep wgmma-tf32-f32-wide --backend sim`: five kernels (N = 8 to 64, A from
     registers and from a tile), each the probe's own hidden layout, recovered; the dataset
-    stores b_src, the one table the relations project, and no relation tables."""
+    stores b_src, the one table the relations project, and no relation tables, in the kit's
+    compact form (no d_bnamed: b_src spells it; no exception on a clean unit), on the grid
+    its hypotheses were sealed on, and its lane maps draw."""
+    from probelab import dataset
+    from probelab.kits.lane_id.figures import lane_map_table, tile_operands
+
     monkeypatch.delenv("PROBELAB_GIT_HEAD", raising=False)
     probe = get_probe("wgmma-tf32-f32-wide")
     assert probe.design == engine.APART and set(probe.observables) == set(
-        engine.OBSERVABLES_APART)
-    ds = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path,
-                   allow_blind=True).dataset
+        engine.OBSERVABLES_APART) and probe.compact
+    result = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path, allow_blind=True)
+    ds = dataset.load(result.path)
     assert ds["recovered"].values.all(), ds["recovered"].attrs["why"]
     assert ds["gemm_exact"].values.all() and "same_col" not in ds
     assert str(ds["design"].values) == engine.APART
+    assert "d_bnamed" not in ds and ds.sizes["odd"] == 0 and ds["d_gemm"].dtype == "int16"
+    assert result.provenance["grid_sha256"] == dataset.grid_sha256(probe.stimulus())
     for shape in probe.shapes:
         assert_same_up_to_relabeling(ds, shape, probe.hidden_layout(shape))
+        assert lane_map_table(ds, shape.name).rows and tile_operands(ds, shape.name)
+
+
+def _documented(probe, hypothesis) -> dict[str, engine.Layout]:
+    """The layout a sealed file's [let] helpers give each kernel's slots (a_m, a_k; b_k,
+    b_n; d_m, d_n; negative: no element), for a simulated unit built as documented."""
+    from probelab.hypothesis import helper_values
+
+    pairs = {"a": ("a_m", "a_k"), "b": ("b_k", "b_n"), "d": ("d_m", "d_n")}
+    labels = helper_values(hypothesis, probe.stimulus(), {
+        h: ("kernel", f"{op}_lane", f"{op}_reg") for op, hs in pairs.items() for h in hs})
+    layouts = {}
+    for i, shape in enumerate(probe.shapes):
+        cells = {}
+        for op, (r, c) in pairs.items():
+            cell = np.stack([labels[r][i], labels[c][i]], -1)
+            cells[op] = np.where((cell < 0).any(-1, keepdims=True), -1, cell)
+        layouts[shape.name] = engine.Layout(cells["a"], cells["b"], cells["d"], cells["d"])
+    return layouts
+
+
+def test_the_compact_form_scores_every_sealed_claim_as_the_float_form_did(tmp_path: Path,
+                                                                          monkeypatch) -> None:
+    """A simulated unit laid out as wgmma-tf32-f32-wide's sealed ptx-layouts says, swept in
+    the compact form: ptx-layouts and cute-gmma match every claimed cell of every kernel,
+    the near misses miss some, and each sealed file scores the compact dataset exactly as
+    it scores the float form (version 1's) assembled from the same registers."""
+    from probelab.check import score
+    from probelab.hypothesis import evaluate_claim, load_hypothesis
+
+    monkeypatch.delenv("PROBELAB_GIT_HEAD", raising=False)
+    probe = get_probe("wgmma-tf32-f32-wide")
+    sealed = {p.stem: load_hypothesis(p)
+              for p in sorted((ROOT / "preregistrations" / probe.id).glob("*.toml"))}
+    for name, layout in _documented(probe, sealed["ptx-layouts"]).items():
+        monkeypatch.setitem(probe.sim_layouts, name, layout)
+    ds = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path, allow_blind=True).dataset
+    grid = probe.stimulus()
+    launch = probe.launch(grid)
+    raw = {k.name: probe.simulate(k, launch.inputs) for k in probe.kernels("nvidia")}
+    floated = replace(probe, compact=False).assemble(grid, raw)  # as version 1 stored them
+    assert "d_bnamed" in floated and "d_bnamed" not in ds
+    for hid, h in sealed.items():
+        tables, scopes = evaluate_claim(h, grid, probe.observables)
+        for shape in probe.shapes:
+            got = score(ds, shape.name, tables, scopes)
+            assert got == score(floated, shape.name, tables, scopes), (hid, shape.name)
+            literal = got["literal"]
+            if hid in ("ptx-layouts", "cute-gmma"):
+                assert literal["matches"] == literal["cells"] > 0, (hid, shape.name)
+    rivals = [h for h in sealed if h.endswith("-rival")]
+    assert rivals and all(any(
+        (s := score(ds, k.name, *evaluate_claim(sealed[h], grid, probe.observables))
+         ["literal"])["matches"] < s["cells"] for k in probe.shapes) for h in rivals)

@@ -93,12 +93,14 @@ SSA_SHAPES = shapes({"ssa_sw64": (64, 16, 512, 0), "ssa_sw128": (128, 16, 1024, 
                     16, (32, 2, 8), ("a", "b"), ("a_swizzle", "a_lbo", "a_sbo", "a_trans"))
 
 
-def probe(pid: str, summary: str, source: str, kernel_shapes: tuple[Shape, ...], seed: int
-          ) -> LaneIdProbe:
+def probe(pid: str, summary: str, source: str, kernel_shapes: tuple[Shape, ...], seed: int,
+          version: str = "1", compact: bool = False) -> LaneIdProbe:
+    """compact: the kit's compact storage form, for the probes whose datasets would
+    otherwise declare over the 512 MB a new dataset may (README: version 2)."""
     return LaneIdProbe(
-        id=pid, version="1", summary=summary, targets=("sm_90*",), vendor="nvidia",
+        id=pid, version=version, summary=summary, targets=("sm_90*",), vendor="nvidia",
         source=HERE / source, shapes=kernel_shapes, evidence=evidence, seed=seed, block=128,
-        options={"arch": "sm_90a"},
+        options={"arch": "sm_90a"}, compact=compact,
         excluded={"sm_[0-8]*": "wgmma is Hopper's (sm_90a)",
                   "sm_1??*": "wgmma is sm_90a only (Blackwell has tcgen05)"})
 
@@ -115,8 +117,8 @@ PROBES = (
           "bytes -> (k, n)", "wgmma_f16_n64.cu", N64_SHAPES, 0x5EED_1A17),
     probe("wgmma-f16-mn", "f16 -> f32 wgmma m64n64k16, A from registers, B N-major "
           "(transposed) from a 2 KiB shared tile under each swizzle mode: B's bytes -> (k, n)",
-          "wgmma_f16_mn.cu", MN_SHAPES, 0x5EED_1B17),
+          "wgmma_f16_mn.cu", MN_SHAPES, 0x5EED_1B17, version="2", compact=True),
     probe("wgmma-f16-ssa", "f16 -> f32 wgmma m64n16k16, A from an 8 KiB shared tile under the "
           "wide swizzles and M-major: A's bytes -> (m, k)", "wgmma_f16_ssa.cu", SSA_SHAPES,
-          0x5EED_1C17),
+          0x5EED_1C17, version="2", compact=True),
 )

@@ -6,6 +6,8 @@ A feeds A(m, k), and which element of each shared tile (A's in SS, B's always) f
 lane-id kit's APART design (C's ids in waves of their own, then one b-named wave per A slot
 and digit: the raw waves stay mostly zeros, so N = 256's 16384 D slots fit). The observable
 is b_src itself, which B slot met which A slot at which D slot: it holds every relation.
+Version 2 stores the lane-id kit's compact form (b_src spells the raw b-named waves, which
+are not stored beside it; README), within the bounds a new dataset has.
 
 -wide: N = 16 and 64 with A from registers, N = 8, 16 and 64 with A from a shared tile
 (N = 8 from registers is probes/wgmma_types). -n256: N = 256, A from registers and from a
@@ -57,13 +59,14 @@ def probe(kind_name: str, group: str, seed: int) -> LaneIdProbe:
     n = "N = 16 and 64 from registers, N = 8, 16, 64 with A from shared memory" \
         if group == "wide" else "N = 256, A from registers and from shared memory"
     return LaneIdProbe(
-        id=f"wgmma-{kind_name}-{group}", version="1",
+        # version 2: the kit's compact storage form (README): the same waves and observables
+        id=f"wgmma-{kind_name}-{group}", version="2",
         summary=f"{kind_name.replace('-', ' -> ')} wgmma {n}: (thread, value) <-> (m, n) of "
                 "D, A's registers or tile and B's tile -> (m, k), (k, n)",
         targets=("sm_90*",), vendor="nvidia", source=generate.SOURCE,
         shapes=tuple(shape(kind_name, f) for f in kinds.FORMS[group]),
         evidence=evidence(kind_name), seed=seed, block=128, options={"arch": "sm_90a"},
-        design=engine.APART,
+        design=engine.APART, compact=True,
         excluded={"sm_[0-8]*": "wgmma is Hopper's (sm_90a)",
                   "sm_1??*": "wgmma is sm_90a only (Blackwell has tcgen05)"})
 

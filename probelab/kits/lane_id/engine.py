@@ -16,11 +16,26 @@ sources:
 That design (`BOTH`) names every slot twice. Wide shapes (wgmma's N = 256: 16384 D slots)
 use `APART` instead: "c named" waves carry C's ids alone (A = B = 0, so D = C), and only the
 b-named waves follow, with C = 0, so a D slot reads the B slot's digit + 1 or 0: the raw
-waves are mostly zeros (they compress some 90x) and one wave per A slot names all three
-relations (no `_b` twins; the GEMM waves are the cross-check: a layout they contradict is not
-recovered). Its observable is
+waves are mostly zeros, spelled cell for cell by the ids they decode to, and one wave per A
+slot names all three relations (no `_b` twins; the GEMM waves are the cross-check: a layout
+they contradict is not recovered). Its observable is
 `b_src` itself, which B slot the hot A slot met in each D slot: the three relations are its
 projections, and it is 4 to 8 times smaller than `same_col` alone.
+
+How a dataset stores it. By default (`assemble(..., compact=False)`, every probe's version
+that predates the compact form) the raw waves are kept as the kit read them (float64; int64
+for an integer accumulator) and the 0/1 tables as uint32. The compact form (a probe's
+`compact=True`; `probelab.kits.lane_id.storage`) keeps the same numbers in a fraction of the
+bytes: raw waves as integers in the narrowest dtype the plan needs where every value is one
+(float64 as read otherwise; attrs `stored_as`, `read_as`), 0/1 tables and flags as uint8,
+and under APART no `d_bnamed` at all: `b_src` spells every cell (digit p = digit p of the
+id + 1, 0 for NONE) and `d_bnamed_odd` keeps the raw digits of each cell it does not (every
+INVALID one), by kernel and flat cell index (`d_bnamed_odd_kernel`, `d_bnamed_odd_cell`;
+dim `odd`, no coordinate: the grid hash covers coordinates). `raw_named` reads a raw wave
+from either form, bit for bit. `stored` says from the grid alone which variables, dims,
+shapes and dtypes `assemble` writes (assemble checks that it did), so what a probe's
+datasets declare is known before any unit runs (`declared_bytes`; the sweep refuses one a
+new dataset may not be, probelab.dataset.MAX_NEW_DATASET_BYTES).
 
 Where a type cannot hold a slot id whole (fp8, s4, ...) or the accumulator cannot hold C's
 beside it (f16), ids travel as digits, one wave per digit (`Plan`); the scale is CSCALE for
@@ -44,7 +59,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from probelab.kits.elements import F64, Codec, digits, pack, unpack, words
+from probelab.kits.elements import F64, Codec, Element, digits, pack, unpack, words
+from probelab.kits.lane_id import storage
 from probelab.kits.sentinels import FLAGS, INVALID, NONE
 
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
@@ -749,35 +765,53 @@ def _with_map(values: dict[str, np.ndarray], layout: Layout | None, grid: xr.Dat
 
 
 def assemble(grid: xr.Dataset, shapes: Sequence[Shape],
-             registers: Mapping[str, np.ndarray]) -> xr.Dataset:
+             registers: Mapping[str, np.ndarray], compact: bool = False) -> xr.Dataset:
     """Raw D registers of every kernel ({kernel: (W, lanes, D registers) uint32}) -> the
     dataset: raw values, decoded sources, relations, the recovered lane map and the GEMM
-    check."""
+    check; `compact`: in the kit's compact storage form (probelab.kits.lane_id.storage).
+    What is stored is what `stored` says it will be (checked here)."""
     ds = grid.copy()
     codec = codec_of(shapes)
     plan, size = plan_of(grid, codec), _sizes(grid)
+    factored = compact and plan.apart  # d_bnamed: b_src and its exceptions (ODD)
     per: dict[str, list[np.ndarray]] = {}
+    odd: list[tuple[str, np.ndarray, np.ndarray]] = []
     reasons = []
     for shape in shapes:
         d = numbers(codec, "d", np.asarray(registers[shape.name], np.uint32), size.d_values)
         values, why = _decode(grid, shape, plan, d)
         reasons.append(f"{shape.name}: {why}")
+        if factored:  # each kernel's raw waves are read once, then only their exceptions kept
+            raw = values.pop("d_bnamed")
+            odd.append((shape.name, *storage.factor(raw if plan.rounds > 1 else raw[None],
+                                                    values["b_src"], plan.base,
+                                                    size.slots("b"))))
         for k, v in values.items():
             per.setdefault(k, []).append(v)
-    digit = ("digit",) if plan.rounds > 1 else ()
-    c_digit = ("c_digit",) if plan.c_digits > 1 else ()
+    layout, unplanned = stored(grid, compact), set()
     kinds = RAW_DIMS_APART | OBSERVABLES_APART if plan.apart else RAW_DIMS | OBSERVABLES
-    for k, dims in kinds.items():
-        lead = digit if k in NAMED else c_digit if k == "d_cnamed" else ()
-        ds[k] = ((dims[0], *lead, *dims[1:]), np.stack(per[k]))
+    for k in (k for k in kinds if k in layout):  # the order the variables always had
+        values, attrs = np.stack(per[k]), {}
+        if compact and k in RAW:
+            values, attrs, planned = storage.as_stored(
+                values, _planned(k, grid, plan, codec), read_dtype(codec))
+            if not planned:
+                unplanned.add(k)
+        elif compact and k in ZERO_ONE:
+            values = storage.flags(values)
+        ds[k] = (layout[k].dims, values, attrs)
     for k in ("a_src", "b_src", "c_src"):
         if k in ds:
             ds[k].attrs |= FLAGS
     if plan.apart:
         ds["d_cnamed"].attrs |= {"encoding": f"{codec.name}; A = B = 0, C = D = C digit + 1, "
                                  f"base {plan.c_base}"}
-        ds["d_bnamed"].attrs |= {"encoding": f"{codec.name}; C = 0, one A slot 1: D = operand "
-                                 f"digit + 1 or 0 (nothing), base {plan.base}"}
+        bnamed = {"encoding": f"{codec.name}; C = 0, one A slot 1: D = operand digit + 1 or "
+                  f"0 (nothing), base {plan.base}"}
+        if factored:
+            _store_odd(ds, odd, plan, size, read_dtype(codec), bnamed["encoding"])
+        else:
+            ds["d_bnamed"].attrs |= bnamed
     else:
         ds["d_anamed"].attrs |= {"encoding": f"{codec.name}; D = {plan.scale} * (C "
                                  f"digit + 1) + (operand digit + 1); operand digits base "
@@ -789,7 +823,171 @@ def assemble(grid: xr.Dataset, shapes: Sequence[Shape],
                 "canonical labels (numbered by first appearance in slot order); -1: the slot "
                 "holds nothing"})
     ds["recovered"].attrs["why"] = "; ".join(reasons)
+    _agrees(ds, layout, unplanned)
     return ds
+
+
+# ---- what is stored: the layout `assemble` writes, known from the grid alone ----
+
+RAW = (*NAMED, "d_cnamed", "d_gemm")  # the D values themselves, read as numbers
+ZERO_ONE = ("same_row", "same_k", "same_col", "same_row_b", "same_k_b", "same_col_b",
+            "recovered", "gemm_exact")  # 0/1 tables: uint8 in the compact form
+ODD = ("d_bnamed_odd", "d_bnamed_odd_kernel", "d_bnamed_odd_cell")  # factored d_bnamed
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One variable `assemble` adds to the grid: its dims, shape and dtype (a raw wave's
+    dtype where every value lies in the plan: it is wider where one does not, float64
+    where one is no integer; the exceptions' length 0, a unit that read cleanly)."""
+
+    dims: tuple[str, ...]
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+
+def grid_codec(grid: xr.Dataset) -> Codec:
+    """The codec a grid (or a dataset) names: f64 where it names none (the archive's)."""
+    from probelab.kits.elements import ELEMENTS
+
+    def named(coord: str) -> Element:
+        return ELEMENTS[str(grid[coord].values)] if coord in grid.coords else F64
+
+    b = named("b_operand_type") if "b_operand_type" in grid.coords else None
+    sums = int(grid["sums_exact"].values) if "sums_exact" in grid.coords else None
+    return Codec(named("operand_type"), named("accumulator_type"), b, sums)
+
+
+def read_dtype(codec: Codec) -> np.dtype:
+    """What the kit reads D values as (Element.decode): float64, or int64 for integers."""
+    return np.dtype(np.float64 if codec.accumulator.floating else np.int64)
+
+
+def _planned(name: str, grid: xr.Dataset, plan: Plan, codec: Codec) -> tuple[int, int]:
+    """The range of raw values a unit that follows the plan produces: C's digit + 1 (times
+    the scale) plus one operand digit + 1 or none (a digit of ids 0..n - 1 of base b is at
+    most min(b, n) - 1), or the random GEMM's |A·B + C| (Plan._gemm_fits)."""
+    size = _sizes(grid)
+    if name == "d_gemm":
+        g = int(grid["K"].values.max()) * 16 + 64
+        return -g, g
+    c_top = min(plan.c_base, size.slots("d"))  # C's largest digit + 1
+    if plan.apart:
+        return 0, c_top if name == "d_cnamed" else min(plan.base, size.slots("b"))
+    operand = min(plan.base, max(size.slots("a"), size.slots("b"))) - 1 + plan.offset
+    return 0, plan.scale * c_top + operand
+
+
+def stored(grid: xr.Dataset, compact: bool = False) -> dict[str, Stored]:
+    """Every variable `assemble` adds to `grid`, in the form asked for, from the grid
+    alone (no unit is run: what a dataset will declare is known before it is measured)."""
+    codec = grid_codec(grid)
+    plan = plan_of(grid, codec)
+    lead = {k: ("digit",) for k in NAMED if plan.rounds > 1} | \
+        ({"d_cnamed": ("c_digit",)} if plan.c_digits > 1 else {})
+    kinds = RAW_DIMS_APART | OBSERVABLES_APART if plan.apart else RAW_DIMS | OBSERVABLES
+    dims = {k: (d[0], *lead.get(k, ()), *d[1:]) for k, d in kinds.items()}
+    dims |= {f"{n}_{x}": LANE_MAP_DIMS[n] for n in OPERANDS for x in ("row", "col")}
+    if compact and plan.apart:
+        del dims["d_bnamed"]
+        dims |= {ODD[0]: ("odd", *lead.get("d_bnamed", ())), ODD[1]: ("odd",),
+                 ODD[2]: ("odd",)}
+    sizes = dict(grid.sizes) | {"odd": 0}
+
+    def dtype(k: str) -> np.dtype:
+        if k in RAW:
+            return storage.integer_dtype(*_planned(k, grid, plan, codec)) if compact \
+                else read_dtype(codec)
+        if k in ZERO_ONE:
+            return np.dtype(np.uint8 if compact else np.uint32)
+        special = {ODD[0]: storage.integer_dtype(0, 0), ODD[1]: grid["kernel"].dtype,
+                   ODD[2]: np.dtype(np.int64)}
+        return np.dtype(special.get(k, np.int32 if k[2:] in ("row", "col") else np.uint32))
+
+    return {k: Stored(d, tuple(sizes[x] for x in d), dtype(k)) for k, d in dims.items()}
+
+
+def declared_bytes(grid: xr.Dataset, compact: bool = False) -> int:
+    """The bytes a dataset of this grid declares decoded: the grid's and `stored`'s."""
+    return sum(int(v.nbytes) for v in grid.variables.values()) + \
+        sum(s.nbytes for s in stored(grid, compact).values())
+
+
+def _agrees(ds: xr.Dataset, layout: dict[str, Stored], unplanned: set[str]) -> None:
+    """`stored` said what assemble writes: the same variables, dims, shapes and dtypes; only
+    the exceptions' length and dtype depend on the data, and the dtype of a raw wave whose
+    values left the plan (`unplanned`)."""
+    added = {str(k) for k in ds.data_vars}
+    for k in sorted(added | layout.keys()):
+        var, want = ds.variables.get(k), layout.get(k)
+        free = k in ODD  # the exceptions: as many as the unit made, in their values' dtype
+        if var is None or want is None or var.dims != want.dims or (
+                var.shape != want.shape and not free) or (
+                var.dtype != want.dtype and not free and k not in unplanned):
+            found = None if var is None else (var.dims, var.shape, var.dtype)
+            raise RuntimeError(f"lane-id assemble wrote {k} as {found}, its layout says "
+                               f"{want}: engine.stored and assemble disagree")
+
+
+def _store_odd(ds: xr.Dataset, odd: list[tuple[str, np.ndarray, np.ndarray]], plan: Plan,
+               size: Sizes, read: np.dtype, encoding: str) -> None:
+    """APART's b-named waves in the compact form: b_src (stored anyway) plus the raw
+    values of every digit at each cell b_src does not spell (storage.factor)."""
+    kernel = np.concatenate([np.full(len(c), name, ds["kernel"].dtype) for name, c, _ in odd])
+    cells = np.concatenate([c for _, c, _ in odd]).astype(np.int64)
+    values = np.concatenate([v for _, _, v in odd]).reshape(len(cells), plan.rounds)
+    values, attrs, _ = storage.as_stored(values if plan.rounds > 1 else values[:, 0],
+                                         storage.UNPLANNED, read)
+    digit = ("digit",) if plan.rounds > 1 else ()
+    rule = (f"the raw b-named waves d_bnamed (kernel, {'digit, ' if digit else ''}a_lane, "
+            "a_reg, d_lane, d_reg) are not stored: digit p of a cell is floor(b_src / "
+            f"{plan.base}**p) % {plan.base} + 1 where b_src is a B slot id (< "
+            f"{size.slots('b')}), 0 where it is NONE; at each cell listed here (its kernel "
+            "d_bnamed_odd_kernel, its flat index d_bnamed_odd_cell over (a_lane, a_reg, "
+            "d_lane, d_reg) in C order), every INVALID one and any other the rule does not "
+            "give bit for bit, these are its raw values, every digit. "
+            "probelab.kits.lane_id.engine.raw_named(ds, 'd_bnamed') rebuilds it")
+    ds[ODD[0]] = (("odd", *digit), values, attrs | {"encoding": encoding,
+                                                     "reconstruction": rule})
+    ds[ODD[1]] = (("odd",), kernel, {"description": "the kernel of each d_bnamed_odd cell"})
+    ds[ODD[2]] = (("odd",), cells, {"description": "the flat index of each d_bnamed_odd "
+                                    "cell over (a_lane, a_reg, d_lane, d_reg), C order"})
+
+
+def raw_named(ds: xr.Dataset, name: str) -> xr.DataArray:
+    """A raw wave variable (d_anamed, d_bnamed, d_cnamed, d_gemm) as the kit read the D
+    values (float64, int64 for an integer accumulator), from a dataset of either form: as
+    stored, or d_bnamed rebuilt from b_src and its exceptions (storage.unfactor) where the
+    compact form factored it. Kernels are matched by name, so a selection of them works."""
+    read = read_dtype(grid_codec(ds))
+    if name in ds:
+        return ds[name] if ds[name].dtype == read else ds[name].astype(read)
+    if name != "d_bnamed" or ODD[0] not in ds:
+        raise KeyError(f"the dataset holds no {name}, stored or factored")
+    plan, size = plan_of(ds, grid_codec(ds)), _sizes(ds)
+    cell_dims = RAW_DIMS["b_src"][1:]
+    names, cells = ds[ODD[1]].values, ds[ODD[2]].values
+    parts = []
+    for kernel in ds["kernel"].values:
+        src = ds["b_src"].sel(kernel=kernel).transpose(*cell_dims).values
+        mine = names == kernel
+        raw = storage.unfactor(src, plan.base, size.slots("b"), plan.rounds, cells[mine],
+                               ds[ODD[0]].values[mine], read)
+        parts.append(raw if plan.rounds > 1 else raw[0])
+    dims = ("kernel", *(("digit",) if plan.rounds > 1 else ()), *cell_dims)
+    return _on_dims(np.stack(parts), dims, ds)
+
+
+def _on_dims(values: np.ndarray, dims: tuple[str, ...], ds: xr.Dataset) -> xr.DataArray:
+    """values on `dims`, with the dataset's coordinates that live on them."""
+    import xarray as xr
+
+    coords = {c: ds.coords[c] for c in ds.coords if set(ds.coords[c].dims) <= set(dims)}
+    return xr.DataArray(values, dims=dims, coords=coords)
 
 
 def lane_map(ds: xr.Dataset, kernel: str, operand: str) -> xr.Dataset | None:

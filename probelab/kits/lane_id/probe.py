@@ -50,6 +50,9 @@ class LaneIdProbe(Declared):
     # the waves (engine.BOTH: every slot named twice; engine.APART: wide shapes, C apart)
     design: str = engine.BOTH
     observables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # the design's
+    # store the kit's compact form (probelab.kits.lane_id.storage): the same numbers in a
+    # fraction of the bytes; a probe that switches bumps its version (its datasets change form)
+    compact: bool = False
     plots: Mapping[str, Callable[..., object]] = field(
         default_factory=lambda: {"lanemap": lazy_figures("probelab.kits.lane_id.figures",
                                                          "lane_map_figures")})
@@ -84,7 +87,12 @@ class LaneIdProbe(Declared):
         raw = {s.name: np.asarray(outputs[s.name]["d"], np.uint32).reshape(-1, lanes,
                                                                               self._d_words)
                for s in self.shapes}
-        return engine.assemble(stimulus, self.shapes, raw)
+        return engine.assemble(stimulus, self.shapes, raw, self.compact)
+
+    def declared_bytes(self, stimulus: xr.Dataset) -> int:
+        """What its datasets declare decoded, known before a unit runs (the sweep refuses a
+        probe whose dataset could not be saved before any kernel runs)."""
+        return engine.declared_bytes(stimulus, self.compact)
 
     @property
     def _d_words(self) -> int:
