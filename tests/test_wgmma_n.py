@@ -121,8 +121,8 @@ def test_the_compact_form_scores_every_sealed_claim_as_the_float_form_did(tmp_pa
     the compact form: ptx-layouts and cute-gmma match every claimed cell of every kernel,
     the near misses miss some, and each sealed file scores the compact dataset exactly as
     it scores the float form (version 1's) assembled from the same registers."""
-    from probelab.check import score
-    from probelab.hypothesis import evaluate_claim, load_hypothesis
+    from probelab.hypothesis import load_hypothesis
+    from probelab.scoring import score_claim
 
     monkeypatch.delenv("PROBELAB_GIT_HEAD", raising=False)
     probe = get_probe("wgmma-tf32-f32-wide")
@@ -136,15 +136,18 @@ def test_the_compact_form_scores_every_sealed_claim_as_the_float_form_did(tmp_pa
     raw = {k.name: probe.simulate(k, launch.inputs) for k in probe.kernels("nvidia")}
     floated = replace(probe, compact=False).assemble(grid, raw)  # as version 1 stored them
     assert "d_bnamed" in floated and "d_bnamed" not in ds
+    kernels = [k.name for k in probe.shapes]
+    scored = {}
     for hid, h in sealed.items():
-        tables, scopes = evaluate_claim(h, grid, probe.observables)
-        for shape in probe.shapes:
-            got = score(ds, shape.name, tables, scopes)
-            assert got == score(floated, shape.name, tables, scopes), (hid, shape.name)
-            literal = got["literal"]
+        _, (got, was) = score_claim(h, grid, probe.observables, [(ds, kernels),
+                                                                 (floated, kernels)])
+        assert got == was, hid
+        scored[hid] = got["kernels"]
+        for name in kernels:
+            literal = got["kernels"][name]["literal"]
             if hid in ("ptx-layouts", "cute-gmma"):
-                assert literal["matches"] == literal["cells"] > 0, (hid, shape.name)
+                assert literal["matches"] == literal["cells"] > 0, (hid, name)
     rivals = [h for h in sealed if h.endswith("-rival")]
     assert rivals and all(any(
-        (s := score(ds, k.name, *evaluate_claim(sealed[h], grid, probe.observables))
-         ["literal"])["matches"] < s["cells"] for k in probe.shapes) for h in rivals)
+        scored[h][k]["literal"]["matches"] < scored[h][k]["literal"]["cells"]
+        for k in kernels) for h in rivals)
