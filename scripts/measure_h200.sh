@@ -24,13 +24,27 @@ python3 -m pytest -q -rs ${TESTS:-tests} 2>&1 | tee "$OUT/pytest.log"
 tests_rc=${PIPESTATUS[0]}
 set -e
 : > "$OUT/datasets.txt"
+failed=()
 for probe in ${PROBES-byte-perm dmma-f64 mma-sp-f16 mma-sp-s8 mma-sp-s4 mma-f16-f32 mma-f16-f16 mma-bf16-f32 mma-tf32 mma-s8s8 mma-u8u8 mma-s8u8 mma-u8s8 mma-e4m3-f32 mma-e5m2-f32 mma-e4m3-f16 mma-e5m2-f16 mma-s4s4 mma-u4u4 mma-s4u4 mma-u4s4}; do
   # probes with a sealed pair their stimulus cannot separate (dmma-f64: restatements sealed
   # before agrees_with; wgmma-f16-rs: the 128B pattern for 64B at 8 rows), recorded as such
   blind=()
   case " dmma-f64 wgmma-f16-rs " in *" $probe "*) blind=(--allow-blind) ;; esac
-  python3 -m probelab sweep "$probe" --repeats 3 "${blind[@]}" | tee -a "$OUT/datasets.txt"
+  started=$SECONDS
+  # one probe failing must not lose the others: it is named at the end, the rest kept
+  if python3 -m probelab sweep "$probe" --repeats 3 "${blind[@]}" > "$OUT/sweep.txt" 2>&1; then
+    cat "$OUT/sweep.txt" | tee -a "$OUT/datasets.txt"
+    # each dataset goes into the archive as it is made: a call cut short keeps the earlier
+    made=$(sed "s|^$PWD/||" "$OUT/sweep.txt" | grep '^data/.*\.nc$' || true)
+    [ -n "$made" ] && tar -rf "$OUT/measured.tar" $made
+    cp data/MANIFEST.jsonl "$OUT/MANIFEST.jsonl"
+    tar -rf "$OUT/measured.tar" -C "$OUT" MANIFEST.jsonl  # the latest copy wins on extraction
+  else
+    cat "$OUT/sweep.txt"; failed+=("$probe")
+  fi
+  echo "sweep $probe: $((SECONDS - started)) s" | tee -a "$OUT/sweep-times.txt"
 done
+rm -f "$OUT/sweep.txt" "$OUT/MANIFEST.jsonl"
 if [ "${BENCH:-1}" != 0 ]; then
   # The image sets PYTHONDONTWRITEBYTECODE=1, so every process compiles the modules that
   # ship without bytecode: timed as it is, and as a workstation runs (bytecode written once)
@@ -39,15 +53,14 @@ if [ "${BENCH:-1}" != 0 ]; then
     python3 bench/byte_perm_sweep.py --json "$OUT/bench.json"
 fi
 # one archive back (the device tool returns at most 8 files): the datasets under their
-# data/ paths, the manifest with their pins (copy it back over data/), the logs
-cp data/MANIFEST.jsonl "$OUT/"
-sed "s|^$PWD/||" "$OUT/datasets.txt" > "$OUT/datasets.rel"
-tar -cf "$OUT/measured.tar" -T "$OUT/datasets.rel" -C "$OUT" MANIFEST.jsonl datasets.txt \
-  machine.txt doctor.json pytest.log
-rm -f "$OUT/datasets.rel" "$OUT/MANIFEST.jsonl"
+# data/ paths (added as each sweep made them), the manifest with their pins (copy it back
+# over data/), the logs
+tar -rf "$OUT/measured.tar" -C "$OUT" datasets.txt machine.txt doctor.json pytest.log \
+  $( [ -f "$OUT/sweep-times.txt" ] && echo sweep-times.txt )
 # a file comes back only up to 16 MiB: a larger archive in parts (cat measured.tar.* | tar -x)
 if [ "$(stat -c %s "$OUT/measured.tar")" -gt $((15 * 1024 * 1024)) ]; then
   split -b 15M -d "$OUT/measured.tar" "$OUT/measured.tar." && rm "$OUT/measured.tar"
 fi
 echo "tests exit code: $tests_rc"
+if [ ${#failed[@]} -gt 0 ]; then echo "sweeps that failed: ${failed[*]}"; exit 3; fi
 exit "$tests_rc"
