@@ -21,7 +21,10 @@ def block_shape(shape: tuple[int, ...], cells: int) -> tuple[int, ...]:
 
 def blocks(shape: tuple[int, ...], cells: int) -> Iterator[tuple[slice, ...]]:
     """Blocks of `block_shape` that tile `shape` in C order, as slices (the last along each
-    axis may be shorter)."""
+    axis may be shorter); a shape with no cells is one empty block."""
+    if 0 in shape:
+        yield tuple(slice(0, n) for n in shape)
+        return
     block = block_shape(shape, cells)
     for corner in np.ndindex(*(-(-n // b) for n, b in zip(shape, block, strict=True))):
         yield tuple(slice(i * b, min((i + 1) * b, n))

@@ -10,9 +10,12 @@ takes the commit on trust (PROBELAB_GIT_HEAD).
 import contextlib
 import functools
 import hashlib
+import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import probelab
 from probelab import depends, gitinfo
@@ -59,12 +62,42 @@ def digest(tree: dict[str, str]) -> str:
                           ).hexdigest()
 
 
+class _Unread(Exception):
+    """git could not answer (a commit it lacks, no history): never kept as an answer."""
+
+
+def _kept(kind: str, compute: Callable[..., Any], *args: Any) -> Any:
+    """`compute(*args)`, a JSON value that follows from full commit ids alone (a commit id
+    names its content and history for good): kept on disk under the arguments and this
+    module's code (probelab.cache), so a run that already asked git reads the answer. Asked
+    afresh where an argument is not a full commit id, and never kept where git failed."""
+    from probelab import cache
+
+    commits = [a for a in args if isinstance(a, str) and len(a) == 40]
+    if not commits or not all(gitinfo.is_commit_id(c) for c in commits):
+        return compute(*args)
+    key = cache.cache_key(kind=kind, args=args, code=depends.digest(__name__))
+    if (raw := cache.lookup("git", key)) is not None:
+        with contextlib.suppress(ValueError):
+            return json.loads(raw)
+    value = compute(*args)
+    cache.store("git", key, json.dumps(value).encode())
+    return value
+
+
 def committed(commit: str) -> dict[str, str] | None:
     """The same map for `commit`, read from git; None where the commit cannot be read."""
     try:
-        listing = gitinfo.git("ls-tree", "-r", "--full-tree", commit, "--", *SCOPE)
-    except (RuntimeError, OSError):
+        return _kept("committed", _committed, commit)
+    except _Unread:
         return None
+
+
+def _committed(commit: str) -> dict[str, str]:
+    try:
+        listing = gitinfo.git("ls-tree", "-r", "--full-tree", commit, "--", *SCOPE)
+    except (RuntimeError, OSError) as exc:
+        raise _Unread from exc
     tree = {}
     for line in listing.splitlines():
         meta, rel = line.split("\t", 1)
@@ -95,6 +128,15 @@ def measuring_code(probe_folder: str, commit: str | None = None) -> list[str]:
     is now or, given `commit`, as that commit has it (read from git's objects, never
     imported: a check needs no probe code). A change elsewhere in probelab (a report's
     wording) cannot shape data."""
+    if commit is None:
+        return _measuring_code(probe_folder, None)
+    try:
+        return _kept("measuring_code", _measuring_code, probe_folder, commit)
+    except _Unread:
+        return []
+
+
+def _measuring_code(probe_folder: str, commit: str | None) -> list[str]:
     listed = _listing(commit, (probe_folder, "probelab/backends"))
     found = {rel for rel in listed if rel.startswith(f"{probe_folder}/") and _counts(rel)}
     todo = [rel for rel in found if rel.endswith(".py")] + list(_ENTRIES)
@@ -114,14 +156,16 @@ def measuring_code(probe_folder: str, commit: str | None = None) -> list[str]:
 
 
 def _listing(commit: str | None, folders: tuple[str, ...]) -> list[str]:
-    """The files under lab-relative `folders`, on disk or at `commit` (each folder on its
-    own: one that cannot be listed lists nothing, and takes no other with it)."""
+    """The files under lab-relative `folders`, on disk or at `commit` (a folder the commit
+    lacks lists nothing; a commit git cannot read is _Unread)."""
     out = []
     for folder in folders:
         if commit is not None:
-            with contextlib.suppress(RuntimeError, OSError):
+            try:
                 out += gitinfo.git("ls-tree", "-r", "--name-only", commit, "--",
                                    folder).splitlines()
+            except (RuntimeError, OSError) as exc:
+                raise _Unread from exc
             continue
         base = _on_disk(folder)
         out += [f"{folder}/{p.relative_to(base).as_posix()}" for p in base.rglob("*")
@@ -142,8 +186,8 @@ def _read(commit: str | None, rels: list[str]) -> dict[str, bytes | None]:
     if commit is not None:
         try:
             found = gitinfo.objects(f"{commit}:{rel}" for rel in rels)
-        except (RuntimeError, OSError):
-            return {}
+        except (RuntimeError, OSError) as exc:
+            raise _Unread from exc
         return {rel: found.get(f"{commit}:{rel}") for rel in rels}
     out = {}
     for rel in rels:
@@ -169,9 +213,15 @@ def _imports_of(data: bytes) -> list[str]:
 def changed_between(older: str, newer: str, paths: tuple[str, ...]) -> list[str]:
     """Files among `paths` (folders or files; none given: the whole SCOPE) that differ
     between two commits."""
-    paths = paths or SCOPE
+    try:
+        return _kept("changed_between", _changed_between, older, newer, list(paths or SCOPE))
+    except _Unread:
+        return []
+
+
+def _changed_between(older: str, newer: str, paths: list[str]) -> list[str]:
     try:
         out = gitinfo.git("diff", "--name-only", older, newer, "--", *paths)
-    except (RuntimeError, OSError):
-        return []
+    except (RuntimeError, OSError) as exc:
+        raise _Unread from exc
     return [rel for rel in out.splitlines() if _counts(rel)]

@@ -249,6 +249,7 @@ class Catalog:
     broken: dict[str, str] = field(default_factory=dict)  # folder -> why it failed to load
     _loaded: dict[str, tuple[Probe, ...]] = field(default_factory=dict)
     _entries: list[Entry] | None = None
+    _found: dict[str, Probe] = field(default_factory=dict)  # ids `get` found: asked often
 
     def folders(self) -> list[Path]:
         return sorted(p for p in self.base.glob("*") if (p / "probe.py").is_file())
@@ -290,6 +291,7 @@ class Catalog:
         for folder in dict.fromkeys([*named, *folders]):
             for probe in self._load(self.base / folder):
                 if probe.id == probe_id:
+                    self._found[probe_id] = probe
                     return probe
         return None
 

@@ -99,15 +99,21 @@ def test_verify_asks_git_no_more_for_a_larger_archive(toylab: ToyLab, monkeypatc
     head = toylab.head()
     measured(toylab, 1, git_head=head)
     calls = _git_calls(monkeypatch)
+    monkeypatch.setenv("PROBELAB_CACHE", str(toylab.root.parent / "cold-1"))  # git asked
     assert not verify_archive()["problems"]
     one = len(calls)
     for n in range(2, 6):
         measured(toylab, n, git_head=head)
     calls.clear()
     codetree.changed_between.cache_clear()
+    monkeypatch.setenv("PROBELAB_CACHE", str(toylab.root.parent / "cold-2"))  # afresh
     result = verify_archive()
     assert not result["problems"] and len(result["checks"]) == 10
     assert len(calls) == one, calls
+    calls.clear()
+    codetree.changed_between.cache_clear()
+    assert verify_archive() == result  # warm: what follows from commit ids alone is kept
+    assert len(calls) < one, calls
 
 
 def test_a_measured_commit_no_ref_reaches_is_ordered_by_git_itself(toylab: ToyLab) -> None:
