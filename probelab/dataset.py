@@ -315,6 +315,16 @@ class GridPrint:
         return cls(tuple(sorted((str(d), int(n)) for d, n in grid.sizes.items())),
                    tuple(coords), h.hexdigest())
 
+    def to_list(self) -> list:
+        return [self.sizes, self.coords, self.digest]
+
+    @classmethod
+    def from_list(cls, raw: list) -> "GridPrint":
+        """`to_list`'s value as JSON gave it back (lists for tuples)."""
+        sizes, coords, digest = raw
+        return cls(tuple((d, n) for d, n in sizes),
+                   tuple((n, tuple(d), t, tuple(shape)) for n, d, t, shape in coords), digest)
+
 
 @dataclass(frozen=True)
 class Summary:
@@ -336,16 +346,13 @@ class Summary:
 
     def to_json(self) -> bytes:
         return json.dumps([self.variables, self.kernels, self.grid_sha256,
-                           [self.grid.sizes, self.grid.coords, self.grid.digest],
-                           self.content]).encode()
+                           self.grid.to_list(), self.content]).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> "Summary":
-        variables, kernels, grid_hash, (sizes, coords, digest), content = json.loads(raw)
+        variables, kernels, grid_hash, printed, content = json.loads(raw)
         return cls(tuple((n, tuple(d)) for n, d in variables), tuple(kernels), grid_hash,
-                   GridPrint(tuple((d, n) for d, n in sizes),
-                             tuple((n, tuple(d), t, tuple(s)) for n, d, t, s in coords),
-                             digest), content)
+                   GridPrint.from_list(printed), content)
 
 
 @dataclass(frozen=True)

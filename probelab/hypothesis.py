@@ -27,6 +27,7 @@ Predictions are taken modulo 2**32: observables are 32-bit registers.
 import ast
 import fnmatch
 import hashlib
+import json
 import os
 import re
 import stat
@@ -484,6 +485,47 @@ class Evaluations:
             self._grids[probe.id] = grid, grid_sha256(grid)
         return self._grids[probe.id]
 
+    def printed(self, probe: "Probe") -> tuple["GridPrint", str]:
+        """The print and hash of the probe's stimulus, without making it where a run
+        already did for the same probe code: kept on disk under every file of the probe's
+        folder and the probelab code they import (a stimulus is a function of them)."""
+        from probelab import depends
+        from probelab.cache import cache_key
+        from probelab.dataset import GridPrint, grid_sha256
+
+        if probe.id in self._grids:
+            grid, grid_hash = self._grids[probe.id]
+            return GridPrint.of(grid), grid_hash
+        folder = _folder_of(probe)
+        if folder is None:  # not a folder of this lab's catalogue: made, never kept
+            grid, grid_hash = self.grid(probe)
+            return GridPrint.of(grid), grid_hash
+        files = hashlib.sha256()
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()
+                           and "__pycache__" not in p.parts):
+            files.update(f"{path.relative_to(folder).as_posix()}\0".encode() + path.read_bytes())
+        key = cache_key(probe=probe.id, files=files.hexdigest(),
+                        code=depends.digest_folder(folder, "probelab.probe", __name__))
+
+        def made() -> bytes:
+            grid, _ = self.grid(probe)
+            return json.dumps([grid_sha256(grid), GridPrint.of(grid).to_list()]).encode()
+
+        grid_hash, raw = json.loads(self.cached("grids", key, made))
+        return GridPrint.from_list(raw), grid_hash
+
+    def probe_digest(self, h: Hypothesis, probe: "Probe") -> tuple[str, str]:
+        """(the probe's grid hash, the claim's table hash on it): the stimulus is made only
+        where neither answer is kept (`printed`, `digest`)."""
+        printed, grid_hash = self.printed(probe)
+
+        def streamed() -> bytes:
+            grid, _ = self.grid(probe)
+            return _streamed_hash(h, grid, probe.observables)
+
+        return grid_hash, self.cached("tables", self.key(h, printed, probe.observables),
+                                      streamed).decode()
+
     @staticmethod
     def key(h: Hypothesis, grid: "xr.Dataset | GridPrint",
             observables: Mapping[str, tuple[str, ...]]) -> str:
@@ -501,13 +543,8 @@ class Evaluations:
                observables: Mapping[str, tuple[str, ...]]) -> str:
         """The claim's table hash: from this run, or the on-disk cache where a run already
         evaluated it under this key (a corrupt entry is recomputed), or streamed now."""
-        def streamed() -> bytes:
-            hasher = TableHash(h.where is not None)
-            for piece in stream_claim(h, grid, observables):
-                hasher.feed(piece)
-            return hasher.hexdigest().encode()
-
-        return self.cached("tables", self.key(h, grid, observables), streamed).decode()
+        return self.cached("tables", self.key(h, grid, observables),
+                           lambda: _streamed_hash(h, grid, observables)).decode()
 
     def remember(self, key: str, digest: str) -> None:
         """A table hash worked out while scoring (the same stream), kept as `digest` keeps
@@ -531,6 +568,23 @@ class Evaluations:
         if (kind, key) not in self._memo:
             self._memo[kind, key] = cached_bytes(kind, key, build)[0]
         return self._memo[kind, key]
+
+
+def _streamed_hash(h: Hypothesis, grid: xr.Dataset,
+                   observables: Mapping[str, tuple[str, ...]]) -> bytes:
+    hasher = TableHash(h.where is not None)
+    for piece in stream_claim(h, grid, observables):
+        hasher.feed(piece)
+    return hasher.hexdigest().encode()
+
+
+def _folder_of(probe: "Probe") -> Path | None:
+    """The folder of this lab's catalogue that defines the probe, if any."""
+    from probelab.probe import catalog
+
+    found = catalog()
+    entry = next((e for e in found.entries() if e.id == probe.id), None)
+    return None if entry is None else found.base / entry.folder
 
 
 class _Absent(Exception):

@@ -53,10 +53,10 @@ def evaluate(h: Hypothesis, claims: Evaluations | None = None) -> tuple[Probe, s
     unknown = set(h.kernels or ()) - _kernel_names(probe)
     if unknown:
         raise UsageError(f"{h.path}: kernels {sorted(unknown)} are not kernels of {probe.id}")
-    grid, grid_hash = claims.grid(probe)
     for name in h.near_misses:  # a near miss that cannot be evaluated is refused at seal
-        claims.digest(h.near_miss(name), grid, probe.observables)
-    return probe, grid_hash, claims.digest(h, grid, probe.observables)
+        claims.probe_digest(h.near_miss(name), probe)
+    grid_hash, table_hash = claims.probe_digest(h, probe)
+    return probe, grid_hash, table_hash
 
 
 def template(probe: Probe, hypothesis_id: str) -> str:
