@@ -1,17 +1,20 @@
 """Benchmark: `probelab verify` as a whole process over the archive as it is (x1) and grown
-tenfold (x10), first run and warm, with peak memory.
+(xN), cold and warm, with the peak memory of all its processes, against a bare floor.
 
-    python bench/verify_archive.py --json results.json
+    python bench/verify_archive.py --json results.json [--factor 3] [--runs 3] [--jobs 0]
 
 Each lab is a fresh clone of this repository (full history) with the probelab package that
 runs here copied in and committed, so it is the code under test, with no bytecode and no
-on-disk cache of any kind: its first run is a fresh clone's. The x10 lab then grows the
-archive as sweeps would: every pinned dataset is saved again nine times under later
-measurement times (distinct contents, so distinct pinned datasets), one commit per dataset
-with its manifest line, and `verify --write` records their verdicts (committed too). Every
-timed run must be clean (exit 0, no problem). A warm figure is the median of --runs runs
-after the first; peak RSS is the process's own (wait4). Timings on a shared machine are
-noisy: compare sizes within one run of this script.
+on-disk cache of any kind: its cold run is a fresh clone's. The xN lab then grows the
+archive as sweeps would: every pinned dataset that is not retired is saved again N - 1
+times under later measurement times (distinct contents, so distinct pinned datasets), one
+commit per dataset with its manifest line, and `verify --write` records their verdicts
+(committed too). Every timed run must be clean (exit 0, no problem). A warm figure is the
+median of --runs runs after the cold one. Peak memory is the largest sum, sampled every
+20 ms, of the resident sets of the verify process and its workers (/proc), besides each
+process's own peak (wait4). The floor is the least any verifier does, in the same run: a
+process that reads and hashes every file of data/ and preregistrations/. The archive's
+largest dataset (declared bytes and bytes on disk, retired ones apart) is reported too.
 """
 
 import argparse
@@ -23,20 +26,25 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from timing import ROOT
+from timing import ROOT, report
 
 sys.path.insert(0, str(ROOT))  # probelab itself, when not installed
 
 import probelab
-from probelab import dataset, manifest
+from probelab import dataset, manifest, retirement
 
 IDENTITY = ("-c", "user.name=bench", "-c", "user.email=bench@localhost",
             "-c", "commit.gpgsign=false")
+FLOOR = ("import hashlib, pathlib, sys\n"
+         "for folder in sys.argv[1:]:\n"
+         "    for p in sorted(pathlib.Path(folder).rglob('*')):\n"
+         "        if p.is_file(): hashlib.sha256(p.read_bytes()).hexdigest()\n")
 
 
 def git(lab: Path, *args: str) -> str:
@@ -56,11 +64,12 @@ def fresh_lab(dest: Path) -> Path:
     return dest
 
 
-def grow(lab: Path, factor: int) -> None:
-    """Save every pinned dataset again factor - 1 times, k hours later, each pinned and
-    committed on its own; then record and commit their verdicts."""
+def grow(lab: Path, factor: int, cache: Path) -> None:
+    """Save every pinned dataset that is not retired again factor - 1 times, k hours later,
+    each pinned and committed on its own; then record and commit their verdicts."""
     os.environ["PROBELAB_ROOT"] = str(lab)  # the probelab API below works on this lab
-    for pin in manifest.read():
+    retired = {e["path"] for e in retirement.read()}
+    for pin in (p for p in manifest.read() if p["path"] not in retired):
         ds = dataset.load(lab / pin["path"])
         prov = dataset.provenance(ds)
         for k in range(1, factor):
@@ -71,45 +80,105 @@ def grow(lab: Path, factor: int) -> None:
                          pin["probe"], pin["target"])
             git(lab, "add", "--", str(path.relative_to(lab)), "data/" + manifest.NAME)
             git(lab, "commit", "-q", "-m", f"bench: {path.relative_to(lab)}")
-    with tempfile.TemporaryDirectory() as cache:
-        verify(lab, Path(cache), "--write")
+    verify(lab, cache, 0, "--write")
     git(lab, "add", "-A", "data")
     git(lab, "commit", "-q", "-m", "bench: the verdicts of the copies")
-    for folder in list(lab.rglob("__pycache__")):  # its first timed run compiles, as a clone's
+    for folder in list(lab.rglob("__pycache__")):  # its cold run compiles, as a clone's
         shutil.rmtree(folder)
 
 
-def verify(lab: Path, cache: Path, *flags: str) -> tuple[float, int, dict[str, Any]]:
-    """One `probelab verify --json` process: (seconds, peak RSS in KiB, its result)."""
+def _tree_rss_kb(root: int) -> int:
+    """The resident set of `root` and every process under it, now (KiB)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        pid = int(entry.name)
+        children.setdefault(int(fields.get("PPid", "0").strip()), []).append(pid)
+        rss[pid] = int(fields.get("VmRSS", "0 kB").split()[0])
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo += children.get(pid, [])
+    return total
+
+
+def verify(lab: Path, cache: Path, jobs: int, *flags: str) -> dict[str, Any]:
+    """One `probelab verify --json` process: seconds, peak RSS of its process tree and of
+    its largest process (MB), and its result."""
     env = dict(os.environ, PYTHONPATH=str(lab), PROBELAB_ROOT=str(lab),
                PROBELAB_CACHE=str(cache))
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen([sys.executable, "-m", "probelab", "verify", "--json", *flags],
+        proc = subprocess.Popen([sys.executable, "-m", "probelab", "verify", "--json",
+                                 "--jobs", str(jobs), *flags],
                                 cwd=lab, env=env, stdout=out, stderr=subprocess.DEVNULL)
+        peak = [0]
+
+        def sample() -> None:
+            while proc.returncode is None:
+                peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
+                time.sleep(0.02)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, for its rusage
+        sampler.join()
         out.seek(0)
         result = json.loads(out.read())
     if proc.returncode != 0 or result["problems"]:
         raise SystemExit(f"verify of {lab} is not clean: {result['problems'][:3]}")
-    return seconds, usage.ru_maxrss, result
+    return {"s": seconds, "tree_rss_mb": peak[0] / 1024, "process_rss_mb": usage.ru_maxrss / 1024,
+            "result": result}
 
 
-def measure(lab: Path, runs: int) -> dict[str, Any]:
-    """The first run (no bytecode, an empty cache), then `runs` warm ones."""
+def floor(lab: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", FLOOR, str(lab / "data"),
+                    str(lab / "preregistrations")], check=True)
+    return time.perf_counter() - start
+
+
+def measure(lab: Path, runs: int, jobs: int) -> dict[str, Any]:
+    """The cold run (no bytecode, an empty cache), then `runs` warm ones, then the floor."""
     with tempfile.TemporaryDirectory() as cache:
-        first_s, first_kb, result = verify(lab, Path(cache))
-        warm = [verify(lab, Path(cache)) for _ in range(runs)]
-    return {"datasets": sum(1 for _ in (lab / "data").rglob("*.nc")),
-            "verdict_files": sum(1 for _ in (lab / "data").rglob("*.verdict.json")),
-            "checks": len(result["checks"]),
+        cold = verify(lab, Path(cache), jobs)
+        warm = [verify(lab, Path(cache), jobs) for _ in range(runs)]
+    floors = [floor(lab) for _ in range(runs)]
+    result = cold["result"]
+    datasets = sum(1 for _ in (lab / "data").rglob("*.nc"))
+    warm_s = statistics.median(w["s"] for w in warm)
+    return {"datasets": datasets, "retired": len(result["retired"]),
+            "checks": len(result["checks"]), "seals": len(result["seals"]),
             "commits": int(git(lab, "rev-list", "--count", "HEAD")),
-            "first_s": first_s, "first_rss_mb": first_kb / 1024,
-            "warm_s": [s for s, _, _ in warm],
-            "warm_median_s": statistics.median(s for s, _, _ in warm),
-            "warm_rss_mb": max(kb for _, kb, _ in warm) / 1024}
+            "cold_s": cold["s"], "cold_tree_rss_mb": cold["tree_rss_mb"],
+            "cold_process_rss_mb": cold["process_rss_mb"],
+            "warm_s": [w["s"] for w in warm], "warm_median_s": warm_s,
+            "warm_tree_rss_mb": max(w["tree_rss_mb"] for w in warm),
+            "floor_median_s": statistics.median(floors),
+            "warm_over_floor": warm_s / statistics.median(floors),
+            "cold_s_per_dataset": cold["s"] / datasets, "warm_s_per_dataset": warm_s / datasets}
+
+
+def largest(lab: Path) -> dict[str, Any]:
+    """The archive's largest dataset by declared (decoded) bytes and by bytes on disk,
+    retired ones apart."""
+    os.environ["PROBELAB_ROOT"] = str(lab)
+    retired = {lab / e["path"] for e in retirement.read()}
+    rows = [(dataset.declared(p)[0], p.stat().st_size, p.relative_to(lab).as_posix())
+            for p in (lab / "data").rglob("*.nc") if p not in retired]
+    declared, on_disk = max(rows), max(rows, key=lambda r: r[1])
+    return {"declared_bytes": declared[0], "declared_path": declared[2],
+            "disk_bytes": on_disk[1], "disk_path": on_disk[2]}
 
 
 def machine() -> dict[str, Any]:
@@ -126,8 +195,9 @@ def machine() -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="write results here")
-    parser.add_argument("--factor", type=int, default=10, help="how many times to grow it")
+    parser.add_argument("--factor", type=int, default=3, help="how many times to grow it")
     parser.add_argument("--runs", type=int, default=3, help="warm runs per size")
+    parser.add_argument("--jobs", type=int, default=0, help="verify --jobs (0: a core each)")
     args = parser.parse_args()
     dirty = bool(git(ROOT, "status", "--porcelain", "--untracked-files=no"))
     results: dict[str, Any] = {
@@ -137,24 +207,22 @@ def main() -> None:
         "machine": machine()}
     with tempfile.TemporaryDirectory(prefix="verify-bench-") as tmp:
         small = fresh_lab(Path(tmp) / "x1")
-        big = shutil.copytree(small, Path(tmp) / f"x{args.factor}", symlinks=True)
-        grow(big, args.factor)
-        sizes = {"x1": measure(small, args.runs), f"x{args.factor}": measure(big, args.runs)}
+        results["largest"] = largest(small)
+        sizes = {"x1": measure(small, args.runs, args.jobs)}
+        if args.factor > 1:
+            big = shutil.copytree(small, Path(tmp) / f"x{args.factor}", symlinks=True)
+            with tempfile.TemporaryDirectory() as cache:
+                grow(big, args.factor, Path(cache))
+            sizes[f"x{args.factor}"] = measure(big, args.runs, args.jobs)
     results["sizes"] = sizes
-    one, many = sizes["x1"], sizes[f"x{args.factor}"]
-    results["ratio"] = {"datasets": many["datasets"] / one["datasets"],
-                        "first_s": many["first_s"] / one["first_s"],
-                        "warm_median_s": many["warm_median_s"] / one["warm_median_s"]}
     for name, size in sizes.items():
-        print(f"{name}: {size['datasets']} datasets, {size['checks']} checks, "
-              f"{size['commits']} commits: first {size['first_s']:.2f} s "
-              f"({size['first_rss_mb']:.0f} MB), warm median {size['warm_median_s']:.2f} s "
-              f"({size['warm_rss_mb']:.0f} MB)")
-    ratio = results["ratio"]
-    print(f"x{args.factor}/x1: {ratio['warm_median_s']:.2f} warm, {ratio['first_s']:.2f} first, "
-          f"for {ratio['datasets']:.1f}x the datasets (linear: at most {ratio['datasets']:.1f})")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+        print(f"{name}: {size['datasets']} datasets ({size['retired']} retired), "
+              f"{size['checks']} checks: cold {size['cold_s']:.1f} s "
+              f"({size['cold_tree_rss_mb']:.0f} MB all processes), warm median "
+              f"{size['warm_median_s']:.2f} s ({size['warm_tree_rss_mb']:.0f} MB), floor "
+              f"{size['floor_median_s']:.2f} s (warm/floor {size['warm_over_floor']:.1f}x)",
+              file=sys.stderr)
+    report(results, args.json)
 
 
 if __name__ == "__main__":

@@ -241,8 +241,8 @@ def save(ds: xr.Dataset, path: Path, prov: Provenance, exclusive: bool = False) 
     if len(data) > MAX_NEW_FILE_BYTES:
         raise UsageError(f"{path}: not saved: the dataset would take {len(data) / 1e6:,.1f} MB "
                          f"on disk, over the {MAX_NEW_FILE_BYTES / 1e6:,.0f} MB a new dataset may")
-    if (declared := _declared(io.BytesIO(data))[0]) > MAX_DATASET_BYTES:  # it must load back
-        raise UsageError(f"{path}: not saved: the file would declare {declared:,} bytes, "
+    if (size := declared(io.BytesIO(data))[0]) > MAX_DATASET_BYTES:  # it must load back
+        raise UsageError(f"{path}: not saved: the file would declare {size:,} bytes, "
                          f"more than a dataset may to be read ({MAX_DATASET_BYTES:,})")
     atomic_write_bytes(path, data, exclusive)
     return path
@@ -271,7 +271,7 @@ def stored_provenance(path: Path) -> Provenance:
         return json.loads(handle.attrs["provenance"])
 
 
-def _declared(path: Path | io.BytesIO) -> tuple[int, int]:
+def declared(path: Path | io.BytesIO) -> tuple[int, int]:
     """(bytes in memory, text elements) of the file's variables, read from its metadata alone:
     a few KB of file can declare a 4 GiB variable."""
     total = strings = 0
@@ -411,9 +411,9 @@ def _load(source: Path | io.BytesIO, path: Path, lazy: bool = False) -> xr.Datas
         raise UsageError(f"no such dataset: {path}" if not path.exists() else
                          f"{path} is not a file")
     try:
-        declared, strings = _declared(path)
-        if declared > MAX_DATASET_BYTES or strings > MAX_STRING_ELEMENTS:
-            raise UsageError(f"{path} declares {declared:,} bytes of variables ({strings:,} "
+        total, strings = declared(path)
+        if total > MAX_DATASET_BYTES or strings > MAX_STRING_ELEMENTS:
+            raise UsageError(f"{path} declares {total:,} bytes of variables ({strings:,} "
                              f"text elements); a dataset is at most {MAX_DATASET_BYTES:,} "
                              f"({MAX_STRING_ELEMENTS:,}): refused before reading them")
         opened = xr.open_dataset if lazy else xr.load_dataset
