@@ -7,15 +7,11 @@ file that differs from its commit, even on a device machine that has no git hist
 takes the commit on trust (PROBELAB_GIT_HEAD).
 """
 
-import contextlib
 import functools
 import hashlib
-import json
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import probelab
 from probelab import depends, gitinfo
@@ -62,34 +58,11 @@ def digest(tree: dict[str, str]) -> str:
                           ).hexdigest()
 
 
-class _Unread(Exception):
-    """git could not answer (a commit it lacks, no history): never kept as an answer."""
-
-
-def _kept(kind: str, compute: Callable[..., Any], *args: Any) -> Any:
-    """`compute(*args)`, a JSON value that follows from full commit ids alone (a commit id
-    names its content and history for good): kept on disk under the arguments and this
-    module's code (probelab.cache), so a run that already asked git reads the answer. Asked
-    afresh where an argument is not a full commit id, and never kept where git failed."""
-    from probelab import cache
-
-    commits = [a for a in args if isinstance(a, str) and len(a) == 40]
-    if not commits or not all(gitinfo.is_commit_id(c) for c in commits):
-        return compute(*args)
-    key = cache.cache_key(kind=kind, args=args, code=depends.digest(__name__))
-    if (raw := cache.lookup("git", key)) is not None:
-        with contextlib.suppress(ValueError):
-            return json.loads(raw)
-    value = compute(*args)
-    cache.store("git", key, json.dumps(value).encode())
-    return value
-
-
 def committed(commit: str) -> dict[str, str] | None:
     """The same map for `commit`, read from git; None where the commit cannot be read."""
     try:
-        return _kept("committed", _committed, commit)
-    except _Unread:
+        return gitinfo.kept("committed", _committed, commit, module=__name__)
+    except gitinfo.Unread:
         return None
 
 
@@ -97,7 +70,7 @@ def _committed(commit: str) -> dict[str, str]:
     try:
         listing = gitinfo.git("ls-tree", "-r", "--full-tree", commit, "--", *SCOPE)
     except (RuntimeError, OSError) as exc:
-        raise _Unread from exc
+        raise gitinfo.Unread from exc
     tree = {}
     for line in listing.splitlines():
         meta, rel = line.split("\t", 1)
@@ -131,8 +104,9 @@ def measuring_code(probe_folder: str, commit: str | None = None) -> list[str]:
     if commit is None:
         return _measuring_code(probe_folder, None)
     try:
-        return _kept("measuring_code", _measuring_code, probe_folder, commit)
-    except _Unread:
+        return gitinfo.kept("measuring_code", _measuring_code, probe_folder, commit,
+                            module=__name__)
+    except gitinfo.Unread:
         return []
 
 
@@ -165,7 +139,7 @@ def _listing(commit: str | None, folders: tuple[str, ...]) -> list[str]:
                 out += gitinfo.git("ls-tree", "-r", "--name-only", commit, "--",
                                    folder).splitlines()
             except (RuntimeError, OSError) as exc:
-                raise _Unread from exc
+                raise gitinfo.Unread from exc
             continue
         base = _on_disk(folder)
         out += [f"{folder}/{p.relative_to(base).as_posix()}" for p in base.rglob("*")
@@ -187,7 +161,7 @@ def _read(commit: str | None, rels: list[str]) -> dict[str, bytes | None]:
         try:
             found = gitinfo.objects(f"{commit}:{rel}" for rel in rels)
         except (RuntimeError, OSError) as exc:
-            raise _Unread from exc
+            raise gitinfo.Unread from exc
         return {rel: found.get(f"{commit}:{rel}") for rel in rels}
     out = {}
     for rel in rels:
@@ -214,8 +188,9 @@ def changed_between(older: str, newer: str, paths: tuple[str, ...]) -> list[str]
     """Files among `paths` (folders or files; none given: the whole SCOPE) that differ
     between two commits."""
     try:
-        return _kept("changed_between", _changed_between, older, newer, list(paths or SCOPE))
-    except _Unread:
+        return gitinfo.kept("changed_between", _changed_between, older, newer,
+                            list(paths or SCOPE), module=__name__)
+    except gitinfo.Unread:
         return []
 
 
@@ -223,5 +198,5 @@ def _changed_between(older: str, newer: str, paths: list[str]) -> list[str]:
     try:
         out = gitinfo.git("diff", "--name-only", older, newer, "--", *paths)
     except (RuntimeError, OSError) as exc:
-        raise _Unread from exc
+        raise gitinfo.Unread from exc
     return [rel for rel in out.splitlines() if _counts(rel)]

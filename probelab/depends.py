@@ -14,6 +14,7 @@ under a running lab.
 """
 
 import ast
+import functools
 import hashlib
 from functools import cache
 from pathlib import Path
@@ -79,7 +80,13 @@ def imported(source: bytes, package: str = "", type_checking: bool = False) -> s
     """Every probelab module (and package) `source` may import, `package` being the one its
     relative imports are relative to; with `type_checking`, also those under `if
     TYPE_CHECKING:`. A name that may be a submodule is listed too (`from probelab import
-    dataset` -> probelab.dataset); callers keep those that exist."""
+    dataset` -> probelab.dataset); callers keep those that exist. The same bytes are parsed
+    once per process."""
+    return set(_imported(source, package, type_checking))
+
+
+@functools.lru_cache(maxsize=1024)
+def _imported(source: bytes, package: str, type_checking: bool) -> frozenset[str]:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):  # a broken probe file: its bytes alone key it
@@ -97,7 +104,7 @@ def imported(source: bytes, package: str = "", type_checking: bool = False) -> s
             parts = name.split(".")
             if parts[0] == PACKAGE:  # importing a.b.c runs a/__init__ and a/b/__init__ first
                 found.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
-    return found
+    return frozenset(found)
 
 
 def _absolute(node: ast.ImportFrom, package: str) -> str:

@@ -8,13 +8,16 @@ a mirror clone or a fetch of refs/replace/*) are switched off, and a graft file,
 rewrites ancestry in place, makes `history_problem` refuse to judge order at all.
 """
 
+import contextlib
 import functools
+import json
 import os
 import re
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from probelab.errors import UsageError
 from probelab.paths import lab_root
@@ -220,3 +223,28 @@ class History:
                 todo += fresh
             self.ancestors[commit] = frozenset(seen) if whole else None
         return self.ancestors[commit]
+
+
+class Unread(Exception):
+    """git could not answer (a commit it lacks, no history): never kept as an answer."""
+
+
+def kept(kind: str, compute: Callable[..., Any], *args: Any, module: str) -> Any:
+    """`compute(*args)`, a JSON value that follows from the full commit ids among `args`
+    alone (a commit id names its content and history for good), kept on disk under the
+    arguments and the code of `module` (the caller's, with what it imports: probelab.cache,
+    probelab.depends), so a run that already asked git reads the answer. Asked afresh where
+    no argument is a full commit id or one is not, and never kept where `compute` raised
+    Unread."""
+    from probelab import cache, depends
+
+    commits = [a for a in args if isinstance(a, str) and len(a) == 40]
+    if not commits or not all(is_commit_id(c) for c in commits):
+        return compute(*args)
+    key = cache.cache_key(kind=kind, args=args, code=depends.digest(module))
+    if (raw := cache.lookup("git", key)) is not None:
+        with contextlib.suppress(ValueError):
+            return json.loads(raw)
+    value = compute(*args)
+    cache.store("git", key, json.dumps(value).encode())
+    return value

@@ -473,6 +473,7 @@ class Evaluations:
 
     def __init__(self) -> None:
         self._memo: dict[tuple[str, str], bytes] = {}
+        self._printed: dict[str, tuple[GridPrint, str]] = {}
         self._grids: dict[str, tuple[xr.Dataset, str]] = {}
 
     def grid(self, probe: "Probe") -> tuple[xr.Dataset, str]:
@@ -493,9 +494,12 @@ class Evaluations:
         from probelab.cache import cache_key
         from probelab.dataset import GridPrint, grid_sha256
 
+        if probe.id in self._printed:
+            return self._printed[probe.id]
         if probe.id in self._grids:
             grid, grid_hash = self._grids[probe.id]
-            return GridPrint.of(grid), grid_hash
+            self._printed[probe.id] = GridPrint.of(grid), grid_hash
+            return self._printed[probe.id]
         folder = _folder_of(probe)
         if folder is None:  # not a folder of this lab's catalogue: made, never kept
             grid, grid_hash = self.grid(probe)
@@ -512,7 +516,8 @@ class Evaluations:
             return json.dumps([grid_sha256(grid), GridPrint.of(grid).to_list()]).encode()
 
         grid_hash, raw = json.loads(self.cached("grids", key, made))
-        return GridPrint.from_list(raw), grid_hash
+        self._printed[probe.id] = GridPrint.from_list(raw), grid_hash
+        return self._printed[probe.id]
 
     def probe_digest(self, h: Hypothesis, probe: "Probe") -> tuple[str, str]:
         """(the probe's grid hash, the claim's table hash on it): the stimulus is made only

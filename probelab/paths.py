@@ -1,5 +1,6 @@
 """Where the lab lives: probes, preregistrations, data, cache."""
 
+import functools
 import os
 from pathlib import Path
 
@@ -15,14 +16,20 @@ def _is_lab(folder: Path) -> bool:
 def lab_root() -> Path:
     """$PROBELAB_ROOT, else the nearest folder up from the cwd with probes/ or
     preregistrations/. Outside a lab this is a usage error: a command that judges an
-    archive must never report on an empty one ("0 checks, all intact")."""
-    if env := os.environ.get("PROBELAB_ROOT"):
+    archive must never report on an empty one ("0 checks, all intact"). Found once per
+    (variable, cwd) and process: checks ask it thousands of times."""
+    return _root(os.environ.get("PROBELAB_ROOT"), os.getcwd())
+
+
+@functools.lru_cache(maxsize=64)
+def _root(env: str | None, cwd: str) -> Path:
+    if env:
         root = Path(env).resolve()
         if not _is_lab(root):
             raise UsageError(f"PROBELAB_ROOT={env} is not a probelab lab (it has no probes/ "
                              "or preregistrations/)")
         return root
-    here = Path.cwd().resolve()
+    here = Path(cwd).resolve()
     for folder in (here, *here.parents):
         if _is_lab(folder):
             return folder

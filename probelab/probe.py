@@ -286,6 +286,8 @@ class Catalog:
     def get(self, probe_id: str) -> Probe | None:
         """The probe `probe_id`, importing only its folder where the index names it (the
         import itself decides: a stale or edited index only costs a full scan)."""
+        if probe_id in self._found:
+            return self._found[probe_id]
         folders = [f.name for f in self.folders()]
         named = [e.folder for e in self.entries() if e.id == probe_id and e.folder in folders]
         for folder in dict.fromkeys([*named, *folders]):

@@ -100,19 +100,29 @@ def rewritten_all(paths: list[Path]) -> dict[Path, list[str]]:
                               if c.status == "A" and len(c.parents) == 1})
     except (RuntimeError, OSError):
         return {path: [] for path in paths}
+    head = gitinfo.git("rev-parse", "--verify", "-q", "HEAD", check=False)
     found = {}
     for path, rel in rels.items():
         own = full.get(rel, [])
         try:
-            followed = _changes(gitinfo.git("log", "--follow", "--raw", "--no-abbrev",
-                                            f"--format={_HEADER}", "--", rel)) \
+            followed = [Change(*c) for c in gitinfo.kept(
+                "followed", _followed, head, rel, module=__name__)] \
                 if _may_be_renamed(own, deleting) else []
-        except (RuntimeError, OSError):
+        except gitinfo.Unread:
             found[path] = []  # as for a checkout without history
             continue
         found[path] = _problems(_versions(own, follow=False),
                                 _versions(followed, follow=True), rel in edited)
     return found
+
+
+def _followed(head: str, rel: str) -> list[Change]:
+    """The file's log from `head` through renames (what `git log --follow` lists)."""
+    try:
+        return _changes(gitinfo.git("log", "--follow", "--raw", "--no-abbrev",
+                                    f"--format={_HEADER}", head, "--", rel))
+    except (RuntimeError, OSError) as exc:
+        raise gitinfo.Unread from exc
 
 
 def _may_be_renamed(own: list[Change], deleting: set[str]) -> bool:
