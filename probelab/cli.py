@@ -645,6 +645,44 @@ def report(
         raise typer.Exit(int(Exit.INTEGRITY))
 
 
+@app.command("import", epilog=EPILOG)
+@guarded
+def import_cmd(
+    source: Annotated[Path, typer.Argument(metavar="SRC", help=(
+        "A device run's measured.tar (or its first part, measured.tar.00), or a folder "
+        "holding data/ and its MANIFEST.jsonl (a fleet node's, another clone's)."))],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help=(
+        "Check everything and say what would be imported; write nothing."))] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Append a measurement branch's datasets and pins onto this archive's manifest.
+
+    The source's pins not pinned here are its branch (whatever it shares with this
+    manifest). Each of its datasets must match its pin, sit at data/PROBE/TARGET/NAME.nc
+    of its own probe and target, be a measurement (not simulated) and name a commit this
+    repository has. Any conflict (a path, content or file pinned here already; a file
+    already there) is refused, one line each, and nothing is written: all of the branch or
+    none. Importing a branch again is a no-op. Verdicts are not imported: run
+    `probelab verify --write`, then commit data/.
+
+    Exit 0 imported (or nothing new); 2 a source that is not one (unsafe tar members
+    refuse it whole); 3 a conflict or a dataset that is not its pin's.
+    """
+    from probelab.merge import import_branch
+
+    arrivals, already = import_branch(source, dry_run=dry_run)
+    if as_json:
+        emit_json({"imported": [a.path for a in arrivals], "already_pinned": already,
+                   "dry_run": dry_run})
+        return
+    for a in arrivals:
+        say(f"{'would import' if dry_run else 'imported'} {a.path}")
+    say(f"{len(arrivals)} datasets {'would be imported' if dry_run else 'imported'}"
+        + (f", {already} already pinned" if already else "")
+        + ("" if dry_run or not arrivals else "; commit data/ (after `probelab verify "
+           "--write` records their verdicts)"))
+
+
 @app.command(epilog=EPILOG)
 @guarded
 def retire(

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import hashlib
 import socket
 import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -197,8 +199,8 @@ def store(task: Task, reply: dict[str, Any], commit: str) -> Path:
     atomically and never over a file. Nothing is kept unless the file is the task's own:
     its probe, target and backend, made at the driver's commit from a clean checkout, its
     content hash holding, and (measured) nothing in it that only a simulated run says."""
-    from probelab import dataset, manifest, storage
-    from probelab.paths import data_dir, sim_data_dir
+    from probelab import dataset, merge, storage
+    from probelab.paths import data_dir, relative, sim_data_dir
 
     with tempfile.TemporaryDirectory(prefix="probelab-fleet-") as tmp:
         arrived = Path(tmp) / "arrived.nc"
@@ -214,21 +216,22 @@ def store(task: Task, reply: dict[str, Any], commit: str) -> Path:
     time_part, _, rest = parts[2].partition(".")
     for n in range(1, 1000):
         path = folder / (time_part + (f"-{n}" if n > 1 else "") + "." + rest)
-        try:
-            storage.atomic_write_bytes(path, reply["bytes"], exclusive=True)
-            break
-        except FileExistsError:
+        if path.exists():
             continue
-    else:
-        raise UsageError(f"{folder}: no free dataset name")
-    if not simulated:
-        try:
-            manifest.pin(path, prov[dataset.CONTENT_KEY], task.probe, prov["target"])
-        except BaseException:  # an unpinned dataset in data/ cannot count: leave none
-            path.unlink(missing_ok=True)
-            storage.written.remove(path)
-            raise
-    return path
+        if simulated:  # never evidence: beside the archive, unpinned
+            try:
+                storage.atomic_write_bytes(path, reply["bytes"], exclusive=True)
+            except FileExistsError:
+                continue
+            return path
+        # a measurement joins the archive as any branch does: checked, written and pinned
+        # together, or not at all (probelab.merge)
+        merge.place([merge.Arrival(relative(path), reply["bytes"], {
+            "path": relative(path), "probe": task.probe, "target": prov["target"],
+            "content_sha256": content, "file_sha256": hashlib.sha256(reply["bytes"]).hexdigest(),
+            "pinned_at": datetime.now(UTC).isoformat(timespec="seconds")})])
+        return path
+    raise UsageError(f"{folder}: no free dataset name")
 
 
 def _not_the_tasks(task: Task, reply: dict[str, Any], prov: dict[str, Any], content: str,

@@ -52,7 +52,7 @@ def read() -> list[dict[str, Any]]:
 
 
 @contextlib.contextmanager
-def _locked() -> Iterator[None]:
+def locked() -> Iterator[None]:
     """One appender at a time: racing sweeps each add their own line, none is lost."""
     fd = os.open(data_dir(), os.O_RDONLY)
     try:
@@ -65,7 +65,7 @@ def _locked() -> Iterator[None]:
 def pin(path: Path, content_sha256: str, probe: str, target: str) -> dict[str, Any]:
     """Append the line that pins the dataset just saved at `path`."""
     try:
-        with _locked():
+        with locked():
             return chain.append(manifest_path(), read(), {
                 "path": relative(path), "probe": probe, "target": target,
                 "content_sha256": content_sha256, "file_sha256": file_sha256(path),

@@ -11,10 +11,6 @@ them); its recorded verdicts do not count, and verify shows beside each one what
 superseding datasets give. `probelab verify --retired` checks retired datasets in full too.
 """
 
-import contextlib
-import fcntl
-import os
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -92,16 +88,6 @@ def _measured(name: str) -> dict[str, str]:
     return {"version": str(prov["probe_version"]), "utc": str(prov["utc"])}
 
 
-@contextlib.contextmanager
-def _locked() -> Iterator[None]:
-    fd = os.open(data_dir(), os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
 def retire(path: Path, superseded_by: list[Path], reason: str) -> dict[str, Any]:
     """Append the retirement of `path` for `superseded_by`, refused (UsageError, nothing
     written) unless it holds by the module's rules."""
@@ -117,7 +103,7 @@ def retire(path: Path, superseded_by: list[Path], reason: str) -> dict[str, Any]
     if not superseded_by:
         raise UsageError("a retirement names the datasets that supersede it: give --by")
     try:
-        with _locked():
+        with manifest.locked():
             entries, pins = read(), manifest.read()
             if any(e["path"] == names[0] for e in entries):
                 raise UsageError(f"{names[0]} is already retired")
