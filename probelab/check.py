@@ -308,7 +308,13 @@ class Judged:
 
     @cached_property
     def ds(self) -> xr.Dataset:
-        return self.read.open()
+        """The dataset, opened lazily from the bytes read, its coordinates read once (claims
+        are evaluated over them many times, and a lazy coordinate is read from the file each
+        time it is asked); a data variable is read only where it is scored."""
+        ds = self.read.open()
+        for name in ds.coords:
+            ds.variables[name].load()
+        return ds
 
     @cached_property
     def head(self) -> str | None:

@@ -386,6 +386,8 @@ def read_summarised(path: Path) -> Read:
 
     def summarise() -> bytes:
         ds = _load(io.BytesIO(data), path, lazy=True)
+        for name in ds.coords:  # read once: the grid's hash, print and the content read them
+            ds.variables[name].load()
         return Summary.of(ds, computed_content_sha256(ds)).to_json()
 
     try:

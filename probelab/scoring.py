@@ -27,16 +27,20 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _cell(ds: xr.Dataset, observable: str, index: tuple[int, ...]) -> dict[str, Any]:
+def _cell(ds: xr.Dataset, observable: str, index: tuple[int, ...],
+          coords: dict[str, np.ndarray]) -> dict[str, Any]:
     """Every coordinate of one cell: the grid dims and the labels that hang on them (read
-    from the variables: a DataArray per coordinate and cell costs more than the scoring)."""
+    from the variables once, into `coords`: a lazily opened dataset reads a coordinate
+    from the file each time it is asked)."""
     dims = ds.variables[observable].dims
     point = dict(zip(dims, index, strict=True))
     cell = {}
     for name in ds.coords:
         coord = ds.variables[name]
         if name != "kernel" and set(coord.dims) <= set(dims):
-            cell[str(name)] = _plain(coord.values[tuple(point[d] for d in coord.dims)])
+            if name not in coords:
+                coords[str(name)] = np.asarray(coord.values)
+            cell[str(name)] = _plain(coords[str(name)][tuple(point[d] for d in coord.dims)])
     return cell
 
 
@@ -67,6 +71,7 @@ class _Target:
         self.index = {k: labels.index(k) for k in self.kernels}
         self.tallies: dict[tuple[str, str, str], _Tally] = {}
         self._slab: tuple[str, int | None, np.ndarray] | None = None
+        self._coords: dict[str, np.ndarray] = {}
 
     def _observed(self, observable: str, ki: int, rest: tuple[slice, ...], per_kernel: bool
                   ) -> np.ndarray:
@@ -118,7 +123,8 @@ class _Target:
             index = tuple(int(i) + (s.start if rest else 0)
                           for i, s in zip(local, rest or [slice(0, 0)] * len(local),
                                           strict=True))
-            tally.shown.append(_cell(self.ds, piece.observable, (self.index[kernel], *index))
+            tally.shown.append(_cell(self.ds, piece.observable, (self.index[kernel], *index),
+                                     self._coords)
                                | {"observable": piece.observable,
                                   "predicted": f"{int(wanted[local]):#010x}",
                                   "observed": f"{int(got[local]):#010x}"})
