@@ -8,7 +8,7 @@ import hashlib
 import io
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import h5py
@@ -358,16 +358,20 @@ class Summary:
 @dataclass(frozen=True)
 class Read:
     """A dataset file read once: the sha256 of its bytes, its provenance and its summary,
-    all of the same bytes; `open` gives the dataset itself (lazily, from those bytes)."""
+    all of the same bytes; `open` gives the dataset itself (lazily, from those bytes: the
+    one summarising opened, where it did)."""
 
     path: Path
     file_sha256: str
     prov: Provenance
     summary: Summary
     _data: bytes
+    _opened: list[xr.Dataset] = field(default_factory=list)
 
     def open(self) -> xr.Dataset:
-        return _load(io.BytesIO(self._data), self.path, lazy=True)
+        if not self._opened:
+            self._opened.append(_load(io.BytesIO(self._data), self.path, lazy=True))
+        return self._opened[0]
 
 
 def read_summarised(path: Path) -> Read:
@@ -384,10 +388,13 @@ def read_summarised(path: Path) -> Read:
     file_sha = hashlib.sha256(data).hexdigest()
     key = cache_key(file=file_sha, code=depends.digest(__name__))
 
+    opened: list[xr.Dataset] = []
+
     def summarise() -> bytes:
         ds = _load(io.BytesIO(data), path, lazy=True)
         for name in ds.coords:  # read once: the grid's hash, print and the content read them
             ds.variables[name].load()
+        opened[:] = [ds]  # the checks that follow read it too
         return Summary.of(ds, computed_content_sha256(ds)).to_json()
 
     try:
@@ -396,7 +403,7 @@ def read_summarised(path: Path) -> Read:
         summary = Summary.from_json(summarise())
     with h5py.File(io.BytesIO(data), "r") as handle:  # _load has read it: readable
         prov = parse_provenance(handle.attrs.get("provenance"))
-    return Read(path, file_sha, prov, summary, data)
+    return Read(path, file_sha, prov, summary, data, opened)
 
 
 def load_hashed(path: Path) -> tuple[xr.Dataset, str, str]:
