@@ -18,35 +18,9 @@ import xarray as xr
 from probelab.hypothesis import Hypothesis, Piece, TableHash, stream_claim, table_shapes
 
 MISMATCHES_SHOWN = 8
-# an observed variable is read whole up to this size (else a kernel at a time), so every
-# compressed chunk of the file is decoded once (blocks read alone would decode a chunk once
-# per block it spans); the variables read are kept for the claims that follow, up to KEPT
-SLAB_BYTES = 320 << 20
-KEPT_BYTES = 640 << 20
-
-
-class _Slabs:
-    """Whole observed variables read this process, the most recently used kept up to
-    KEPT_BYTES: a probe's claims are scored one after another on the same datasets."""
-
-    def __init__(self) -> None:
-        self._kept: dict[tuple[int, str], tuple[xr.Dataset, np.ndarray]] = {}
-
-    def get(self, ds: xr.Dataset, observable: str) -> np.ndarray:
-        key = (id(ds), observable)
-        if key in self._kept:
-            self._kept[key] = self._kept.pop(key)  # most recent last
-            return self._kept[key][1]
-        values = np.asarray(ds.variables[observable].values)
-        values.flags.writeable = False
-        while self._kept and sum(v.nbytes for _, v in self._kept.values()) + values.nbytes \
-                > KEPT_BYTES:
-            self._kept.pop(next(iter(self._kept)))
-        self._kept[key] = (ds, values)  # the dataset is held too: its id stays its own
-        return values
-
-
-_slabs = _Slabs()
+# a kernel's observed values are read whole up to this size, so every compressed chunk of
+# the file is decoded once (blocks read alone would decode a chunk once per block it spans)
+SLAB_BYTES = 256 << 20
 
 
 def _plain(value: Any) -> Any:
@@ -96,24 +70,26 @@ class _Target:
         labels = [str(k) for k in ds.kernel.values]
         self.index = {k: labels.index(k) for k in self.kernels}
         self.tallies: dict[tuple[str, str, str], _Tally] = {}
-        self._slab: tuple[str, int, np.ndarray] | None = None
+        self._slab: tuple[str, int | None, np.ndarray] | None = None
         self._coords: dict[str, np.ndarray] = {}
 
     def _observed(self, observable: str, ki: int, rest: tuple[slice, ...], per_kernel: bool
                   ) -> np.ndarray:
-        """The observed values of kernel `ki` at `rest`: from the whole variable, read once
-        for every claim scored in this process where it fits SLAB_BYTES (`_slabs`), else from
-        one kernel's slab where the blocks go kernel by kernel, else for this block alone."""
+        """The observed values of kernel `ki` at `rest`, read from a slab kept while the
+        blocks walk it (one at a time: the whole variable where small enough, else one
+        kernel's where the blocks go kernel by kernel), else for this block alone."""
         var = self.ds.variables[observable]
         whole = var.size * var.dtype.itemsize
         if whole <= SLAB_BYTES:
-            return _slabs.get(self.ds, observable)[(ki, *rest)]
-        if per_kernel and whole // max(var.shape[0], 1) <= SLAB_BYTES:
-            if self._slab is None or self._slab[:2] != (observable, ki):
-                self._slab = None  # freed before the next is read
-                self._slab = (observable, ki, np.asarray(var[ki].values))
-            return self._slab[2][rest]
-        return np.asarray(var[(ki, *rest)].values)
+            slab: tuple[str, int | None] = observable, None
+        elif per_kernel and whole // max(var.shape[0], 1) <= SLAB_BYTES:
+            slab = observable, ki
+        else:
+            return np.asarray(var[(ki, *rest)].values)
+        if self._slab is None or self._slab[:2] != slab:
+            self._slab = None  # freed before the next is read
+            self._slab = (*slab, np.asarray((var if slab[1] is None else var[ki]).values))
+        return self._slab[2][(ki, *rest) if slab[1] is None else rest]
 
     def compare(self, piece: Piece) -> None:
         var = self.ds.variables[piece.observable]
