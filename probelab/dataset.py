@@ -60,10 +60,13 @@ def _feed(h: "hashlib._Hash", values: np.ndarray, as_dtype: str | None) -> None:
     """Feed `values` to `h` as little-endian `as_dtype` (or, None, as their str()s joined by
     NUL), chunk by chunk: the same bytes as converting them whole, in bounded memory."""
     flat = values.reshape(-1)
+    buffer = np.empty(min(flat.size, _CHUNK), as_dtype) if as_dtype is not None else None
     for start in range(0, flat.size, _CHUNK):
         chunk = flat[start : start + _CHUNK]
-        if as_dtype is not None:
-            h.update(chunk.astype(as_dtype).tobytes())
+        if buffer is not None:  # converted into one reused buffer, hashed from it in place
+            out = buffer[: chunk.size]
+            np.copyto(out, chunk, casting="unsafe")  # as astype: uint64 wraps to int64
+            h.update(out)
         else:
             h.update((b"\0" if start else b"") + "\0".join(map(str, chunk)).encode())
 

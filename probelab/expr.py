@@ -49,11 +49,12 @@ _BINOPS: dict[type[ast.operator], Callable[[np.ndarray, np.ndarray], np.ndarray]
     ast.BitXor: np.bitwise_xor,
 }
 _UNARY: dict[type[ast.unaryop], Callable[[np.ndarray], np.ndarray]] = {
-    ast.Invert: np.invert,
-    ast.USub: np.negative,
-    ast.UAdd: np.positive,
-    ast.Not: lambda v: np.equal(v, 0).astype(np.int64),
+    ast.Invert: lambda v: np.invert(_int(v)),
+    ast.USub: lambda v: np.negative(_int(v)),
+    ast.UAdd: lambda v: np.positive(_int(v)),
+    ast.Not: lambda v: np.equal(v, 0),
 }
+_BITWISE = (ast.BitAnd, ast.BitOr, ast.BitXor)  # on two truth values: a truth value, as in Python
 _COMPARE: dict[type[ast.cmpop], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     ast.Eq: np.equal,
     ast.NotEq: np.not_equal,
@@ -135,6 +136,7 @@ class Program:
                     raise ExprError(f"definition {name!r}: {_FAULTS[int(first[0])]}")
                 values[name] = value
                 if wanted is None or name in wanted:
+                    value = _int(value)
                     results[name] = np.asarray(value) if compact else \
                         np.broadcast_to(value, shape).copy()
         return results
@@ -317,7 +319,7 @@ def _compute(node: ast.expr, values: dict[str, np.ndarray]) -> Value:
             value, fault = _compute(operand, values)
             faults.append(_only(fault, ~settled))
             settled = settled | ((value != 0) == settling)
-        return (settled == settling).astype(np.int64), _first(*faults)
+        return np.asarray(settled == settling), _first(*faults)
     if isinstance(node, ast.Compare):
         # a < b < c is (a < b) and (b < c), with c only evaluated where a < b holds.
         left, fault = _compute(node.left, values)
@@ -327,13 +329,21 @@ def _compute(node: ast.expr, values: dict[str, np.ndarray]) -> Value:
             faults.append(_only(fault, holds))
             holds = holds & _COMPARE[type(op)](left, right)
             left = right
-        return np.asarray(holds).astype(np.int64), _first(*faults)
+        return np.asarray(holds), _first(*faults)
     raise AssertionError(f"unvalidated node {type(node).__name__}")  # compile_program bug
+
+
+def _int(value: np.ndarray) -> np.ndarray:
+    """A truth value (a comparison's, kept as bool: 8 times less to move) as the int64 0 or
+    1 Python's arithmetic reads it as; an integer as it is."""
+    return value.astype(np.int64) if value.dtype == np.bool_ else value
 
 
 def _binop(node: ast.BinOp, values: dict[str, np.ndarray]) -> Value:
     (left, lf), (right, rf) = _compute(node.left, values), _compute(node.right, values)
     op, here = type(node.op), None
+    if not (op in _BITWISE and left.dtype == right.dtype == np.bool_):
+        left, right = _int(left), _int(right)
     if op in (ast.FloorDiv, ast.Mod, ast.LShift, ast.RShift):
         division = op in (ast.FloorDiv, ast.Mod)
         bad = right == 0 if division else (right < 0) | (right > 63)

@@ -750,7 +750,7 @@ class TableHash:
             self._flush()
             self._table = piece.scoring, piece.observable
             self._hash.update(f"{piece.scoring}|{piece.observable}|{piece.shape}|".encode())
-        self._hash.update(np.ascontiguousarray(piece.values, "<u4").tobytes())
+        self._hash.update(np.ascontiguousarray(piece.values, "<u4"))  # its buffer, no copy
         if self._scoped:  # packed as one array would be: whole bytes now, the rest carried
             flat = np.concatenate([self._carry, np.ravel(piece.scope)])
             whole = flat.size - flat.size % 8

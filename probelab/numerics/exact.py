@@ -9,6 +9,7 @@ construction (no float ever rounds behind its back).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from probelab.numerics.formats import Format
@@ -52,8 +53,10 @@ class Value:
 NAN = Value("nan")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def decode(e: Format, bits: int) -> Value:
-    """The exact value of one stored pattern (tf32: the low 13 bits of its word ignored)."""
+    """The exact value of one stored pattern (tf32: the low 13 bits of its word ignored);
+    pure, so the patterns a grid repeats are decoded once."""
     ebits, fbits, bias = e.exponent, e.fraction, e.bias
     if e.stored_in:
         bits >>= e.stored_in - 1 - ebits - fbits

@@ -1,6 +1,7 @@
 """The binary floating-point formats a numeric model reads and writes, by name."""
 
 from dataclasses import dataclass
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -15,11 +16,11 @@ class Format:
     def bits(self) -> int:
         return self.stored_in or 1 + self.exponent + self.fraction
 
-    @property
+    @cached_property
     def bias(self) -> int:
         return 2 ** (self.exponent - 1) - 1
 
-    @property
+    @cached_property
     def emin(self) -> int:
         """The smallest normal exponent."""
         return 1 - self.bias
