@@ -307,18 +307,26 @@ def _compute(node: ast.expr, values: dict[str, np.ndarray]) -> Value:
     if isinstance(node, ast.IfExp):
         (test, tf), (body, bf), (orelse, of) = (_compute(n, values) for n in
                                                  (node.test, node.body, node.orelse))
-        taken = test != 0
+        taken = _truth(test)
         return (np.where(taken, body, orelse),
-                _first(tf, _only(bf, taken), _only(of, ~taken)))
+                _first(tf, _only(bf, taken), None if of is None else _only(of, ~taken)))
     if isinstance(node, ast.BoolOp):
         # `or` is settled by the first true operand, `and` by the first false one; a later
-        # operand is evaluated only where no earlier one settled it.
+        # operand is evaluated only where no earlier one settled it (which matters only
+        # where an operand faults: otherwise the truths are simply combined)
         settling = isinstance(node.op, ast.Or)
+        computed = [_compute(operand, values) for operand in node.values]
+        truths = [_truth(value) for value, _ in computed]
+        if all(fault is None for _, fault in computed):
+            combine = np.logical_or if settling else np.logical_and
+            result = truths[0]
+            for truth in truths[1:]:
+                result = combine(result, truth)
+            return np.asarray(result), None
         settled, faults = np.bool_(False), []
-        for operand in node.values:
-            value, fault = _compute(operand, values)
+        for truth, (_, fault) in zip(truths, computed, strict=True):
             faults.append(_only(fault, ~settled))
-            settled = settled | ((value != 0) == settling)
+            settled = settled | (truth == settling)
         return np.asarray(settled == settling), _first(*faults)
     if isinstance(node, ast.Compare):
         # a < b < c is (a < b) and (b < c), with c only evaluated where a < b holds.
@@ -331,6 +339,11 @@ def _compute(node: ast.expr, values: dict[str, np.ndarray]) -> Value:
             left = right
         return np.asarray(holds), _first(*faults)
     raise AssertionError(f"unvalidated node {type(node).__name__}")  # compile_program bug
+
+
+def _truth(value: np.ndarray) -> np.ndarray:
+    """Where a value is true (nonzero), as bool; a truth value as it is."""
+    return value if value.dtype == np.bool_ else value != 0
 
 
 def _int(value: np.ndarray) -> np.ndarray:
