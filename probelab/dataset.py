@@ -15,6 +15,7 @@ import h5py
 import numpy as np
 import xarray as xr
 
+from probelab import h5open
 from probelab.blocks import block_shape
 from probelab.errors import UsageError
 from probelab.records import Provenance
@@ -428,8 +429,13 @@ def _load(source: Path | io.BytesIO, path: Path, lazy: bool = False) -> xr.Datas
             raise UsageError(f"{path} declares {total:,} bytes of variables ({strings:,} "
                              f"text elements); a dataset is at most {MAX_DATASET_BYTES:,} "
                              f"({MAX_STRING_ELEMENTS:,}): refused before reading them")
-        opened = xr.open_dataset if lazy else xr.load_dataset
-        ds = opened(source, engine=ENGINE, mask_and_scale=False)
+        data = source.getvalue() if isinstance(source, io.BytesIO) else path.read_bytes()
+        try:  # straight from HDF5 where it reads as xarray does (h5open), else xarray's own
+            ds = h5open.open_bytes(data)
+        except h5open.Unsupported:
+            ds = xr.open_dataset(io.BytesIO(data), engine=ENGINE, mask_and_scale=False)
+        if not lazy:
+            ds = ds.load()
     except UsageError:
         raise
     except Exception as exc:  # truncated, not netCDF, not HDF5: one clear message
