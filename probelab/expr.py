@@ -136,9 +136,11 @@ class Program:
                     raise ExprError(f"definition {name!r}: {_FAULTS[int(first[0])]}")
                 values[name] = value
                 if wanted is None or name in wanted:
-                    value = _int(value)
+                    value = _int(value)  # copied only where it is not an array of its own
+                    own = isinstance(value, np.ndarray) and value.shape == shape and \
+                        value.flags.owndata and value.flags.writeable
                     results[name] = np.asarray(value) if compact else \
-                        np.broadcast_to(value, shape).copy()
+                        value if own else np.broadcast_to(value, shape).copy()
         return results
 
 

@@ -63,7 +63,6 @@ MAX_VARIANTS = 8  # translations, and near misses, per file
 MAX_WORK = 1 << 33  # a few s on one core (syntax nodes x the cells each definition spans)
 PIECE_VALUES = 1 << 24  # 128 MiB of int64 per block at most; smaller blocks cost more calls
 MAX_ALIVE = 64  # values alive per cell; the largest sealed file keeps 24
-MASK = 0xFFFFFFFF
 LITERAL = "literal"
 _REQUIRED = {"schema": int, "id": str, "probe": str, "claim": str, "coordinates": str,
              "predict": dict}
@@ -713,7 +712,7 @@ def _evaluate_piece(h: Hypothesis, observable: str, env: dict[str, np.ndarray],
     if rename is not None:  # the value itself is named in the other system
         predicted = rename.evaluate(scoped | {observable: predicted})["renamed"]
     scope = values["in_scope"] != 0 if h.where is not None else None
-    return (predicted & MASK).astype(np.uint32), scope
+    return predicted.astype(np.uint32), scope  # modulo 2**32, as & MASK: numpy wraps
 
 
 def _names(source: str) -> set[str]:
