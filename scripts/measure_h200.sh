@@ -5,8 +5,12 @@
 # the tests (TESTS, default all; CUDA tests included), sweeps the NVIDIA probes (PROBES,
 # default all of them; PROBES= sweeps none) into data/ (pinned in data/MANIFEST.jsonl, which comes back too) and
 # runs the benchmark (BENCH=0 skips it); datasets, pins and logs come back in one
-# $OUT/measured.tar (in 15 MiB parts measured.tar.00, .01, ... where larger). The repo arrives there without git history, hence
-# PROBELAB_GIT_HEAD.
+# $OUT/measured.tar (in 15 MiB parts measured.tar.00, .01, ... where larger), each dataset
+# added as its sweep makes it (a call cut short keeps the earlier ones). The repo arrives
+# there without git history, hence PROBELAB_GIT_HEAD. Back here:
+#   probelab import <files_at>/measured.tar    # (or .00) appends the run's pins onto ours
+#   probelab verify --write && git add data && git commit
+# Two runs from one commit are two branches of the manifest; import merges each in turn.
 set -euo pipefail
 : "${PROBELAB_GIT_HEAD:?set PROBELAB_GIT_HEAD to the commit being measured}"
 export PROBELAB_GIT_DIRTY="${PROBELAB_GIT_DIRTY:-0}" PYTHONUNBUFFERED=1
