@@ -31,8 +31,10 @@ def summary_lines(result: dict[str, Any], width: int | None = None) -> list[str]
         total.update(counts)
     seals = result["seals"]
     intact = sum(1 for s in seals if s["ok"])
+    retired = len(result.get("retired", []))
     lines = [f"{result.get('datasets', len({r['dataset'] for r in result['checks']}))} "
-             f"datasets, {len(seals)} sealed hypotheses ({intact} intact), "
+             f"datasets{f' ({retired} retired)' if retired else ''}, {len(seals)} sealed "
+             f"hypotheses ({intact} intact), "
              f"{len(result['checks'])} checks: "
              + ", ".join(f"{total[o]} {o}" for o in OUTCOMES if total[o])]
     cells = [f"{probe} {len(datasets[probe])}/{sum(c.values())}: "
@@ -42,8 +44,8 @@ def summary_lines(result: dict[str, Any], width: int | None = None) -> list[str]
         lines.append("per probe, datasets/checks: C confirmed, R refuted, N not evidence, "
                      "P post-hoc, T tampered")
         lines += _columns(cells, width)
-    if retired := result.get("retired"):
-        lines.append(f"{len(retired)} retired datasets (superseded by re-measurements; "
+    if retired:
+        lines.append(f"{retired} retired datasets (superseded by re-measurements; "
                      "--verbose lists them, --retired checks them in full)")
     if changes := [r for r in result["toolchains"] if not r["same"]]:
         lines.append(f"{len(changes)} verdicts change with the compiler (--verbose)")
