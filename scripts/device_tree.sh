@@ -1,38 +1,57 @@
 #!/usr/bin/env bash
-# The device tool sends the working tree (tracked files, and untracked ones git does not
-# ignore) and refuses more than 64 MiB. The archive's datasets, verdicts and figures are
-# nearly all of it, and no measurement reads them (a sweep needs the code, the sealed
-# hypotheses and data/MANIFEST.jsonl, whose pins it extends). `light` takes them out of
-# git's index and ignores them for one call: nothing is deleted, and HEAD, the commit being
-# measured, still holds them. `restore` puts the index back exactly as HEAD has it.
-#   scripts/device_tree.sh light; <the device call>; scripts/device_tree.sh restore
-# Commit nothing in between (a commit made while light would drop the archive from it).
+# A light working tree for a device call. The device tool sends the working tree (tracked
+# files, and untracked ones git does not ignore) and refuses more than 64 MiB; the archive's
+# datasets and figures are nearly all of it, and no measurement reads them (a sweep needs
+# the code and the sealed hypotheses, and appends its pins to whatever data/MANIFEST.jsonl
+# it finds, none included; `probelab import` merges the run back either way).
+#
+#   scripts/device_tree.sh light      # this checkout: data/*/ and docs/figures/ leave the
+#   <the device call>                 #   working tree (data/MANIFEST.jsonl stays)
+#   scripts/device_tree.sh restore    # everything back
+#   probelab import <files_at>/measured.tar; git add data; git commit
+#
+# `light` is `git sparse-checkout set --no-cone '/*' '!/data/*/' '!/docs/figures/'` and
+# `restore` is `git sparse-checkout disable`: they change only the skip-worktree bits of
+# the index, never its entries, so HEAD and any commit made while light keep the whole
+# archive (tests/test_device_tree.py makes one). Restore before importing: git refuses to
+# add files outside the sparse patterns, and `verify` would miss the absent datasets.
+#
+#   scripts/device_tree.sh worktree DIR   # or a light checkout of HEAD of its own, in DIR
+#
+# `worktree` is `git worktree add --no-checkout --detach DIR HEAD`, the same sparse
+# patterns set in DIR, then `git -C DIR reset -q --hard`: DIR has its own index, and this
+# checkout is not touched at all (for a runner that copies a folder; remove it with
+# `git worktree remove DIR`). The session's device tool sends the checkout it was started
+# in, so for it use `light`.
 set -euo pipefail
-cd "$(git rev-parse --show-toplevel)"
-exclude="$(git rev-parse --git-path info/exclude)"
-marker="# probelab device_tree: light"
+patterns=('/*' '!/data/*/' '!/docs/figures/')
+
+travels() {  # bytes of the files in the working tree at $1 that the device tool would send
+  (cd "$1" && git ls-files -z --cached --others --exclude-standard \
+    | { xargs -0 -r stat -c %s -- 2>/dev/null || true; } | awk '{n += $1} END {print n + 0}')
+}
+
 case "${1:-}" in
   light)
+    cd "$(git rev-parse --show-toplevel)"
     if [ -n "$(git status --porcelain)" ]; then
       echo "device_tree: the tree is not clean: commit first" >&2; exit 2
     fi
-    if grep -qxF "$marker" "$exclude" 2>/dev/null; then
-      echo "device_tree: already light (run restore)" >&2; exit 2
-    fi
-    mkdir -p "$(dirname "$exclude")"
-    printf '%s\n' "$marker" '/data/*/' '/docs/figures/' "$marker end" >> "$exclude"
-    git ls-files -z -- data docs/figures | grep -zv '^data/MANIFEST.jsonl$' \
-      | xargs -0 -r git rm -q --cached --
-    echo "light: $(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1) bytes would travel"
+    git sparse-checkout set --no-cone "${patterns[@]}"
+    echo "light: $(travels .) bytes would travel (restore: scripts/device_tree.sh restore)"
     ;;
   restore)
-    git reset -q
-    sed -i "/^$marker\$/,/^$marker end\$/d" "$exclude"
-    if [ -n "$(git status --porcelain)" ]; then
-      echo "device_tree: the tree differs from HEAD after restore:" >&2
-      git status --short | head >&2; exit 3
-    fi
-    echo "restored: the index is HEAD's again"
+    cd "$(git rev-parse --show-toplevel)"
+    git sparse-checkout disable
+    echo "restored: every tracked file is in the working tree again"
     ;;
-  *) echo "usage: scripts/device_tree.sh light|restore" >&2; exit 2 ;;
+  worktree)
+    dir="${2:?usage: scripts/device_tree.sh worktree DIR}"
+    git worktree add -q --no-checkout --detach "$dir" HEAD
+    git -C "$dir" sparse-checkout set --no-cone "${patterns[@]}"
+    git -C "$dir" reset -q --hard
+    echo "$dir: a light worktree at $(git -C "$dir" rev-parse --short HEAD), $(travels "$dir")" \
+      "bytes (remove it: git worktree remove $dir)"
+    ;;
+  *) echo "usage: scripts/device_tree.sh light|restore|worktree DIR" >&2; exit 2 ;;
 esac

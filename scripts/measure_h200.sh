@@ -3,10 +3,16 @@
 #   PROBELAB_GIT_HEAD=$(git rev-parse HEAD) bash scripts/measure_h200.sh
 # Installs carried wheels (.whl/, for packages the image lacks), reports the machine, runs
 # the tests (TESTS, default all; CUDA tests included), sweeps the NVIDIA probes (PROBES,
-# default all of them; PROBES= sweeps none) into data/ (pinned in data/MANIFEST.jsonl, which comes back too) and
-# runs the benchmark (BENCH=0 skips it); datasets, pins and logs come back in one
-# $OUT/measured.tar (in 15 MiB parts measured.tar.00, .01, ... where larger). The repo arrives there without git history, hence
-# PROBELAB_GIT_HEAD.
+# default all of them; PROBES= sweeps none) into data/, each pinned in data/MANIFEST.jsonl,
+# and runs the benchmark (BENCH=0 skips it). The repo arrives there without git history,
+# hence PROBELAB_GIT_HEAD. The tree need not carry the archive: with no data/ (or an empty
+# manifest) the sweeps start a fresh chain, with the real manifest they extend a copy of it.
+# Datasets, the manifest and logs come back in one $OUT/measured.tar, under their data/
+# paths (in 15 MiB parts measured.tar.00, .01, ... where larger). Then, here:
+#   probelab import <files_at>/measured.tar      # or <files_at>/measured.tar.00
+# appends the run's datasets and pins onto this archive (whatever the run's manifest began
+# with), checking each, all or nothing; commit data/ after it. Never copy the manifest back
+# by hand. Verdicts are not carried: `probelab verify --write` re-derives them here.
 set -euo pipefail
 : "${PROBELAB_GIT_HEAD:?set PROBELAB_GIT_HEAD to the commit being measured}"
 export PROBELAB_GIT_DIRTY="${PROBELAB_GIT_DIRTY:-0}" PYTHONUNBUFFERED=1
@@ -38,14 +44,14 @@ if [ "${BENCH:-1}" != 0 ]; then
   env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX="$(mktemp -d)" \
     python3 bench/byte_perm_sweep.py --json "$OUT/bench.json"
 fi
-# one archive back (the device tool returns at most 8 files): the datasets under their
-# data/ paths, the manifest with their pins (copy it back over data/), the logs
-cp data/MANIFEST.jsonl "$OUT/"
+# one archive back (the device tool returns at most 8 files): the datasets and the manifest
+# with their pins, under their data/ paths (for `probelab import`), and the logs
+mkdir -p data && touch data/MANIFEST.jsonl  # no sweep ran: an empty branch, imported as such
 sed "s|^$PWD/||" "$OUT/datasets.txt" > "$OUT/datasets.rel"
-tar -cf "$OUT/measured.tar" -T "$OUT/datasets.rel" -C "$OUT" MANIFEST.jsonl datasets.txt \
-  machine.txt doctor.json pytest.log
-rm -f "$OUT/datasets.rel" "$OUT/MANIFEST.jsonl"
-# a file comes back only up to 16 MiB: a larger archive in parts (cat measured.tar.* | tar -x)
+tar -cf "$OUT/measured.tar" -T "$OUT/datasets.rel" data/MANIFEST.jsonl -C "$OUT" \
+  datasets.txt machine.txt doctor.json pytest.log
+rm -f "$OUT/datasets.rel"
+# a file comes back only up to 16 MiB: a larger archive in parts (import reads them from .00)
 if [ "$(stat -c %s "$OUT/measured.tar")" -gt $((15 * 1024 * 1024)) ]; then
   split -b 15M -d "$OUT/measured.tar" "$OUT/measured.tar." && rm "$OUT/measured.tar"
 fi
