@@ -208,7 +208,7 @@ def _edited(dev: ToyLab, path: Path) -> None:
     dataset.save(ds, path, dataset.provenance(ds))  # a valid content hash: not its pin's
 
 
-@pytest.mark.parametrize("case, overrides, after, said", [
+NOT_COUNTING = [  # (case, provenance overrides, then done to the device's copy, said)
     ("simulated", {"simulated": True}, None, "it is simulated"),
     ("flag flipped", {"backend": "sim"}, None, "its backend is 'sim', which measures nothing"),
     ("unknown commit", {"git_head": "1" * 40}, None, "which is no commit this repository has"),
@@ -219,7 +219,11 @@ def _edited(dev: ToyLab, path: Path) -> None:
     ("misplaced", {}, _moved_to_another_target,
      "it sits at toy/sm_80/, but its provenance says it is a 'toy' dataset of 'sm_90'"),
     ("file missing", {}, lambda dev, path: path.unlink(), "the source does not hold the file"),
-])
+]
+
+
+@pytest.mark.parametrize("case, overrides, after, said", NOT_COUNTING,
+                         ids=[case for case, *_ in NOT_COUNTING])
 def test_a_dataset_that_would_not_count_here_is_refused(toylab: ToyLab, monkeypatch, case,
                                                         overrides, after, said) -> None:
     committed(toylab, "base")
@@ -394,7 +398,7 @@ def test_a_tar_member_that_is_no_plain_file_inside_is_refused(toylab: ToyLab, mo
     ("MAX_FILE_BYTES", 1_000, "more than an import takes (1,000"),
     ("MAX_MANIFEST_BYTES", 100, "more than an import takes (100"),
     ("MAX_HEADER_BYTES", 600, "a tar header of"),
-])
+], ids=["members", "bytes", "one-file", "manifest", "header"])
 def test_a_tar_past_its_bounds_is_refused_from_its_headers(toylab: ToyLab, monkeypatch,
                                                           bound, value, said) -> None:
     """A tar bomb: every bound judged from the headers, before the data are read."""
