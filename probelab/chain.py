@@ -79,10 +79,21 @@ def verify(entries: list[dict[str, Any]], what: str) -> None:
 def append(path: Path, entries: list[dict[str, Any]], fields: dict[str, Any],
            forms: Forms) -> dict[str, Any]:
     """Append one line after `entries` (the file's verified lines) and return it."""
-    entry = dict(fields, seq=len(entries) + 1, prev=entries[-1]["hash"] if entries else GENESIS)
-    entry["hash"] = entry_hash(entry)
-    if set(entry) != set(forms) or not all(ok(entry[k]) for k, ok in forms.items()):
-        raise ValueError(f"entry fields {sorted(entry)} are not of the form {sorted(forms)}")
+    return extend(path, entries, [fields], forms)[0]
+
+
+def extend(path: Path, entries: list[dict[str, Any]], new: list[dict[str, Any]],
+           forms: Forms) -> list[dict[str, Any]]:
+    """Append one line per item of `new` after `entries` (the file's verified lines), all in
+    one atomic write (a reader sees none of them or every one), and return them."""
+    made: list[dict[str, Any]] = []
+    prev = entries[-1]["hash"] if entries else GENESIS
+    for seq, fields in enumerate(new, start=len(entries) + 1):
+        entry = dict(fields, seq=seq, prev=prev)
+        entry["hash"] = prev = entry_hash(entry)
+        if set(entry) != set(forms) or not all(ok(entry[k]) for k, ok in forms.items()):
+            raise ValueError(f"entry fields {sorted(entry)} are not of the form {sorted(forms)}")
+        made.append(entry)
     old = path.read_text(encoding="utf-8") if path.exists() else ""
-    atomic_write_text(path, old + canonical(entry).decode() + "\n")
-    return entry
+    atomic_write_text(path, old + "".join(canonical(e).decode() + "\n" for e in made))
+    return made

@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from probelab.errors import Exit, KernelTimeout, LabError, Terminated, UsageError
+from probelab.errors import Exit, IntegrityError, KernelTimeout, LabError, Terminated, UsageError
 from probelab.limits import DEFAULT_TIMEOUT_S
 from probelab.paths import cache_dir, shown
 from probelab.storage import written
@@ -132,6 +132,18 @@ def _is_dataset(path: Path) -> bool:
         return False
 
 
+@contextlib.contextmanager
+def _progress() -> Iterator[Callable[[str], None]]:
+    """A step function that shows the work under way on stderr (on a terminal only; the
+    line is gone once the work is done)."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=err, transient=True, disable=not err.is_terminal) as progress:
+        task = progress.add_task("starting", total=None)
+        yield lambda text: progress.update(task, description=text)
+
+
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
@@ -234,15 +246,10 @@ def sweep(
             raise UsageError(f"--toolchain is for static probes; {probe} runs on a device "
                              "(its dataset records the compiler that built each kernel)")
         prewarm(backend or "cuda")  # the device's setup overlaps the imports below
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
     from probelab.sweep import run_sweep
 
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=err, transient=True, disable=not err.is_terminal) as progress:
-        task = progress.add_task("starting", total=None)
-        kwargs = dict(out_root=out_dir, allow_blind=allow_blind,
-                      step=lambda text: progress.update(task, description=text),
+    with _progress() as step:
+        kwargs = dict(out_root=out_dir, allow_blind=allow_blind, step=step,
                       command=["probelab", *sys.argv[1:]])
         if static:
             from probelab.static import refuse_device_options, run_static_sweeps
@@ -645,44 +652,6 @@ def report(
         raise typer.Exit(int(Exit.INTEGRITY))
 
 
-@app.command("import", epilog=EPILOG)
-@guarded
-def import_cmd(
-    source: Annotated[Path, typer.Argument(metavar="SRC", help=(
-        "A device run's measured.tar (or its first part, measured.tar.00), or a folder "
-        "holding data/ and its MANIFEST.jsonl (a fleet node's, another clone's)."))],
-    dry_run: Annotated[bool, typer.Option("--dry-run", help=(
-        "Check everything and say what would be imported; write nothing."))] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """Append a measurement branch's datasets and pins onto this archive's manifest.
-
-    The source's pins not pinned here are its branch (whatever it shares with this
-    manifest). Each of its datasets must match its pin, sit at data/PROBE/TARGET/NAME.nc
-    of its own probe and target, be a measurement (not simulated) and name a commit this
-    repository has. Any conflict (a path, content or file pinned here already; a file
-    already there) is refused, one line each, and nothing is written: all of the branch or
-    none. Importing a branch again is a no-op. Verdicts are not imported: run
-    `probelab verify --write`, then commit data/.
-
-    Exit 0 imported (or nothing new); 2 a source that is not one (unsafe tar members
-    refuse it whole); 3 a conflict or a dataset that is not its pin's.
-    """
-    from probelab.merge import import_branch
-
-    arrivals, already = import_branch(source, dry_run=dry_run)
-    if as_json:
-        emit_json({"imported": [a.path for a in arrivals], "already_pinned": already,
-                   "dry_run": dry_run})
-        return
-    for a in arrivals:
-        say(f"{'would import' if dry_run else 'imported'} {a.path}")
-    say(f"{len(arrivals)} datasets {'would be imported' if dry_run else 'imported'}"
-        + (f", {already} already pinned" if already else "")
-        + ("" if dry_run or not arrivals else "; commit data/ (after `probelab verify "
-           "--write` records their verdicts)"))
-
-
 @app.command(epilog=EPILOG)
 @guarded
 def retire(
@@ -746,6 +715,71 @@ def diff_cmd(
     # 0 only for identical measurements: a difference, or a model on either side, is 1
     same = doc["identical"] and not doc["any_simulated"]
     raise typer.Exit(int(Exit.OK if same else Exit.REFUTED))
+
+
+@app.command("import", epilog=EPILOG)
+@guarded
+def import_cmd(
+    src: Annotated[Path, typer.Argument(
+        metavar="SRC", help="A device run's or fleet node's measurements: a folder holding "
+                            "data/ (its manifest and datasets), a tar file (measured.tar), "
+                            "or the first part of a split tar (measured.tar.00; .01, ... "
+                            "are read after it, in order).")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Make every check and say what "
+                                          "would be imported; write nothing.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Append the datasets and pins of a measurement made elsewhere onto this archive.
+
+    Reads SRC's manifest (its chain verified) and takes the lines not already pinned here,
+    whatever came before them (a copy of this manifest, or a fresh chain): each one's
+    dataset must be in SRC, be the file its pin names, sit at data/PROBE/TARGET/NAME.nc of
+    its own probe and target, and be a measurement made at a commit this repository has
+    (from a clean tree, or one whose code tree it records). None may collide with the
+    archive (a file or pin at its path, its contents or bytes pinned elsewhere) or with
+    another. Then each dataset is copied into data/ and pinned, all or nothing: a new
+    manifest line with its branch line's fields (its pinned_at too). Verdict files are
+    never imported (`probelab verify --write` re-derives them); datasets SRC's manifest
+    does not pin are left out. Importing again is a no-op (already pinned).
+
+    Exit 0 when everything was imported or was already pinned here; 2 when SRC is not a
+    folder, tar or first part, cannot be read whole, holds no manifest, or holds a member
+    that is a link, a device, an absolute path or one climbing out with `..`, or more
+    members or bytes than an import takes; 3 when a chain is broken or any dataset does not
+    count or collides (one line each). Nothing is written unless the exit is 0.
+    """
+    from probelab.merge import Refused, import_source
+
+    try:
+        with _progress() as step:
+            done = import_source(src, dry_run=dry_run, step=step)
+    except Refused as exc:
+        if as_json:
+            emit_json({"source": str(src), "dry_run": dry_run, "imported": [],
+                       "problems": exc.problems})
+        else:
+            for problem in exc.problems:
+                err.print(f"[red]problem:[/] {safe(problem)}", highlight=False)
+        raise IntegrityError(f"nothing imported from {src}: {len(exc.problems)} "
+                             f"problem{'s' * (len(exc.problems) != 1)}") from None
+    pins = done.landed.imported
+    if as_json:
+        emit_json({"source": done.source, "dry_run": dry_run, "imported": pins,
+                   "already_pinned": done.already, "left_out": done.left_out,
+                   "verdicts_left_out": done.verdicts, "problems": []})
+        return
+    for pin in pins:
+        say(f"{'would import' if dry_run else 'imported'} {pin['path']}")
+    for path in done.left_out:
+        say(f"note: {path} is not pinned in the manifest of {done.source}: left out",
+            err=True)
+    if done.verdicts:
+        say(f"note: {done.verdicts} verdict file{'s' * (done.verdicts != 1)} left out: "
+            "verdicts are never imported (`probelab verify --write` re-derives them)",
+            err=True)
+    count = f"{len(pins)} dataset{'s' * (len(pins) != 1)}"
+    say(f"{count} {'would be imported' if dry_run else 'imported'} from {done.source}"
+        + (f" ({done.already} already pinned here)" if done.already else ""))
 
 
 fleet_app = typer.Typer(help="Sweep probes across the machines of a Ray cluster "

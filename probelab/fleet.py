@@ -6,7 +6,8 @@ where backend is cuda, hip, sim or static (a static probe on a local toolchain).
 plans one task per (probe, target) that some node advertises, and each task runs
 `run_sweep` on its node, unchanged: the same evidence gate, repeats, guards. The node
 returns the dataset's bytes; the driver saves them into its own archive (atomically, never
-over a file), pins measured ones in the manifest, and runs the checks.
+over a file; a measured one through probelab.merge, as `probelab import` lands a device
+run's), and runs the checks.
 
 Ray does the scheduling and the retries: a task whose node dies is resubmitted to another
 node that has the resource. A pair no node advertises is reported before anything runs; a
@@ -19,13 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import hashlib
 import socket
 import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -194,44 +193,37 @@ class Outcome:
 
 
 def store(task: Task, reply: dict[str, Any], commit: str) -> Path:
-    """A node's dataset into the driver's archive: data/ (pinned) or sim-data/ as the file's
+    """A node's dataset into the driver's archive: data/ (pinned, through `merge.land`, the
+    one path by which a dataset made elsewhere joins the archive) or sim-data/ as the file's
     own provenance says, at PROBE/TARGET/NAME (a new name where that one is taken), written
     atomically and never over a file. Nothing is kept unless the file is the task's own:
     its probe, target and backend, made at the driver's commit from a clean checkout, its
-    content hash holding, and (measured) nothing in it that only a simulated run says."""
+    content hash holding, and (measured) every check an import makes."""
     from probelab import dataset, merge, storage
-    from probelab.paths import data_dir, relative, sim_data_dir
+    from probelab.paths import lab_root, sim_data_dir
 
     with tempfile.TemporaryDirectory(prefix="probelab-fleet-") as tmp:
         arrived = Path(tmp) / "arrived.nc"
         arrived.write_bytes(reply["bytes"])
         prov = dataset.stored_provenance(arrived)
         _, content, _ = dataset.load_hashed(arrived)
-    if problem := _not_the_tasks(task, reply, prov, content, commit):
-        raise IntegrityError(f"{task.name}: {problem}; nothing kept")
-    parts = Path(reply["relpath"]).parts
-    simulated = dataset.simulated(prov)
-    folder = (sim_data_dir() if simulated else data_dir()) / parts[0] / parts[1]
-    folder.mkdir(parents=True, exist_ok=True)
-    time_part, _, rest = parts[2].partition(".")
-    for n in range(1, 1000):
-        path = folder / (time_part + (f"-{n}" if n > 1 else "") + "." + rest)
-        if path.exists():
-            continue
-        if simulated:  # never evidence: beside the archive, unpinned
+        if problem := _not_the_tasks(task, reply, prov, content, commit):
+            raise IntegrityError(f"{task.name}: {problem}; nothing kept")
+        probe, target, name = Path(reply["relpath"]).parts
+        time_part, _, rest = name.partition(".")
+        for n in range(1, 1000):
+            free = time_part + (f"-{n}" if n > 1 else "") + "." + rest
             try:
-                storage.atomic_write_bytes(path, reply["bytes"], exclusive=True)
-            except FileExistsError:
+                if dataset.simulated(prov):  # never pinned, never under data/
+                    path = sim_data_dir() / probe / target / free
+                    storage.atomic_write_bytes(path, reply["bytes"], exclusive=True)
+                    return path
+                rel = f"data/{probe}/{target}/{free}"
+                merge.land([merge.arrival(arrived, rel, prov)])
+                return lab_root() / rel
+            except (FileExistsError, merge.Taken):
                 continue
-            return path
-        # a measurement joins the archive as any branch does: checked, written and pinned
-        # together, or not at all (probelab.merge)
-        merge.place([merge.Arrival(relative(path), reply["bytes"], {
-            "path": relative(path), "probe": task.probe, "target": prov["target"],
-            "content_sha256": content, "file_sha256": hashlib.sha256(reply["bytes"]).hexdigest(),
-            "pinned_at": datetime.now(UTC).isoformat(timespec="seconds")})])
-        return path
-    raise UsageError(f"{folder}: no free dataset name")
+    raise UsageError(f"{probe}/{target}: no free dataset name")
 
 
 def _not_the_tasks(task: Task, reply: dict[str, Any], prov: dict[str, Any], content: str,

@@ -54,6 +54,18 @@ def is_commit_id(text: str) -> bool:
     return re.fullmatch(r"[0-9a-f]{40}", text) is not None
 
 
+def has_commit(commit: str) -> bool:
+    """Whether this repository holds `commit`, a full commit id, as a commit (as committed:
+    no replace object stands in for it). False without git."""
+    if not is_commit_id(commit):
+        return False
+    try:
+        out = _run(("cat-file", "-t", commit), None, text=True)
+    except OSError:
+        return False
+    return out.returncode == 0 and out.stdout.strip() == "commit"
+
+
 def head() -> tuple[str | None, bool | None]:
     """(commit, dirty) of the lab's checkout; (None, None) when neither git nor env knows."""
     if env := os.environ.get("PROBELAB_GIT_HEAD"):

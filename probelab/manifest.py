@@ -53,13 +53,19 @@ def read() -> list[dict[str, Any]]:
 
 @contextlib.contextmanager
 def locked() -> Iterator[None]:
-    """One appender at a time: racing sweeps each add their own line, none is lost."""
+    """One appender at a time: racing sweeps (and imports) each add their own lines, none is
+    lost. Read the manifest inside, and append to what was read there."""
     fd = os.open(data_dir(), os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)
+
+
+def now() -> str:
+    """A pin's `pinned_at`: UTC, to the second."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def pin(path: Path, content_sha256: str, probe: str, target: str) -> dict[str, Any]:
@@ -69,7 +75,7 @@ def pin(path: Path, content_sha256: str, probe: str, target: str) -> dict[str, A
             return chain.append(manifest_path(), read(), {
                 "path": relative(path), "probe": probe, "target": target,
                 "content_sha256": content_sha256, "file_sha256": file_sha256(path),
-                "pinned_at": datetime.now(UTC).isoformat(timespec="seconds")}, FORMS)
+                "pinned_at": now()}, FORMS)
     except OSError as exc:
         raise CannotWrite(f"cannot pin {path} in {manifest_path()}: {exc.strerror or exc}") \
             from exc

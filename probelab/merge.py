@@ -1,299 +1,277 @@
-"""Measurement branches merged onto the archive: `probelab import SRC`, and the fleet driver.
+"""Foreign datasets onto this archive: a device run's or a fleet node's measurements copied
+into data/ and pinned in this manifest, all or nothing. `probelab import` and the fleet
+driver both land datasets through `land`; nothing else appends a dataset made elsewhere.
 
-A device run or a fleet node sweeps into its own copy of data/ and appends its pins to its
-own copy of the manifest, so two runs from one commit are two branches of the chain. An
-import takes a branch's datasets and pins (a folder holding data/, or the tar a device run
-sends back, whole or in its .00, .01, ... parts) and appends them onto this archive's
-manifest: the source's pins that are not pinned here are its branch, whatever prefix it
-shares with ours (none, for a run that started from an empty data/).
+A source's manifest is a branch of ours: a copy of it with new lines (a device copy that
+carried data/MANIFEST.jsonl), or a fresh chain from seq 1 (one that carried none). Either
+way the lines whose pin (path, probe, target, content and file hashes) is already here are
+skipped, the common prefix among them, and the rest is the branch. Each branch dataset
+must be in the source at its path, be the file its pin names (bytes and content hashes, the
+content hash holding), sit at data/PROBE/TARGET/NAME.nc of its own probe and target, and be
+a measurement (not simulated, nothing in it only a simulation says) made at a commit this
+repository has, from a clean tree or one whose code tree it records. Then it must not
+collide with the archive: no file or pin at its path, its contents or bytes pinned nowhere
+here, no two branch datasets at one path or of one content.
 
-Each dataset of the branch must be where its pin says (data/PROBE/TARGET/NAME.nc of its
-own probe and target), its bytes and contents those its pin names, a measurement (not
-simulated, nothing in its provenance that only a simulated run says) made from a commit
-this repository has, clean or with its code recorded. Anything else, and any conflict with
-this archive (a path, content or file already pinned here; a file here no pin names) is
-refused, one line each, and then nothing is written: all of a branch or none. A source that
-is itself unsafe (a link, a path outside, too many or too large members) is refused before
-anything of it is used. Verdict files are not taken: `probelab verify --write` records
-them here. A pin keeps its `pinned_at` (when the sweep pinned it); its place in the chain
-is new.
+Only then is anything written: each dataset copied into data/ (atomically, never over a
+file), then one new line per dataset appended to the manifest in one write, under the
+manifest's lock, with the branch line's own fields (its `pinned_at` too: when the machine
+that measured it pinned it) and a new seq, prev and hash. A failure on the way removes the
+copies already made. A process killed outright (SIGKILL) between the copies and the
+manifest's write can leave whole copies without pins: `verify` names them, and a second
+import refuses them as present until they are removed.
 """
-
-from __future__ import annotations
 
 import contextlib
 import hashlib
 import os
-import re
-import stat
-import tarfile
-import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from probelab import chain, dataset, gitinfo, manifest, storage
-from probelab.errors import IntegrityError, UsageError
-from probelab.paths import lab_root
+from probelab import chain, codetree, dataset, gitinfo, manifest, source, storage
+from probelab.errors import CannotWrite, IntegrityError, UsageError
+from probelab.paths import data_dir, lab_root
 
-MAX_MEMBERS = 100_000  # files a source may hold
-MAX_TOTAL_BYTES = 8 << 30  # all of them together, as read
-MAX_MEMBER_BYTES = dataset.MAX_NEW_FILE_BYTES + (1 << 20)  # a dataset, or a log
-_DATASET = re.compile(r"data/[^/]+/[^/]+/[^/]+\.nc")
-_MANIFESTS = ("MANIFEST.jsonl", "data/MANIFEST.jsonl")
+Step = Callable[[str], None]
+PIN_KEYS = ("path", "probe", "target", "content_sha256", "file_sha256", "pinned_at")
+_IDENTITY = ("path", "probe", "target", "content_sha256", "file_sha256")
 
 
-@dataclass(frozen=True)
+class Refused(IntegrityError):
+    """Nothing was imported: one problem per line."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+class Taken(Refused):
+    """Refused only because a destination name is taken (a file or a pin is there)."""
+
+
+@dataclass
 class Arrival:
-    """A dataset to place in the archive: its lab-relative path, its bytes and its pin's
-    fields (probe, target, content and file hashes, pinned_at)."""
+    """A dataset to land: the pin it is to have here, and a private copy of its file."""
 
-    path: str
-    data: bytes
-    pin: dict[str, Any]
+    pin: dict[str, Any]  # PIN_KEYS
+    staged: Path | None  # None: its source does not hold the file its pin names
 
 
-def import_branch(source: Path, dry_run: bool = False) -> tuple[list[Arrival], int]:
-    """Import the branch `source` holds (module docstring): (what was placed, in its
-    chain's order, and how many of its pins were already pinned here)."""
-    with tempfile.TemporaryDirectory(prefix="probelab-import-") as tmp:
-        root = _unpacked(source, Path(tmp))
-        text = next((root / m for m in _MANIFESTS[::-1] if (root / m).is_file()), None)
-        if text is None:
-            raise UsageError(f"{source}: no MANIFEST.jsonl (at its top or under data/): not "
-                             "a measurement branch")
-        try:
-            theirs = chain.read(text, manifest.FORMS, "source manifest")
-            chain.verify(theirs, "source manifest")
-        except IntegrityError as exc:
-            raise IntegrityError(f"{source}: {exc}") from exc
-        ours = manifest.read()
-        known = {_identity(p) for p in ours}
-        branch = [p for p in theirs if _identity(p) not in known]
-        arrivals = []
-        for pin in branch:
-            file = root / pin["path"]
-            usable = _DATASET.fullmatch(pin["path"]) and ".." not in Path(pin["path"]).parts
-            data = file.read_bytes() if usable and file.is_file() else b""
-            arrivals.append(Arrival(pin["path"], data, {k: pin[k] for k in (
-                "path", "probe", "target", "content_sha256", "file_sha256", "pinned_at")}))
-        missing = [f"{a.path}: pinned by the branch, but {source} does not hold it as a "
-                   "dataset of the archive (data/PROBE/TARGET/NAME.nc)"
-                   for a in arrivals if not a.data]
-        if missing:
-            raise IntegrityError("; ".join(missing) + "; nothing imported")
-        if not dry_run:
-            place(arrivals, ours)
-        else:
-            refuse(arrivals, ours)
-    return arrivals, len(theirs) - len(branch)
+@dataclass
+class Landed:
+    imported: list[dict[str, Any]] = field(default_factory=list)  # the new manifest lines
+    already: list[dict[str, Any]] = field(default_factory=list)  # pins already here, as are
 
 
-def _identity(pin: dict[str, Any]) -> tuple[str, str, str]:
-    return pin["path"], pin["content_sha256"], pin["file_sha256"]
+@dataclass
+class Imported:
+    """What `import_source` did (or, dry, would do)."""
+
+    source: str
+    landed: Landed
+    already: int  # lines of the source's manifest pinned here as they are
+    left_out: list[str]  # datasets in the source that its manifest does not pin
+    verdicts: int  # verdict files in the source, never imported
 
 
-def refuse(arrivals: list[Arrival], ours: list[dict[str, Any]]) -> None:
-    """Raise IntegrityError naming every reason (one line each) an arrival cannot join the
-    archive, or return where all can."""
-    problems = []
-    paths: dict[str, str] = {}
-    for pin in ours:
-        paths[pin["path"]] = "a path"
-        paths[pin["content_sha256"]] = f"a content ({pin['path']})"
-        paths[pin["file_sha256"]] = f"a file ({pin['path']})"
-    seen: set[str] = set()
-    for a in arrivals:
-        for key in (a.path, a.pin["content_sha256"], a.pin["file_sha256"]):
-            if key in paths:
-                problems.append(f"{a.path}: {paths[key]} already pinned here")
-                break
-            if key in seen:
-                problems.append(f"{a.path}: pinned twice by the branch (a path or content)")
-                break
-        seen |= {a.path, a.pin["content_sha256"], a.pin["file_sha256"]}
-        if (lab_root() / a.path).exists() or (lab_root() / a.path).is_symlink():
-            problems.append(f"{a.path}: a file is already there")
-        problems += [f"{a.path}: {why}" for why in _not_a_measurement(a)]
-    if problems:
-        raise IntegrityError("\n".join(problems) + "\nnothing imported")
+def identity(pin: dict[str, Any]) -> tuple[str, ...]:
+    """What makes two pins one: everything but when it was pinned and its chain fields."""
+    return tuple(pin[k] for k in _IDENTITY)
 
 
-def _not_a_measurement(a: Arrival) -> list[str]:
-    """Why an arrival is not the pinned measurement it says it is."""
-    if not _DATASET.fullmatch(a.path) or ".." in Path(a.path).parts:
-        return ["not a dataset path of the archive (data/PROBE/TARGET/NAME.nc)"]
-    if hashlib.sha256(a.data).hexdigest() != a.pin["file_sha256"]:
-        return ["its bytes are not the file its pin names"]
-    with tempfile.TemporaryDirectory(prefix="probelab-import-") as tmp:
-        file = Path(tmp) / "arrival.nc"
-        file.write_bytes(a.data)
-        try:
-            read = dataset.read_summarised(file)
-        except UsageError as exc:
-            return [f"not a dataset: {exc}"]
-    prov, why = read.prov, []
-    if read.summary.content != a.pin["content_sha256"] or \
-            (why_content := dataset.tampered_content(prov, read.summary.content)):
-        why.append(why_content if read.summary.content == a.pin["content_sha256"] else
-                   "its contents are not those its pin names")
-    parts = Path(a.path).parts
-    if (prov.get("probe"), prov.get("target")) != (a.pin["probe"], a.pin["target"]) or \
-            parts[1:3] != (a.pin["probe"], a.pin["target"]):
-        why.append(f"its provenance says {prov.get('probe')}@{prov.get('target')}, its pin "
-                   f"{a.pin['probe']}@{a.pin['target']}, its path {'/'.join(parts[1:3])}")
-    if dataset.simulated(prov):
-        why.append("simulated: never evidence, never in the archive")
-    why += dataset.contradictions(prov)
-    head = prov.get("git_head")
-    if not (isinstance(head, str) and gitinfo.is_commit_id(head) and _known(head)):
-        why.append(f"made from commit {head!r}, which this repository does not have")
-    elif prov.get("git_dirty") is not False and "code_tree" not in prov:
-        why.append("made from a dirty tree that records no code")
-    return why
+def arrival(staged: Path, path: str, prov: dict[str, Any]) -> Arrival:
+    """A dataset that arrived without a pin of its own (a fleet node's), to land at `path`
+    (lab-relative) and be pinned now."""
+    return Arrival({"path": path, "probe": prov.get("probe"), "target": prov.get("target"),
+                    "content_sha256": prov.get(dataset.CONTENT_KEY),
+                    "file_sha256": manifest.file_sha256(staged), "pinned_at": manifest.now()},
+                   staged)
 
 
-def _known(commit: str) -> bool:
-    try:
-        gitinfo.git("cat-file", "-e", f"{commit}^{{commit}}")
-    except (RuntimeError, OSError):
-        return False
-    return True
+def import_source(src: Path, dry_run: bool = False,
+                  step: Step = lambda _: None) -> Imported:
+    """Land the branch of the source at `src` (a folder, a tar, a split tar's .00 part)."""
+    step(f"reading {src}")
+    with source.opened(src) as found:
+        here = {identity(e) for e in _local()}
+        branch = [e for e in found.manifest if identity(e) not in here]
+        arrivals = [Arrival({k: e[k] for k in PIN_KEYS}, found.staged(e["path"]))
+                    for e in branch]
+        landed = land(arrivals, dry_run, step)
+        pinned = {e["path"] for e in found.manifest}
+    return Imported(found.name, landed, len(found.manifest) - len(branch) + len(landed.already),
+                    sorted(found.datasets - pinned), found.verdicts)
 
 
-def place(arrivals: list[Arrival], ours: list[dict[str, Any]] | None = None) -> None:
-    """Put every arrival in the archive and pin it, all or none (`refuse` first): a failure
-    part way removes what was written and leaves the manifest as it was."""
-    with manifest.locked():
-        ours = manifest.read() if ours is None else ours
-        refuse(arrivals, ours)
-        before = manifest.manifest_path().read_bytes() \
-            if manifest.manifest_path().exists() else None
-        placed: list[Path] = []
-        try:
-            entries = list(ours)
-            for a in arrivals:
-                path = lab_root() / a.path
-                path.parent.mkdir(parents=True, exist_ok=True)
-                storage.atomic_write_bytes(path, a.data, exclusive=True)
-                placed.append(path)
-                entries.append(chain.append(manifest.manifest_path(), entries, a.pin,
-                                            manifest.FORMS))
-        except BaseException:
-            for path in placed:
-                path.unlink(missing_ok=True)
-                with contextlib.suppress(ValueError):
-                    storage.written.remove(path)
-            if before is None:
-                manifest.manifest_path().unlink(missing_ok=True)
-            else:
-                storage.atomic_write_bytes(manifest.manifest_path(), before, record=False)
-            raise
+def land(arrivals: list[Arrival], dry_run: bool = False,
+         step: Step = lambda _: None) -> Landed:
+    """Copy the arrivals into data/ and pin them, all or nothing (Refused, one problem a
+    line; Taken where a name is taken and nothing else is wrong). Those pinned here as
+    they are already are skipped. `dry_run`: every check, nothing written."""
+    here = {identity(e) for e in _local()}
+    new = [a for a in arrivals if identity(a.pin) not in here]
+    problems = [f"{a.pin['path']}: {why}" for n, a in enumerate(new, start=1)
+                if (why := _checked(a, n, len(new), step))]
+    with _held(dry_run):
+        local = _local()
+        here = {identity(e) for e in local}
+        landed = Landed(already=[a.pin for a in arrivals if identity(a.pin) in here])
+        new = [a for a in new if identity(a.pin) not in here]
+        taken, clashes = _conflicts(new, local)
+        if problems or clashes:
+            raise Refused(problems + taken + clashes)
+        if taken:
+            raise Taken(taken)
+        if not dry_run and new:
+            landed.imported = _write(new, local, step)
+        elif dry_run:
+            landed.imported = [a.pin for a in new]
+    return landed
 
 
-def _unpacked(source: Path, into: Path) -> Path:
-    """`source` (a folder, a tar, or the first part of a split tar) as a folder under
-    `into`, holding only its regular files (a link, a device, an absolute path or one that
-    leaves the folder refuses the whole source), within MAX_MEMBERS and MAX_TOTAL_BYTES."""
-    if source.is_dir() and not source.is_symlink():
-        return _checked_folder(source)
-    if not source.is_file():
-        raise UsageError(f"{source}: no such folder or tar file")
-    try:
-        with _joined(source) as stream, tarfile.open(fileobj=stream, mode="r|") as tar:
-            count = total = 0
-            for member in tar:
-                count += 1
-                total += member.size
-                if count > MAX_MEMBERS or total > MAX_TOTAL_BYTES:
-                    raise UsageError(f"{source}: more than {MAX_MEMBERS:,} members or "
-                                     f"{MAX_TOTAL_BYTES:,} bytes: refused")
-                name = _safe_name(member.name, source)
-                if not member.isfile():
-                    if member.isdir():
-                        continue
-                    raise UsageError(f"{source}: {member.name!r} is not a regular file (a "
-                                     "link or a device): refused whole")
-                if member.size > MAX_MEMBER_BYTES:
-                    raise UsageError(f"{source}: {member.name!r} is {member.size:,} bytes, "
-                                     f"over {MAX_MEMBER_BYTES:,}: refused")
-                target = into / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                handle = tar.extractfile(member)
-                assert handle is not None  # a regular file
-                target.write_bytes(handle.read(MAX_MEMBER_BYTES + 1))  # later copies win
-    except (tarfile.TarError, EOFError) as exc:
-        raise UsageError(f"{source}: not a readable tar ({exc})") from exc
-    return into
-
-
-def _safe_name(name: str, source: Path) -> str:
-    parts = Path(name).parts
-    if not parts or Path(name).is_absolute() or ".." in parts:
-        raise UsageError(f"{source}: member {name!r} would land outside the import: refused")
-    return Path(*[p for p in parts if p != "."]).as_posix()
-
-
-def _checked_folder(folder: Path) -> Path:
-    count = total = 0
-    for base, dirs, files in os.walk(folder):
-        for name in [*dirs, *files]:
-            path = Path(base) / name
-            mode = path.lstat().st_mode
-            if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                raise UsageError(f"{path}: not a regular file or folder (a link or a "
-                                 "device): refused whole")
-            if stat.S_ISREG(mode):
-                size = path.lstat().st_size
-                if size > MAX_MEMBER_BYTES:
-                    raise UsageError(f"{path} is {size:,} bytes, over {MAX_MEMBER_BYTES:,}: "
-                                     "refused")
-                count, total = count + 1, total + size
-        if count > MAX_MEMBERS or total > MAX_TOTAL_BYTES:
-            raise UsageError(f"{folder}: more than {MAX_MEMBERS:,} files or "
-                             f"{MAX_TOTAL_BYTES:,} bytes: refused")
-    return folder
+def _local() -> list[dict[str, Any]]:
+    return manifest.read()  # chain verified: a broken manifest here is an IntegrityError
 
 
 @contextlib.contextmanager
-def _joined(first: Path) -> Iterator[IO[bytes]]:
-    """The file, or every part of a split file read as one (NAME.00, NAME.01, ... in
-    order, as `split -d` writes them)."""
-    match = re.fullmatch(r"(.*)\.(\d\d)", first.name)
-    if match is None or match.group(2) != "00":
-        with open(first, "rb") as handle:
-            yield handle
+def _held(dry_run: bool) -> Iterator[None]:
+    """The manifest's lock (data/ made first where there is none yet); none for a dry run,
+    which writes nothing."""
+    if dry_run:
+        yield
         return
-    parts = []
-    for n in range(100):
-        part = first.with_name(f"{match.group(1)}.{n:02d}")
-        if not part.is_file():
-            break
-        parts.append(part)
-    yield _Chained(parts)
+    made = not data_dir().exists()
+    try:
+        data_dir().mkdir(parents=True, exist_ok=True)
+        with manifest.locked():
+            yield
+    except OSError as exc:
+        raise CannotWrite(f"cannot import into {data_dir()}: {exc.strerror or exc}") from exc
+    finally:
+        if made:
+            with contextlib.suppress(OSError):
+                data_dir().rmdir()  # only if nothing came of it
 
 
-class _Chained:
-    """Files read one after another as one stream (what tarfile's stream mode needs)."""
+def _checked(a: Arrival, n: int, total: int, step: Step) -> str | None:
+    """Why an arrival cannot join the archive as its pin says, or None."""
+    pin = a.pin
+    step(f"checking {pin['path']} ({n}/{total})")
+    if why := manifest.pin_form_problem(pin):
+        return why.removeprefix("manifest: ")
+    if a.staged is None:
+        return "its source's manifest pins it, but the source does not hold the file"
+    try:
+        ds, content, file_sha = dataset.load_hashed(a.staged)
+        prov = dataset.provenance(ds)
+    except UsageError as exc:
+        return str(exc).replace(str(a.staged), pin["path"])
+    if file_sha != pin["file_sha256"]:
+        return "its bytes are not the file its pin names (edited after it was pinned?)"
+    if content != pin["content_sha256"]:
+        return "its contents are not those its pin names"
+    if dataset.CONTENT_KEY not in prov:
+        return "it records no content hash (an import takes what a sweep of today saves)"
+    if why := dataset.tampered(ds, content):
+        return why
+    if found := dataset.contradictions(prov):
+        return "; ".join(found)
+    if dataset.simulated(prov):
+        return "it is simulated: a model's output never joins the measured archive"
+    return manifest.placement_problem(lab_root() / pin["path"], prov) or _made_at(prov)
 
-    def __init__(self, paths: list[Path]) -> None:
-        self._paths, self._handle = list(paths), None
 
-    def read(self, size: int = -1) -> bytes:
-        out = b""
-        while self._paths or self._handle:
-            if self._handle is None:
-                self._handle = open(self._paths.pop(0), "rb")  # noqa: SIM115
-            chunk = self._handle.read(-1 if size < 0 else size - len(out))
-            out += chunk
-            if size >= 0 and len(out) >= size:
+def _made_at(prov: dict[str, Any]) -> str | None:
+    """Why the commit and tree a dataset names cannot vouch for it here, or None."""
+    head, dirty, tree = prov.get("git_head"), prov.get("git_dirty"), prov.get("code_tree")
+    if not isinstance(head, str) or not gitinfo.has_commit(head):
+        return (f"it was made at {head!r}, which is no commit this repository has (fetch "
+                "that commit, then import again)")
+    if not isinstance(dirty, bool):
+        return f"it does not say whether its tree was clean (git_dirty {dirty!r})"
+    if dirty and not (codetree.valid(tree) and tree):
+        return ("it was made in a dirty tree and records no code_tree: the code that ran "
+                "cannot be compared with its commit")
+    return None
+
+
+def _conflicts(new: list[Arrival], local: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """(destinations taken, other collisions with the archive or within the branch), one
+    line each."""
+    pinned = {e["path"] for e in local}
+    owners = {key: {e[key]: e["path"] for e in local} for key in ("content_sha256",
+                                                                 "file_sha256")}
+    taken, clashes = [], []
+    for a in new:
+        path = a.pin["path"]
+        dest = lab_root() / path
+        if path in pinned:
+            taken.append(f"{path}: already pinned here, as another dataset")
+        elif os.path.lexists(dest):
+            taken.append(f"{path}: a file that no pin names is already there (left by an "
+                         "interrupted import? remove it, then import again)")
+        elif manifest.archive_relative(dest) is None:
+            clashes.append(f"{path}: its place in data/ is reached through a link")
+        for key, what in (("content_sha256", "contents"), ("file_sha256", "bytes")):
+            if (there := owners[key].get(a.pin[key])) not in (None, path):
+                clashes.append(f"{path}: its {what} are already pinned here as {there}: a "
+                               "copy is not a replication")
                 break
-            self._handle.close()
-            self._handle = None
-        return out
+    for key, what in (("path", "path"), ("content_sha256", "content")):
+        for value, n in Counter(a.pin[key] for a in new).items():
+            paths = list(dict.fromkeys(a.pin["path"] for a in new if a.pin[key] == value))
+            if n > 1 and (key == "path" or len(paths) > 1):  # a path pinned twice: said once
+                clashes.append(f"{', '.join(paths)}: one {what} pinned {n} times in the "
+                               "branch; a dataset is pinned once")
+    return taken, clashes
 
-    def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
+
+def _write(new: list[Arrival], local: list[dict[str, Any]], step: Step) -> list[dict[str, Any]]:
+    """Copy each dataset into data/, then append their pins in one write; on any failure
+    remove what was copied (and the folders made for it)."""
+    placed: list[Path] = []
+    folders: list[Path] = []
+    dest = lab_root()
+    try:
+        for n, a in enumerate(new, start=1):
+            dest = lab_root() / a.pin["path"]
+            step(f"copying {a.pin['path']} ({n}/{len(new)})")
+            folders += [p for p in (dest.parent.parent, dest.parent) if not p.exists()]
+            with storage.atomic_path(dest, exclusive=True) as tmp:
+                if _copy_hashed(a.staged, tmp) != a.pin["file_sha256"]:
+                    raise IntegrityError(f"{a.pin['path']}: changed while it was imported")
+            placed.append(dest)
+        step(f"pinning {len(new)} datasets in {manifest.relative(manifest.manifest_path())}")
+        return chain.extend(manifest.manifest_path(), local, [a.pin for a in new],
+                            manifest.FORMS)
+    except FileExistsError as exc:
+        _remove(placed, folders)
+        raise Taken([f"{manifest.relative(dest)}: a file appeared there while importing"]
+                    ) from exc
+    except BaseException:
+        _remove(placed, folders)
+        raise
+
+
+def _copy_hashed(src: Path | None, dest: Path) -> str:
+    assert src is not None  # checked before anything is written
+    h = hashlib.sha256()
+    with open(src, "rb") as inp, open(dest, "wb") as out:
+        while block := inp.read(1 << 20):
+            h.update(block)
+            out.write(block)
+    return h.hexdigest()
+
+
+def _remove(placed: list[Path], folders: list[Path]) -> None:
+    for path in placed:
+        path.unlink(missing_ok=True)
+        with contextlib.suppress(ValueError):
+            storage.written.remove(path)
+    for folder in reversed(folders):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 

@@ -3,14 +3,19 @@
 #   PROBELAB_GIT_HEAD=$(git rev-parse HEAD) bash scripts/measure_h200.sh
 # Installs carried wheels (.whl/, for packages the image lacks), reports the machine, runs
 # the tests (TESTS, default all; CUDA tests included), sweeps the NVIDIA probes (PROBES,
-# default all of them; PROBES= sweeps none) into data/ (pinned in data/MANIFEST.jsonl, which comes back too) and
-# runs the benchmark (BENCH=0 skips it); datasets, pins and logs come back in one
-# $OUT/measured.tar (in 15 MiB parts measured.tar.00, .01, ... where larger), each dataset
-# added as its sweep makes it (a call cut short keeps the earlier ones). The repo arrives
-# there without git history, hence PROBELAB_GIT_HEAD. Back here:
-#   probelab import <files_at>/measured.tar    # (or .00) appends the run's pins onto ours
-#   probelab verify --write && git add data && git commit
-# Two runs from one commit are two branches of the manifest; import merges each in turn.
+# default all of them; PROBES= sweeps none) into data/, each pinned in data/MANIFEST.jsonl,
+# and runs the benchmark (BENCH=0 skips it). The repo arrives there without git history,
+# hence PROBELAB_GIT_HEAD. The tree need not carry the archive: with no data/ (or an empty
+# manifest) the sweeps start a fresh chain, with the real manifest they extend a copy of it.
+# Datasets, the manifest and logs come back in one $OUT/measured.tar, under their data/
+# paths (in 15 MiB parts measured.tar.00, .01, ... where larger), each dataset added as its
+# sweep makes it; the manifest so far is also $OUT/MANIFEST.jsonl until the end (a call cut
+# short: extract the tar into a folder, put that file at its data/MANIFEST.jsonl, and
+# import the folder). Then, here:
+#   probelab import <files_at>/measured.tar      # or <files_at>/measured.tar.00
+# appends the run's datasets and pins onto this archive (whatever the run's manifest began
+# with), checking each, all or nothing; commit data/ after it. Never copy the manifest back
+# by hand. Verdicts are not carried: `probelab verify --write` re-derives them here.
 set -euo pipefail
 : "${PROBELAB_GIT_HEAD:?set PROBELAB_GIT_HEAD to the commit being measured}"
 export PROBELAB_GIT_DIRTY="${PROBELAB_GIT_DIRTY:-0}" PYTHONUNBUFFERED=1
@@ -41,14 +46,13 @@ for probe in ${PROBES-byte-perm dmma-f64 mma-sp-f16 mma-sp-s8 mma-sp-s4 mma-f16-
     # each dataset goes into the archive as it is made: a call cut short keeps the earlier
     made=$(sed "s|^$PWD/||" "$OUT/sweep.txt" | grep '^data/.*\.nc$' || true)
     [ -n "$made" ] && tar -rf "$OUT/measured.tar" $made
-    cp data/MANIFEST.jsonl "$OUT/MANIFEST.jsonl"
-    tar -rf "$OUT/measured.tar" -C "$OUT" MANIFEST.jsonl  # the latest copy wins on extraction
+    cp data/MANIFEST.jsonl "$OUT/MANIFEST.jsonl"  # the pins so far, should the call be cut
   else
     cat "$OUT/sweep.txt"; failed+=("$probe")
   fi
   echo "sweep $probe: $((SECONDS - started)) s" | tee -a "$OUT/sweep-times.txt"
 done
-rm -f "$OUT/sweep.txt" "$OUT/MANIFEST.jsonl"
+rm -f "$OUT/sweep.txt"
 if [ "${BENCH:-1}" != 0 ]; then
   # The image sets PYTHONDONTWRITEBYTECODE=1, so every process compiles the modules that
   # ship without bytecode: timed as it is, and as a workstation runs (bytecode written once)
@@ -56,12 +60,14 @@ if [ "${BENCH:-1}" != 0 ]; then
   env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX="$(mktemp -d)" \
     python3 bench/byte_perm_sweep.py --json "$OUT/bench.json"
 fi
-# one archive back (the device tool returns at most 8 files): the datasets under their
-# data/ paths (added as each sweep made them), the manifest with their pins (copy it back
-# over data/), the logs
-tar -rf "$OUT/measured.tar" -C "$OUT" datasets.txt machine.txt doctor.json pytest.log \
-  $( [ -f "$OUT/sweep-times.txt" ] && echo sweep-times.txt )
-# a file comes back only up to 16 MiB: a larger archive in parts (cat measured.tar.* | tar -x)
+# one archive back (the device tool returns at most 8 files): the datasets (added as each
+# sweep made them) and the manifest with their pins, under their data/ paths (for
+# `probelab import`), and the logs
+mkdir -p data && touch data/MANIFEST.jsonl  # no sweep ran: an empty branch, imported as such
+tar -rf "$OUT/measured.tar" data/MANIFEST.jsonl -C "$OUT" datasets.txt machine.txt \
+  doctor.json pytest.log $( [ -f "$OUT/sweep-times.txt" ] && echo sweep-times.txt )
+rm -f "$OUT/MANIFEST.jsonl"
+# a file comes back only up to 16 MiB: a larger archive in parts (import reads them from .00)
 if [ "$(stat -c %s "$OUT/measured.tar")" -gt $((15 * 1024 * 1024)) ]; then
   split -b 15M -d "$OUT/measured.tar" "$OUT/measured.tar." && rm "$OUT/measured.tar"
 fi
