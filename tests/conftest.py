@@ -1,3 +1,4 @@
+import re
 import sys
 from pathlib import Path
 
@@ -5,7 +6,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from toylab import TOY_MODULE, ToyLab, copy_probe, make_toylab
+from toylab import REPO, TOY_MODULE, ToyLab, copy_probe, make_toylab
 
 from probelab.probe import catalog
 
@@ -34,22 +35,52 @@ def own_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     root = tmp_path / "own-lab"
     copied: list[str] = []
 
-    def forget() -> None:  # probe modules are cached by folder name: load the right copy
-        for folder in copied:
-            sys.modules.pop(f"probelab_probe_{folder}_probe", None)
-        catalog.cache_clear()
-
     def make(*folders: str) -> Path:
         for folder in folders:
             copy_probe(root, folder)
         copied.extend(folders)
         (root / "preregistrations").mkdir(parents=True, exist_ok=True)
         monkeypatch.setenv("PROBELAB_ROOT", str(root))
-        forget()
+        _forget(copied)
         return root
 
     yield make
-    forget()
+    _forget(copied)
+
+
+def _forget(folders: list[str]) -> None:
+    """Probe modules are cached by folder name: forget these, so the right copy is loaded."""
+    for folder in folders:
+        sys.modules.pop(f"probelab_probe_{folder}_probe", None)
+    catalog.cache_clear()
+
+
+@pytest.fixture
+def sealed_lab(toylab: ToyLab):
+    """make(folder, probe_id, *names) -> the lab: the toy lab (a git repository of its own)
+    with a copy of the repository's probe `folder` committed and its hypotheses `names`
+    sealed there afresh, so that a check orders seals and sweeps by this lab's history, in
+    whatever copy of the repository the tests run (a tarball's has none)."""
+    copied: list[str] = []
+
+    def make(folder: str, probe_id: str, *names: str) -> Path:
+        copy_probe(toylab.root, folder)
+        copied.append(folder)
+        folder_of = toylab.root / "preregistrations" / probe_id
+        folder_of.mkdir(parents=True, exist_ok=True)
+        for name in names:  # a parent is sealed in the repository's ledger, not this lab's
+            text = (REPO / "preregistrations" / probe_id / f"{name}.toml").read_text("utf-8")
+            (folder_of / f"{name}.toml").write_text(re.sub(r"(?m)^parent = .*\n", "", text),
+                                                    "utf-8")
+        toylab.git("add", "-A")
+        toylab.git("commit", "-q", "-m", f"{folder} and its hypotheses")
+        _forget(copied)
+        for name in names:
+            toylab.seal(folder_of / f"{name}.toml")
+        return toylab.root
+
+    yield make
+    _forget(copied)
 
 
 @pytest.fixture
