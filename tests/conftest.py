@@ -11,6 +11,34 @@ from toylab import REPO, TOY_MODULE, ToyLab, copy_probe, make_toylab
 from probelab.probe import catalog
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave the `slow` tests out of a plain run, so that it stays quick (`-m slow` runs
+    them, CI both). A marker expression given (-m) selects instead, and a slow test named by
+    its node id runs: naming it is asking for it (addopts' -m would deselect it too)."""
+    if config.option.markexpr:
+        return
+    named = _named_node_ids(config)
+    slow = [item for item in items if item.get_closest_marker("slow")
+            and not any(item.nodeid == n or item.nodeid.startswith((f"{n}[", f"{n}::"))
+                        for n in named)]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        left = set(map(id, slow))
+        items[:] = [item for item in items if id(item) not in left]
+
+
+def _named_node_ids(config: pytest.Config) -> list[str]:
+    """The node ids on the command line (path::name...), spelled as pytest spells an item's
+    (the path relative to the rootdir, whichever folder the run started in)."""
+    named = []
+    for arg in config.args:
+        path, sep, rest = arg.partition("::")
+        where = (config.invocation_params.dir / path).resolve()
+        if sep and where.is_relative_to(config.rootpath):
+            named.append(f"{where.relative_to(config.rootpath).as_posix()}::{rest}")
+    return named
+
+
 @pytest.fixture
 def toylab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ToyLab:
     """A fresh lab (git repo + the toy probe) in tmp_path; PROBELAB_ROOT and cwd point at it."""
