@@ -2,7 +2,7 @@
 # The whole NVIDIA measurement in one call on the GPU machine:
 #   PROBELAB_GIT_HEAD=$(git rev-parse HEAD) bash scripts/measure_h200.sh
 # Installs carried wheels (.whl/, for packages the image lacks), reports the machine, runs
-# the tests (TESTS, default all; CUDA tests included), sweeps the NVIDIA probes (PROBES,
+# the tests (TESTS, default all but the slow ones, which CI runs; CUDA tests included), sweeps the NVIDIA probes (PROBES,
 # default all of them; PROBES= sweeps none) into data/ (pinned in data/MANIFEST.jsonl, which comes back too) and
 # runs the benchmark (BENCH=0 skips it); datasets, pins and logs come back in one
 # $OUT/measured.tar (in 15 MiB parts measured.tar.00, .01, ... where larger). The repo arrives there without git history, hence
