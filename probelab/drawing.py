@@ -16,6 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, TypeVar
 
 import matplotlib
 
@@ -101,6 +102,7 @@ def save_figure(fig: Figure, stem: Path) -> list[Path]:
         box = fig.get_tightbbox(RendererAgg(1, 1, fig.dpi)).padded(PAD_INCHES)
         pixels = _Canvas()
         fig.savefig(pixels, format="rgba", dpi=DPI, bbox_inches=box)
+        png = _soon(lambda: palette_png(pixels.rgba))  # encoded while the SVG is drawn
         svg = io.BytesIO()
         # SVG keeps its text as text: a third of the size, and searchable
         with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "probelab"}):
@@ -108,7 +110,7 @@ def save_figure(fig: Figure, stem: Path) -> list[Path]:
     finally:
         if (pyplot := sys.modules.get("matplotlib.pyplot")) is not None:
             pyplot.close(fig)  # a figure made with pyplot is in its registry until closed
-    _behind(lambda: _write_new(paths, [palette_png(pixels.rgba), svg.getvalue()]))
+    _soon(lambda: _write_new(paths, [png.result(), svg.getvalue()]))
     return paths
 
 
@@ -132,16 +134,21 @@ def _write_new(paths: list[Path], contents: list[bytes]) -> None:
             atomic_write_bytes(path, data)
 
 
-_pending: list[Future[None]] | None = None  # saves handed to `saving_behind`'s thread
+T = TypeVar("T")
+_pending: list[Future[Any]] | None = None  # saves handed to `saving_behind`'s thread
 _saver = ThreadPoolExecutor(1, thread_name_prefix="probelab-save")
 
 
-def _behind(work: Callable[[], None]) -> None:
-    """Run `work` now, or within `saving_behind` on its thread."""
+def _soon(work: Callable[[], T]) -> Future[T]:
+    """`work` run now (its error raised), or within `saving_behind` queued on its thread
+    (one thread: what is queued later runs later)."""
     if _pending is None:
-        work()
-    else:
-        _pending.append(_saver.submit(work))
+        done: Future[T] = Future()
+        done.set_result(work())
+        return done
+    queued = _saver.submit(work)
+    _pending.append(queued)
+    return queued
 
 
 @contextlib.contextmanager
