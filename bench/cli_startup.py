@@ -27,6 +27,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     probelab = [sys.executable, "-m", "probelab"]
+    load_before = os.getloadavg()  # other work on the machine slows every run
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, PROBELAB_CACHE=str(Path(tmp) / "cache"))
         commands = {"bare python": [sys.executable, "-c", "pass"],
@@ -46,7 +47,9 @@ def main() -> None:
                "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True,
                                         capture_output=True).stdout.strip() or "unknown",
                "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                           "python": platform.python_version()},
+                           "python": platform.python_version(),
+                           "load_average_before": load_before,
+                           "load_average_after": os.getloadavg()},
                "runs_s": runs, "median_s": medians,
                "ratio_to_bare_python": {n: m / floor for n, m in medians.items()}}
     print(json.dumps(results, indent=2))

@@ -2,18 +2,22 @@
 against issue 15's target (3 s per dataset and kind) and against a bare floor.
 
     python bench/plots.py --runs 3 --json bench/results/<date>-plots-cpu.json
+    python bench/plots.py --only 'data/byte-perm/*' --runs 5   # one probe's datasets
 
-Cases: every dataset under data/ and every plot kind it offers (its probe's, and lanemap
-where it carries lane maps); a mismatch kind once per sealed hypothesis of the probe that
-applies to the dataset (given as --prereg). A case is `python -m probelab plot KIND DATASET
---out TMP` (a fresh folder each run), timed from process start to exit, --runs times: its
-median and its slowest run are reported. The floor is a process that only imports
+Cases: every dataset under data/ (or those --only names) and every plot kind it offers (its
+probe's, and lanemap where it carries lane maps); a mismatch kind once per sealed hypothesis
+of the probe that applies to the dataset (given as --prereg), and with each such hypothesis
+every kind at once, as the README runs it (`plot DATASET --prereg FILE`, kind "(every)").
+A case is `python -m probelab plot [KIND] DATASET --out TMP` (a fresh folder each run),
+timed from process start to exit, --runs times: its median and its slowest run are
+reported. The floor is a process that only imports
 matplotlib (Agg) and saves one empty figure as PNG and SVG, timed as often; each case is
 also given as a multiple of it. The load average is recorded before and after: other work on
 the machine slows every run, so compare medians of one run of this script, not across runs.
 """
 
 import argparse
+import fnmatch
 import json
 import os
 import platform
@@ -37,6 +41,7 @@ from probelab.plot import plot_kinds
 from probelab.probe import get_probe
 
 TARGET_S = 3.0
+EVERY = "(every)"  # no KIND: every plot the dataset offers, as the README draws them
 FLOOR = ("import io, matplotlib; matplotlib.use('Agg'); from matplotlib.figure import Figure; "
          "f = Figure(); f.savefig(io.BytesIO(), format='png'); "
          "f.savefig(io.BytesIO(), format='svg')")
@@ -50,17 +55,21 @@ class Case:
 
     def command(self, out: Path) -> list[str]:
         extra = ["--prereg", str(self.prereg.relative_to(ROOT))] if self.prereg else []
-        return [sys.executable, "-m", "probelab", "plot", self.kind,
+        kind = [] if self.kind == EVERY else [self.kind]
+        return [sys.executable, "-m", "probelab", "plot", *kind,
                 str(self.dataset.relative_to(ROOT)), *extra, "--out", str(out)]
 
 
-def cases() -> tuple[list[Case], list[dict[str, str]]]:
-    """Every (dataset, kind[, hypothesis]) to time, and what was left out, with why."""
+def cases(only: list[str]) -> tuple[list[Case], list[dict[str, str]]]:
+    """Every (dataset, kind[, hypothesis]) to time (of the datasets matching a pattern of
+    `only`, where it names any), and what was left out, with why."""
     sealed = ledger.read(ROOT / "preregistrations" / "LEDGER.jsonl")
     found: list[Case] = []
     skipped: list[dict[str, str]] = []
     for path in sorted((ROOT / "data").rglob("*.nc")):
         name = str(path.relative_to(ROOT))
+        if only and not any(fnmatch.fnmatch(name, pattern) for pattern in only):
+            continue
         try:
             ds = dataset.load(path)
             probe = get_probe(dataset.provenance(ds)["probe"])
@@ -81,6 +90,8 @@ def cases() -> tuple[list[Case], list[dict[str, str]]]:
                                     "why": why})
                 else:
                     found.append(Case(path, kind, prereg))
+                    every = Case(path, EVERY, prereg)
+                    found += [] if every in found else [every]
     return found, skipped
 
 
@@ -124,11 +135,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="timed runs per case (default 3)")
     parser.add_argument("--json", type=Path, help="write every timing here")
+    parser.add_argument("--only", action="append", default=[], metavar="GLOB",
+                        help="only the datasets matching this (e.g. 'data/byte-perm/*'; "
+                        "repeatable)")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     os.chdir(ROOT)  # the lab these datasets' probes are found in
-    found, skipped = cases()
+    found, skipped = cases(args.only)
+    if not found:
+        parser.error("no dataset to plot")
     load_before = os.getloadavg()
     floor_times = [timed([sys.executable, "-c", FLOOR]) for _ in range(args.runs)]
     floor = statistics.median(floor_times)

@@ -163,11 +163,13 @@ def list_cmd(as_json: JsonOpt = False) -> None:
     if as_json:
         emit_json({"probes": probes, "backends": backends, "broken": found.broken})
         return
+    from rich.text import Text  # cells as plain text: no markup to parse, 4 per probe
+
     table = Table("probe", "targets", "kernels", "summary")
     for p in probes:
         kernels = "; ".join(f"{v}: {', '.join(ks)}" for v, ks in p["kernels"].items())
-        table.add_row(safe(p["id"]), safe(", ".join(p["targets"])), safe(kernels),
-                      safe(p["summary"]))
+        table.add_row(*(Text(printable(cell)) for cell in
+                        (p["id"], ", ".join(p["targets"]), kernels, p["summary"])))
     out.print(table)
     for name, status in backends.items():
         mark = "[green]found[/]" if status["found"] else "[yellow]not found[/]"
@@ -965,6 +967,9 @@ def main() -> None:
     # importing xarray and pandas allocates a million objects, nearly none of them garbage:
     # collecting the young generation every 50,000 allocations instead of 700 saves 0.1 s
     gc.set_threshold(50_000, 10, 10)
+    from probelab.typer_flags import coerce_bool_flags_without_pydantic
+
+    coerce_bool_flags_without_pydantic()  # `list`, `doctor`...: 0.06 s of pydantic for none
     try:
         app()
         code: object = 0

@@ -278,25 +278,26 @@ def _stem(side: dict[str, Any], path: Path) -> str:
 def plot(doc: dict[str, Any], a: Side, b: Side, results: list[PairDiff], out_dir: Path
          ) -> list[Path]:
     """The probe's mismatch-map per pair, with B's values standing in for A's prediction."""
-    from probelab.drawing import save_figure
+    from probelab.drawing import save_figure, saving_behind
 
     probe = get_probe(doc["probe"])
     if "mismatch-map" not in probe.plots:
         raise UsageError(f"{probe.id} has no mismatch-map plot to draw a diff with")
     draw = probe.plots["mismatch-map"]
     written: list[Path] = []
-    for r in results:
-        # The plot's shape: {scoring: {observable: values over the observable's grid dims}}.
-        scoring = f"B {r.b_kernel}"
-        tables = {scoring: {o: b.ds[o].sel(kernel=r.b_kernel)
-                            .transpose(*a.ds[o].sel(kernel=r.a_kernel).dims).values
-                            for o in r.masks}}
-        one = a.ds.sel(kernel=[r.a_kernel])
-        versus = f"{r.b_kernel} on {_where(doc['b'])}"
-        figures = draw(one, tables=tables, scoring=scoring, versus=versus,
-                       versus_simulated=doc["b"]["simulated"])
-        for figure in figures.values():
-            stem = (f"diff.{_stem(doc['a'], a.path)}.{r.a_kernel}.vs."
-                    f"{_stem(doc['b'], b.path)}.{r.b_kernel}")
-            written += save_figure(figure, out_dir / stem)
+    with saving_behind():  # each figure encoded and written while the next is drawn
+        for r in results:
+            # The plot's shape: {scoring: {observable: values over the observable's grid}}.
+            scoring = f"B {r.b_kernel}"
+            tables = {scoring: {o: b.ds[o].sel(kernel=r.b_kernel)
+                                .transpose(*a.ds[o].sel(kernel=r.a_kernel).dims).values
+                                for o in r.masks}}
+            one = a.ds.sel(kernel=[r.a_kernel])
+            versus = f"{r.b_kernel} on {_where(doc['b'])}"
+            figures = draw(one, tables=tables, scoring=scoring, versus=versus,
+                           versus_simulated=doc["b"]["simulated"])
+            for figure in figures.values():
+                stem = (f"diff.{_stem(doc['a'], a.path)}.{r.a_kernel}.vs."
+                        f"{_stem(doc['b'], b.path)}.{r.b_kernel}")
+                written += save_figure(figure, out_dir / stem)
     return written

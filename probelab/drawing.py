@@ -6,19 +6,22 @@ built with `new_figure` (no pyplot state), so a notebook or a test can make many
 without leaking; `save_figure` closes them anyway.
 """
 
+import contextlib
 import csv
 import io
 import json
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, TypeVar
 
 import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # only once the backend is chosen
 import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
@@ -39,12 +42,11 @@ from probelab.storage import atomic_write_bytes
 DPI = 150
 PAD_INCHES = 0.1
 FORMATS = ("png", "svg")
-# Reproducible bytes (no date, no version). Agg's PNG is written fast (level 1) and then
-# re-encoded with a 256-colour palette (`palette_png`): cells are flat colours, and only
-# text edges carry more, so the files are a third the size (the docs travel to the device
-# machine, whose copy of the working tree is capped)
-OPTIONS = {"png": {"metadata": {"Software": None}, "pil_kwargs": {"compress_level": 1}},
-           "svg": {"metadata": {"Date": None, "Creator": None}}}
+# Reproducible bytes (no date, no version). The PNG is Agg's pixels encoded with a 256-colour
+# palette (`palette_png`): cells are flat colours, and only text edges carry more, so the
+# files are a third the size (the docs travel to the device machine, whose copy of the
+# working tree is capped)
+SVG_METADATA = {"Date": None, "Creator": None}
 PALETTE_LEVEL = 9  # zlib level of the palette PNG: 0.3 s on the largest lane map
 MIN_FONT, MAX_FONT = 5.0, 12.0
 CELL_EDGE = "0.82"  # light grey: visible around white cells, quiet around coloured ones
@@ -90,35 +92,89 @@ def save_figure(fig: Figure, stem: Path) -> list[Path]:
 
     The bytes are reproducible (no date, fixed SVG ids), and a file that already holds them
     is left alone, so redrawing an unchanged figure never dirties a checkout. The suffix is
-    appended, never substituted: a stem such as `selector-map.prmt` keeps its dot.
+    appended, never substituted: a stem such as `selector-map.prmt` keeps its dot. Within
+    `saving_behind`, the PNG is encoded and both files written on its thread.
     """
-    paths = []
+    paths = [stem.with_name(f"{stem.name}.{fmt}") for fmt in FORMATS]
     try:
         # The tight box, found once for both formats and without a draw ("tight" draws the
         # whole figure once more per format to find it); measuring needs no canvas pixels
         box = fig.get_tightbbox(RendererAgg(1, 1, fig.dpi)).padded(PAD_INCHES)
-        for fmt in FORMATS:
-            path = stem.with_name(f"{stem.name}.{fmt}")
-            buffer = io.BytesIO()
-            # SVG keeps its text as text: a third of the size, and searchable
-            with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "probelab"}):
-                fig.savefig(buffer, format=fmt, dpi=DPI, bbox_inches=box,
-                            **OPTIONS[fmt])
-            data = palette_png(buffer.getvalue()) if fmt == "png" else buffer.getvalue()
-            if not (path.is_file() and path.read_bytes() == data):
-                atomic_write_bytes(path, data)
-            paths.append(path)
+        pixels = _Canvas()
+        fig.savefig(pixels, format="rgba", dpi=DPI, bbox_inches=box)
+        png = _soon(lambda: palette_png(pixels.rgba))  # encoded while the SVG is drawn
+        svg = io.BytesIO()
+        # SVG keeps its text as text: a third of the size, and searchable
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "probelab"}):
+            fig.savefig(svg, format="svg", dpi=DPI, bbox_inches=box, metadata=SVG_METADATA)
     finally:
-        plt.close(fig)
+        if (pyplot := sys.modules.get("matplotlib.pyplot")) is not None:
+            pyplot.close(fig)  # a figure made with pyplot is in its registry until closed
+    _soon(lambda: _write_new(paths, [png.result(), svg.getvalue()]))
     return paths
 
 
-def palette_png(data: bytes) -> bytes:
-    """A PNG's pixels again as a 256-colour palette PNG (deterministic: octree quantizer, no
-    dither), no metadata."""
+class _Canvas(io.RawIOBase):
+    """A file for Agg to write its canvas to (format "rgba"): kept as its pixels, (height,
+    width, 4) uint8 rows top first, with no PNG encoded and decoded on the way."""
+
+    rgba: np.ndarray
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, canvas: memoryview) -> int:  # type: ignore[override]
+        self.rgba = np.array(canvas)  # a copy: the canvas goes with its renderer
+        return self.rgba.nbytes
+
+
+def _write_new(paths: list[Path], contents: list[bytes]) -> None:
+    for path, data in zip(paths, contents, strict=True):
+        if not (path.is_file() and path.read_bytes() == data):
+            atomic_write_bytes(path, data)
+
+
+T = TypeVar("T")
+_pending: list[Future[Any]] | None = None  # saves handed to `saving_behind`'s thread
+_saver = ThreadPoolExecutor(1, thread_name_prefix="probelab-save")
+
+
+def _soon(work: Callable[[], T]) -> Future[T]:
+    """`work` run now (its error raised), or within `saving_behind` queued on its thread
+    (one thread: what is queued later runs later)."""
+    if _pending is None:
+        done: Future[T] = Future()
+        done.set_result(work())
+        return done
+    queued = _saver.submit(work)
+    _pending.append(queued)
+    return queued
+
+
+@contextlib.contextmanager
+def saving_behind() -> Iterator[None]:
+    """Within: each `save_figure` hands its PNG's encoding and both files' writing to a
+    thread (PIL encodes outside the GIL) and returns, so the next figure is drawn meanwhile.
+    On leaving, every file is written (or the first error raised), however the block ends."""
+    global _pending
+    outer, _pending = _pending, []
+    try:
+        yield
+    finally:  # every save waited for, so an interrupted command says truly what it wrote
+        pending, _pending = _pending, outer
+        errors = [e for e in (done.exception() for done in pending) if e is not None]
+    if errors:
+        raise errors[0]
+
+
+def palette_png(rgba: np.ndarray) -> bytes:
+    """Pixels ((height, width, 4) uint8 RGBA, rows top first) as a 256-colour palette PNG
+    (deterministic: octree quantizer, no dither), no metadata."""
     from PIL import Image  # matplotlib's own dependency
 
-    image = Image.open(io.BytesIO(data)).convert("RGB")
+    if rgba.ndim != 3 or rgba.shape[2] != 4 or rgba.dtype != np.uint8:
+        raise ValueError(f"not RGBA pixels: {rgba.dtype} {rgba.shape}")
+    image = Image.fromarray(rgba).convert("RGB")
     out = io.BytesIO()
     image.quantize(256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE).save(
         out, "PNG", compress_level=PALETTE_LEVEL)
@@ -138,7 +194,7 @@ def _rgba(colors: np.ndarray, cmap: str | Colormap, vmin: float | None,
     values = np.ma.masked_invalid(colors.astype(float))
     norm = Normalize(vmin, vmax)
     norm.autoscale_None(values)
-    mapping = ScalarMappable(norm, plt.get_cmap(cmap))
+    mapping = ScalarMappable(norm, matplotlib.colormaps.get_cmap(cmap))
     return mapping.to_rgba(values), mapping
 
 

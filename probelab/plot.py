@@ -1,13 +1,18 @@
 """`probelab plot`: draw a dataset's figures with its probe's plot functions."""
 
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import xarray as xr
 
 from probelab import dataset
 from probelab.errors import IntegrityError, UsageError
 from probelab.probe import Probe, get_probe
+
+if TYPE_CHECKING:
+    from probelab.records import Verdict
 
 
 def plot_kinds(ds: xr.Dataset, probe: Probe) -> dict[str, Callable[..., dict]]:
@@ -22,17 +27,32 @@ def plot_kinds(ds: xr.Dataset, probe: Probe) -> dict[str, Callable[..., dict]]:
 
 def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scoring: str,
          out_dir: Path | None) -> list[Path]:
-    from probelab.drawing import save_output
-
     ds = dataset.load(dataset_path)
     probe = get_probe(dataset.provenance(ds)["probe"])
+    if prereg is None:
+        return _draw(ds, probe, dataset_path, kinds, scoring, out_dir, None)
+    from probelab.check import check
+
+    # the figure says what the check says; it is mostly git's time (its processes, the
+    # history), so it runs while the figures' code is imported and the prediction made
+    with ThreadPoolExecutor(1, thread_name_prefix="probelab-check") as checking:
+        checked = checking.submit(check, prereg, dataset_path)
+        return _draw(ds, probe, dataset_path, kinds, scoring, out_dir, (prereg, checked))
+
+
+def _draw(ds: xr.Dataset, probe: Probe, dataset_path: Path, kinds: list[str] | None,
+          scoring: str, out_dir: Path | None,
+          prereg_checked: "tuple[Path, Future[Verdict]] | None") -> list[Path]:
+    from probelab.drawing import save_output, saving_behind
+
     plots = plot_kinds(ds, probe)
     unknown = set(kinds or ()) - set(plots)
     if unknown:
         raise UsageError(f"{probe.id} has no plot {sorted(unknown)} (it has {sorted(plots)})")
     tables, tag, about = None, "", None
-    if prereg is not None:
-        from probelab.check import CONFIRMED, TAMPERED, check, not_applicable, verdict_words
+    if prereg_checked is not None:
+        prereg, checked = prereg_checked
+        from probelab.check import CONFIRMED, TAMPERED, not_applicable, verdict_words
         from probelab.hypothesis import load_hypothesis, predict
 
         h = load_hypothesis(prereg)
@@ -44,7 +64,7 @@ def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scori
         if scoring not in tables:
             raise UsageError(f"{h.id} has no scoring {scoring!r} (it has {sorted(tables)})")
         tag = f".{h.id}.{scoring}"
-        doc = check(prereg, dataset_path)  # the figure says what the check says
+        doc = checked.result()
         if doc["verdict"] == TAMPERED:  # nothing of an edited seal is drawn as if it held
             raise IntegrityError(f"{prereg} is TAMPERED ({'; '.join(doc['reasons'])}): no "
                                  "figure is drawn of it")
@@ -60,11 +80,14 @@ def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scori
         raise UsageError(f"{probe.id} offers no plot for {dataset_path} ({offered})")
     folder = out_dir or dataset_path.parent / "figures"
     written: list[Path] = []
-    for kind in chosen:
-        if kind.startswith("mismatch") and tables is None:
-            raise UsageError(f"{kind} compares with a hypothesis: give --prereg FILE")
-        suffix = tag if kind.startswith("mismatch") else ""  # only these depend on it
-        extra = {"about": about} if about is not None else {}  # a lane map's numbering
-        for name, figure in plots[kind](ds, tables=tables, scoring=scoring, **extra).items():
-            written += save_output(figure, folder / f"{dataset_path.stem}.{kind}{suffix}.{name}")
+    with saving_behind():  # each figure encoded and written while the next is drawn
+        for kind in chosen:
+            if kind.startswith("mismatch") and tables is None:
+                raise UsageError(f"{kind} compares with a hypothesis: give --prereg FILE")
+            suffix = tag if kind.startswith("mismatch") else ""  # only these depend on it
+            extra = {"about": about} if about is not None else {}  # a lane map's numbering
+            for name, figure in plots[kind](ds, tables=tables, scoring=scoring,
+                                            **extra).items():
+                stem = folder / f"{dataset_path.stem}.{kind}{suffix}.{name}"
+                written += save_output(figure, stem)
     return written

@@ -2,8 +2,9 @@
 # The whole NVIDIA measurement in one call on the GPU machine:
 #   PROBELAB_GIT_HEAD=$(git rev-parse HEAD) bash scripts/measure_h200.sh
 # Installs carried wheels (.whl/, for packages the image lacks), reports the machine, runs
-# the tests (TESTS, default all; CUDA tests included), sweeps the NVIDIA probes (PROBES,
-# default all of them; PROBES= sweeps none) into data/, each pinned in data/MANIFEST.jsonl,
+# the tests (TESTS, default all but the slow ones, which CI runs; CUDA tests included),
+# sweeps the NVIDIA probes (PROBES, default all of them; PROBES= sweeps none) into data/,
+# each pinned in data/MANIFEST.jsonl,
 # and runs the benchmark (BENCH=0 skips it). The repo arrives there without git history,
 # hence PROBELAB_GIT_HEAD. The tree need not carry the archive: with no data/ (or an empty
 # manifest) the sweeps start a fresh chain, with the real manifest they extend a copy of it.

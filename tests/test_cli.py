@@ -427,3 +427,18 @@ def test_the_command_process_flushes_everything_and_keeps_its_exit_code(toylab: 
     assert refused.returncode == 2 and refused.stderr.startswith("error: unknown probe 'nope'")
     assert run("sweep", "toy", "--backend", "sim").returncode == 0
     assert run("check").returncode == 2
+
+
+def test_a_command_of_bool_flags_imports_no_pydantic(toylab: ToyLab) -> None:
+    """typer would build a pydantic adapter for --help's None, importing pydantic (0.06 s of
+    a `list`): probelab.typer_flags coerces bool flags without one, and they still work."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "probelab", "list",
+                           "--json"], capture_output=True, text=True, cwd=toylab.root,
+                          timeout=120)
+    assert done.returncode == 0 and json.loads(done.stdout)["probes"][0]["id"] == "toy"
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "typer" in imported and "pydantic" not in imported

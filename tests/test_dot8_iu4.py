@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from toylab import checked_with_and_without_history
 
 from probelab.disasm import Instruction, parse_gcn
 from probelab.errors import Unavailable
@@ -477,24 +478,28 @@ def test_the_stimulus_tells_every_pair_apart_on_many_cells():
         "isa-nibble-pairs~flags-swapped", "isa-nibble-pairs~always-signed"}
 
 
-def test_sim_sweep_end_to_end_is_marked_simulated(tmp_path: Path):
+def test_sim_sweep_end_to_end_is_marked_simulated(tmp_path: Path, sealed_lab, monkeypatch):
     """The whole path on the simulated device: the dataset is marked simulated (never
-    evidence) and its decode recovers the sim backend's hidden unit, not the ISA's."""
+    evidence) and its decode recovers the sim backend's hidden unit, not the ISA's. In a lab
+    with its history the sealed ISA law would be REFUTED; in a copy without it (a tarball,
+    the GPU machine's) the order cannot be shown: it would be POST-HOC. Either way it is
+    NOT-EVIDENCE."""
     from probelab import dataset
-    from probelab.check import NOT_EVIDENCE, POST_HOC, check
+    from probelab.check import NOT_EVIDENCE
+    from probelab.gitinfo import NO_HISTORY
     from probelab.sweep import run_sweep
 
-    result = run_sweep("dot8-iu4", "sim", target="gfx1201", repeats=2, out_root=tmp_path)
+    lab = sealed_lab("dot8_iu4", "dot8-iu4", "isa-nibble-pairs")
+    result = run_sweep("dot8-iu4", "sim", target="gfx1201", repeats=2, out_root=tmp_path / "sim")
     assert dataset.is_simulated(result.dataset)
-    assert result.path.is_relative_to(tmp_path)
+    assert result.path.is_relative_to(tmp_path / "sim")
     for name in KERNELS:
         law = PROBE.hidden_law(name)
         assert tuple(result.dataset["partner"].sel(kernel=name).values) == law.pairing
-    doc = check(PREREG / "isa-nibble-pairs.toml", result.path)
-    assert doc["dataset"]["simulated"] is True
-    from probelab.prereg import ledger_entries, seal_commit
-
-    entry = next(e for e in ledger_entries() if e["hypothesis"] == "isa-nibble-pairs")
-    # with the history the order proof holds and sim data are NOT-EVIDENCE; without it
-    # (the GPU machine's copy) the order cannot be shown: POST-HOC
-    assert doc["verdict"] == (NOT_EVIDENCE if seal_commit(entry) is not None else POST_HOC)
+    hyp = lab / "preregistrations" / "dot8-iu4" / "isa-nibble-pairs.toml"
+    full, copy = checked_with_and_without_history(hyp, result.path, tmp_path / "copy",
+                                                  monkeypatch)
+    for doc in (full, copy):
+        assert doc["verdict"] == NOT_EVIDENCE and doc["dataset"]["simulated"] is True
+    assert full["reasons"] == ["simulated data (would be REFUTED); never evidence"]
+    assert copy["reasons"] == ["simulated data (would be POST-HOC); never evidence", NO_HISTORY]

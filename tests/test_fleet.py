@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from toylab import TOY_PROBE, copy_probe, git, invoke, make_toylab
 
+pytestmark = pytest.mark.slow  # a Ray cluster of five raylets, nodes killed: about 70 s
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from toolchains import nvidia_tools
-from toylab import ToyLab, copy_probe, invoke
+from toylab import ToyLab, copy_probe, invoke, without_history
 
 from probelab import prereg
 from probelab.probe import catalog
@@ -113,11 +113,7 @@ def test_a_copy_without_history_says_so(toylab: ToyLab, tmp_path: Path, monkeypa
     hyp = toylab.write_hyp("sum", "a + b")
     prereg.seal(hyp)
     data = toylab.as_measured(toylab.sim_dataset())
-    copy = tmp_path / "tarball"
-    shutil.copytree(toylab.root, copy, ignore=shutil.ignore_patterns(".git"))
-    monkeypatch.setenv("PROBELAB_ROOT", str(copy))
-    monkeypatch.chdir(copy)
-    catalog.cache_clear()
+    copy = without_history(toylab.root, tmp_path / "tarball", monkeypatch)
     result = invoke("check", copy / hyp.relative_to(toylab.root),
                     copy / data.relative_to(toylab.root), "--json")
     assert result.exit_code == 3

@@ -1,5 +1,6 @@
 """The notebooks run top to bottom (on simulated data, and on the archive where it is
-recorded, reproducing its verdicts) and are committed stripped."""
+recorded, reproducing its verdicts) and are committed stripped. A run starts a Jupyter
+kernel and the whole lab in it (4-10 s each): those are `slow`."""
 
 import json
 from pathlib import Path
@@ -21,6 +22,7 @@ def test_notebook_is_committed_without_outputs():
         assert cell.outputs == [] and cell.execution_count is None, cell.source[:60]
 
 
+@pytest.mark.slow
 def test_notebook_runs_on_simulated_data(monkeypatch):
     pytest.importorskip("ipykernel", reason="ipykernel is needed to run the notebook")
     nbclient = pytest.importorskip("nbclient")
@@ -39,6 +41,7 @@ def test_notebook_runs_on_simulated_data(monkeypatch):
     assert len(images) >= 2
 
 
+@pytest.mark.slow
 def test_notebook_reproduces_the_recorded_verdicts(monkeypatch):
     """On the archive itself: every verdict the notebook prints is the one recorded."""
     pytest.importorskip("ipykernel", reason="ipykernel is needed to run the notebook")
@@ -64,6 +67,7 @@ def test_notebook_reproduces_the_recorded_verdicts(monkeypatch):
         assert shown + doc["verdict"] in text, shown
 
 
+@pytest.mark.slow
 def test_notebook_survives_drafts_and_hypotheses_that_do_not_apply(tmp_path, monkeypatch):
     """In a lab of its own: a broken unsealed draft is reported and skipped, and a hypothesis
     about other targets gets no mismatch map."""
@@ -115,12 +119,14 @@ def test_lane_maps_notebook_is_committed_without_outputs() -> None:
         assert cell.outputs == [] and cell.execution_count is None, cell.source[:60]
 
 
+@pytest.mark.slow
 def test_lane_maps_notebook_runs_on_simulated_data(monkeypatch) -> None:
     text = _run_lane_maps(monkeypatch, sim=True)
     assert text.count("SIMULATED stand-in (NOT evidence)") == 2
     assert "verdict: NOT-EVIDENCE" in text and "verdict: CONFIRMED" not in text
 
 
+@pytest.mark.slow
 def test_lane_maps_notebook_reproduces_the_recorded_verdicts(monkeypatch) -> None:
     recorded = sorted((ROOT / "data" / "dmma-f64").glob("*/*.verdict.json"))
     if not recorded:

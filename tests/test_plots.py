@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from toylab import copy_probe
 
 from probelab.dataset import load
-from probelab.drawing import Labels, cell_table, new_figure, save_figure
+from probelab.drawing import Labels, cell_table, new_figure, save_figure, saving_behind
 from probelab.hypothesis import load_hypothesis, predict
 from probelab.probe import catalog, load_sibling
 
@@ -208,6 +208,21 @@ def test_figures_are_reproducible_and_an_unchanged_one_is_left_alone(sim, tmp_pa
     assert b"<dc:date>" not in first[1].read_bytes()
     save_figure(draw(sim)["prmt"], tmp_path / "a" / "selector")
     assert {p: os.stat(p).st_mtime_ns for p in first} == stamps
+
+
+def test_figures_saved_behind_are_the_same_and_all_written_when_the_block_ends(sim, tmp_path):
+    from probelab.errors import CannotWrite
+
+    draw = PLOTS_MODULE.PLOTS["selector-map"]
+    alone = save_figure(draw(sim)["prmt"], tmp_path / "alone" / "selector")
+    with saving_behind():
+        behind = {name: save_figure(fig, tmp_path / "behind" / name) for name, fig in
+                  draw(sim).items()}
+    assert all(p.is_file() for paths in behind.values() for p in paths)
+    assert [p.read_bytes() for p in alone] == [p.read_bytes() for p in behind["prmt"]]
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(CannotWrite), saving_behind():  # the writer's error, on leaving
+        save_figure(draw(sim)["prmt"], tmp_path / "a-file" / "selector")
 
 
 def test_a_mismatch_map_names_its_hypothesis_verdict_and_unclaimed_kernels(sim):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from toylab import checked_with_and_without_history
 
 from probelab.hypothesis import parse_hypothesis, predict
 from probelab.kits.sparse import engine as sparse
@@ -148,18 +149,22 @@ def test_a_hidden_law_in_gfx12_geometry_is_recovered(seed: int, clash: str) -> N
         assert (sub["clash"].values == sparse.CLASH_RULES.index(clash)).all()
 
 
-def test_sim_sweep_end_to_end_is_not_evidence(tmp_path: Path) -> None:
-    """On a checkout with its history the order proof holds and simulated data are
-    NOT-EVIDENCE; on the GPU machine (no history) the order cannot be shown: POST-HOC."""
-    from probelab.check import NOT_EVIDENCE, POST_HOC, check
+def test_sim_sweep_end_to_end_is_not_evidence(tmp_path: Path, sealed_lab, monkeypatch) -> None:
+    """Simulated data are NOT-EVIDENCE: in a lab with its history the sealed raw-law reading
+    would be REFUTED by the sim backend's hidden unit; in a copy without it (a tarball, the
+    GPU machine's) the order cannot be shown: it would be POST-HOC."""
+    from probelab.check import NOT_EVIDENCE
+    from probelab.gitinfo import NO_HISTORY
     from probelab.sweep import run_sweep
 
-    result = run_sweep("swmmac-iu4", "sim", target="gfx1201", repeats=2, out_root=tmp_path)
-    doc = check(ROOT / "preregistrations" / "swmmac-iu4" / "raw-law-v4.toml", result.path)
-    from probelab.prereg import ledger_entries, seal_commit
-
-    entry = next(e for e in ledger_entries() if e["hypothesis"] == "raw-law-v4")
-    has_history = seal_commit(entry) is not None
-    assert doc["verdict"] == (NOT_EVIDENCE if has_history else POST_HOC)
-    assert doc["dataset"]["simulated"] is True
+    lab = sealed_lab("swmmac_iu4", "swmmac-iu4", "raw-law-v4")
+    result = run_sweep("swmmac-iu4", "sim", target="gfx1201", repeats=2,
+                       out_root=tmp_path / "sim")
+    hyp = lab / "preregistrations" / "swmmac-iu4" / "raw-law-v4.toml"
+    full, copy = checked_with_and_without_history(hyp, result.path, tmp_path / "copy",
+                                                  monkeypatch)
+    for doc in (full, copy):
+        assert doc["verdict"] == NOT_EVIDENCE and doc["dataset"]["simulated"] is True
+    assert full["reasons"] == ["simulated data (would be REFUTED); never evidence"]
+    assert copy["reasons"] == ["simulated data (would be POST-HOC); never evidence", NO_HISTORY]
     assert result.dataset.sizes["bad"] == 4  # the equal pairs, recorded one-hot

@@ -248,6 +248,7 @@ def test_a_module_a_tool_refuses_is_split_until_the_failing_case_stands_alone(f8
     assert all(built[n].function for n in numbers if n != numbers[3])
 
 
+@pytest.mark.slow  # the whole f8f6f4 sweep under every toolchain found, each tool run twice
 def test_the_sweep_under_all_toolchains_reads_widths_off_the_compiler(tmp_path, own_lab):
     # `probelab sweep f8f6f4-operand-width --toolchain all`, as a user runs it: every target
     # the probe lists under every toolchain here, a pair a toolchain cannot build said
@@ -289,6 +290,7 @@ def test_the_sweep_under_all_toolchains_reads_widths_off_the_compiler(tmp_path, 
     assert (ds["a_obj"].values[~mine] == 0).all()  # WMMA cases: not attempted, nothing read
 
 
+@pytest.mark.slow  # a static sweep under every toolchain found, then their diff
 def test_diff_of_two_toolchains_lists_the_cases_that_changed(tmp_path, own_lab):
     from probelab.diff import diff, render
     from probelab.probe import get_probe

@@ -185,6 +185,7 @@ def test_stripping_the_content_hash_and_newer_keys_is_caught_by_the_pin(
     assert doc["verdict"] == "TAMPERED" and "its pin" in doc["reasons"][0]
 
 
+@pytest.mark.slow  # every dataset of the archive read and hashed: 116 of them, 65 s
 def test_the_committed_archive_is_pinned_whole(repo_lab) -> None:
     """Every dataset in the repository's data/ has exactly one pin, and it holds."""
     pins = manifest.read()

@@ -123,6 +123,31 @@ class CodeCopy:
         self._monkeypatch.setattr(depends, "_tree", depends.Tree(self.root))
 
 
+def without_history(root: Path, copy: Path, monkeypatch) -> Path:
+    """`copy` made the lab: a copy of the lab at `root` without its .git, as a tarball or the
+    GPU machine's copy is (PROBELAB_ROOT and cwd moved to it)."""
+    import shutil
+
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns(".git"))
+    monkeypatch.setenv("PROBELAB_ROOT", str(copy))
+    monkeypatch.chdir(copy)
+    catalog.cache_clear()
+    return copy
+
+
+def checked_with_and_without_history(hypothesis: Path, data: Path, copy: Path,
+                                     monkeypatch) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`check` of a sealed hypothesis on a dataset outside the lab, in the lab (with its
+    history) and then in a copy of it without one (`without_history`)."""
+    from probelab.check import check
+    from probelab.paths import lab_root
+
+    root = lab_root()
+    with_history = check(hypothesis, data)
+    without_history(root, copy, monkeypatch)
+    return with_history, check(copy / hypothesis.relative_to(root), data)
+
+
 def invoke(*args: str | Path):
     """Run the CLI in-process; an unexpected exception is raised (it would also exit 1), so
     only deliberate exits reach the caller."""

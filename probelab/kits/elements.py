@@ -86,11 +86,11 @@ class Element:
 
     def decode(self, raw: np.ndarray) -> np.ndarray:
         """Raw bit patterns -> numbers: float64 for floats, int64 otherwise."""
-        raw = np.asarray(raw).astype(np.uint64)
+        raw = np.asarray(raw).astype(np.uint64, copy=False)  # no copy where it is already
         if not self.floating:
             ints = raw.astype(np.int64)
-            if self.kind == "signed":
-                ints = np.where(ints >= 2 ** (self.bits - 1), ints - 2**self.bits, ints)
+            if self.kind == "signed":  # in place: an operand's elements are 100s of MB
+                np.subtract(ints, 2**self.bits, out=ints, where=ints >= 2 ** (self.bits - 1))
             return ints
         if native := self._native:
             dtype, width = native
@@ -245,7 +245,8 @@ def unpack(element: Element, registers: np.ndarray, n: int) -> np.ndarray:
         return np.bitwise_or.reduce(parts << shifts, axis=-1)
     per = 32 // element.bits
     shifts = np.arange(per, dtype=np.uint64) * np.uint64(element.bits)
-    raw = (regs[..., None] >> shifts) & np.uint64(2**element.bits - 1)
+    raw = regs[..., None] >> shifts
+    raw &= np.uint64(2**element.bits - 1)
     return raw.reshape(*regs.shape[:-1], -1)[..., :n]
 
 

@@ -709,24 +709,65 @@ def random_law(unit: Unit, design: Design, rng: np.random.Generator) -> Law:
     return Law(a_row, gov_lane, gov_field, base, stride, b_kn, d_mn)
 
 
+WAVE_CHUNK = 128  # waves multiplied at once: their dense operands a few MB, in the caches
+
+
 def multiply(law: Law, unit: Unit, codec: Codec, a: np.ndarray, b: np.ndarray,
              c: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """D registers (W, 32, d_regs) uint32 from registers a, b, c and metadata e (W, 32)."""
+    """D registers (W, 32, d_regs) uint32 from registers a, b, c and metadata e (W, 32).
+    Waves are independent: they are multiplied a chunk at a time (whole, the dense operands
+    of 40,000 waves are gigabytes, each written and read once)."""
+    writes = _Writes.of(law)
+    return np.concatenate([_multiply(law, unit, codec, writes, a[lo:lo + WAVE_CHUNK],
+                                     b[lo:lo + WAVE_CHUNK], c[lo:lo + WAVE_CHUNK],
+                                     e[lo:lo + WAVE_CHUNK])
+                           for lo in range(0, max(a.shape[0], 1), WAVE_CHUNK)])
+
+
+@dataclass(frozen=True)
+class _Writes:
+    """The A elements in the order the unit writes them into dense A (a later one over, or
+    onto, an earlier one on the same position), with what places each, and that order cut
+    into layers (`_layers`) whose elements can be written at once."""
+
+    lanes: np.ndarray
+    elems: np.ndarray
+    gov_lane: np.ndarray
+    shift: np.ndarray  # of the governing field in its lane's metadata word
+    row: np.ndarray
+    base: np.ndarray
+    stride: np.ndarray
+    layers: list[np.ndarray]
+
+    @classmethod
+    def of(cls, law: Law) -> _Writes:
+        lanes, elems = np.nonzero(law.a_row >= 0)
+        order = np.lexsort((law.gov_field[lanes, elems], law.gov_lane[lanes, elems]))
+        if law.clash == "first":  # the earlier field's element is written last, so it stays
+            order = order[::-1]
+        lanes, elems = lanes[order], elems[order]
+        row, base, stride = (law.a_row[lanes, elems], law.base[lanes, elems],
+                             law.stride[lanes, elems])
+        return cls(lanes, elems, law.gov_lane[lanes, elems],
+                   FIELD_BITS * law.gov_field[lanes, elems], row, base, stride,
+                   _layers(row, base, stride))
+
+
+def _multiply(law: Law, unit: Unit, codec: Codec, writes: _Writes, a: np.ndarray,
+              b: np.ndarray, c: np.ndarray, e: np.ndarray) -> np.ndarray:
     w = a.shape[0]
     M, N = law.d_mn[..., 0].max() + 1, law.d_mn[..., 1].max() + 1
     av = codec.unpack(a, a.shape[-1] * 32 // codec.bits)
     bv = codec.unpack(b, b.shape[-1] * 32 // codec.bits)
     dense_a = np.zeros((w, M, unit.K))
-    lanes, elems = np.nonzero(law.a_row >= 0)
-    order = np.lexsort((law.gov_field[lanes, elems], law.gov_lane[lanes, elems]))
-    if law.clash == "first":  # the earlier field's element is written last, so it stays
-        order = order[::-1]
-    for lane, n in zip(lanes[order], elems[order], strict=True):
-        value = (e[:, law.gov_lane[lane, n]].astype(np.int64)
-                 >> (FIELD_BITS * law.gov_field[lane, n])) & 3
-        k = law.base[lane, n] + law.stride[lane, n] * value
-        at = (np.arange(w), law.a_row[lane, n], k)
-        dense_a[at] = av[:, lane, n] + (dense_a[at] if law.clash == "adds" else 0)
+    flat = dense_a.reshape(-1)
+    waves = np.arange(w)[:, None]
+    for layer in writes.layers:  # no two of a layer's elements can share a position
+        value = (e[waves, writes.gov_lane[layer]].astype(np.int64) >> writes.shift[layer]) & 3
+        at = waves * (M * unit.K) + (writes.row * unit.K + writes.base)[layer] + \
+            writes.stride[layer] * value
+        flat[at] = av[waves, writes.lanes[layer], writes.elems[layer]] + \
+            (flat[at] if law.clash == "adds" else 0)
     dense_b = np.zeros((w, unit.K, N))
     used = law.b_kn[..., 0] >= 0
     dense_b[:, law.b_kn[used][:, 0], law.b_kn[used][:, 1]] = bv[:, used]
@@ -740,3 +781,18 @@ def multiply(law: Law, unit: Unit, codec: Codec, a: np.ndarray, b: np.ndarray,
         return codec.write(codec.accumulator.nearest(d))
     wrapped = (np.rint(d).astype(np.int64) + 2**31) % 2**32 - 2**31  # s32 arithmetic wraps
     return codec.write(wrapped)
+
+
+def _layers(row: np.ndarray, base: np.ndarray, stride: np.ndarray) -> list[np.ndarray]:
+    """The elements (in write order) split into layers: an element's layer is one past the
+    latest of the earlier elements that can land on a position it can (same row, and one
+    of the dense k = base + stride * value, value 0..3, in common), so no two in a layer
+    ever share a position and every such pair keeps its order across layers."""
+    ks = base[:, None] + stride[:, None] * np.arange(4)
+    meet = (row[:, None] == row[None, :]) & \
+        (ks[:, None, :, None] == ks[None, :, None, :]).any(axis=(2, 3))
+    layer = np.zeros(len(row), np.int64)
+    for j in range(1, len(row)):
+        earlier = layer[:j][meet[j, :j]]
+        layer[j] = earlier.max() + 1 if earlier.size else 0
+    return [np.flatnonzero(layer == n) for n in range(layer.max() + 1 if len(row) else 0)]
