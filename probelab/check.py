@@ -29,7 +29,7 @@ from probelab.paths import data_dir, lab_root, relative, shown
 from probelab.prereg import Record, retired_observables
 from probelab.probe import get_probe
 from probelab.records import Provenance, Verdict
-from probelab.scoring import score_claim
+from probelab.scoring import score_claims
 from probelab.storage import atomic_write_text
 
 CONFIRMED, REFUTED = "CONFIRMED", "REFUTED"
@@ -223,14 +223,46 @@ def prescore(claims: Evaluations, h: Hypothesis, group: list[tuple["Judged", lis
     """Score a claim on datasets of one grid in one streamed pass over its tables (one
     evaluation, however many datasets), keeping each answer where `_scored_claim` looks and
     the table hash where a seal check looks; returns the answers in `group`'s order."""
-    first = group[0][0]
-    dims = observed_dims(first.variables, first.prov, h.probe)
-    digest, scored = score_claim(h, first.ds, dims, [(j.ds, k) for j, k in group])
-    claims.remember(claim_key(claims, h, first), digest)
-    answers = [json.dumps(doc).encode() for doc in scored]
-    for (judged, kernels), answer in zip(group, answers, strict=True):
-        claims.cached("scores", score_key(claims, h, judged, kernels), lambda a=answer: a)
+    (answers,) = prescore_all(claims, [(h, group)])
+    if isinstance(answers, LabError):
+        raise answers
     return answers
+
+
+def prescore_all(claims: Evaluations,
+                 items: list[tuple[Hypothesis, list[tuple["Judged", list[str]]]]]
+                 ) -> list[list[bytes] | LabError]:
+    """`prescore` of each (claim, group), the claims walked side by side (scoring.score_claims:
+    a large dataset's values are read once for all the claims on it, not once each); a claim
+    that is refused gives its error in its place, and keeps nothing."""
+    out: list[list[bytes] | LabError] = []
+    walked, asked = [], []
+    for h, group in items:
+        first = group[0][0]
+        try:
+            dims = observed_dims(first.variables, first.prov, h.probe)
+        except LabError as exc:
+            out.append(exc)
+            continue
+        out.append([])
+        asked.append((len(out) - 1, h, group))
+        walked.append((h, first.ds, dims, [(j.ds, k) for j, k in group]))
+    for (at, h, group), scored in zip(asked, score_claims(walked), strict=True):
+        if isinstance(scored, LabError):
+            out[at] = scored
+            continue
+        digest, docs = scored
+        answers = [json.dumps(doc).encode() for doc in docs]
+        try:
+            claims.remember(claim_key(claims, h, group[0][0]), digest)
+            for (judged, kernels), answer in zip(group, answers, strict=True):
+                claims.cached("scores", score_key(claims, h, judged, kernels),
+                              lambda a=answer: a)
+        except LabError as exc:
+            out[at] = exc
+            continue
+        out[at] = answers
+    return out
 
 
 def not_applicable(h: Hypothesis, ds: "xr.Dataset | Judged") -> str | None:

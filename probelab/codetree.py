@@ -195,8 +195,17 @@ def changed_between(older: str, newer: str, paths: tuple[str, ...]) -> list[str]
 
 
 def _changed_between(older: str, newer: str, paths: list[str]) -> list[str]:
+    folders = tuple(p.rstrip("/") + "/" for p in paths)
+    return [rel for rel in _differing(older, newer)
+            if rel in paths or rel.startswith(folders)]
+
+
+@functools.lru_cache(maxsize=256)
+def _differing(older: str, newer: str) -> tuple[str, ...]:
+    """The files of the scope that differ between two commits, asked of git once per pair
+    (a verify asks of one pair for many probes' files)."""
     try:
-        out = gitinfo.git("diff", "--name-only", older, newer, "--", *paths)
+        out = gitinfo.git("diff", "--name-only", older, newer, "--", *SCOPE)
     except (RuntimeError, OSError) as exc:
         raise gitinfo.Unread from exc
-    return [rel for rel in out.splitlines() if _counts(rel)]
+    return tuple(rel for rel in out.splitlines() if _counts(rel))

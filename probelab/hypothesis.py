@@ -25,7 +25,9 @@ Predictions are taken modulo 2**32: observables are 32-bit registers.
 """
 
 import ast
+import contextlib
 import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -345,6 +347,18 @@ def evaluate_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tu
     return order, {s: {o: scopes[s][o] for o in h.predict} for s in h.scorings()}
 
 
+@dataclass(frozen=True)
+class Block:
+    """A block of a claim's tables before it is computed (`claim_blocks`): where it sits,
+    known without evaluating anything, and `compute`, which evaluates it."""
+
+    scoring: str
+    observable: str
+    shape: tuple[int, ...]
+    index: tuple[slice, ...]
+    compute: Callable[[], Piece] = field(repr=False, compare=False)
+
+
 def stream_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]],
                  values: int | None = None) -> Iterator[Piece]:
     """The claim's tables in blocks, in the order their hash reads them (scorings and then
@@ -352,30 +366,51 @@ def stream_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tupl
     computed with at most `values` values alive (PIECE_VALUES): memory stays bounded however
     large the grid, and blocks that fit in the processor's caches are faster too. Refused,
     before anything runs, as `evaluate_claim` is (unknown names, cost, values alive)."""
+    return (block.compute() for block in claim_blocks(h, grid, observables, values))
+
+
+def claim_blocks(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]],
+                 values: int | None = None) -> Iterator[Block]:
+    """`stream_claim`'s blocks, each computed only when asked (`Block.compute`, before the
+    next is taken): a scorer can walk several claims side by side, each block where the
+    observed values it is compared with are already read."""
     grid, plans = _plan_claim(h, grid, observables)
     budget = values or PIECE_VALUES
-    try:
-        for scoring in sorted(h.scorings()):
-            for observable in sorted(plans):
-                plan = plans[observable]
-                moves, rename = plan.steps[scoring]
-                env = _grid_env(grid, plan.dims)  # broadcast views: no copies
-                shape = table_shape(grid, plan.dims, env)
-                cells = max(1, budget // plan.alive)
+    for scoring in sorted(h.scorings()):
+        for observable in sorted(plans):
+            plan = plans[observable]
+            moves, rename = plan.steps[scoring]
+            env = _grid_env(grid, plan.dims)  # broadcast views: no copies
+            shape = table_shape(grid, plan.dims, env)
+            cells = max(1, budget // plan.alive)
+            with _refusal(h):
                 whole = _moved_whole(grid, env, shape, moves, cells)
-                moves = {c: m for c, m in moves.items() if c not in whole}
-                pieces = blocks(shape, cells) if env else iter([()])
-                for index in pieces:
-                    part = {name: view[index] for name, view in (env | whole).items()}
-                    predicted, scope = _evaluate_piece(h, observable, part, plan.program,
-                                                       moves, rename)
-                    size = tuple(s.stop - s.start for s in index)
-                    if index:  # a constant comes back unbroadcast: give it its block's shape
-                        predicted = np.broadcast_to(predicted, size)
-                        scope = None if scope is None else np.broadcast_to(scope, size)
-                    yield Piece(scoring, observable, shape, index, predicted, scope)
+            moves = {c: m for c, m in moves.items() if c not in whole}
+            for index in blocks(shape, cells) if env else iter([()]):
+                part = {name: view[index] for name, view in (env | whole).items()}
+                yield Block(scoring, observable, shape, index, functools.partial(
+                    _piece, h, scoring, observable, shape, index, part, plan.program, moves,
+                    rename))
+
+
+@contextlib.contextmanager
+def _refusal(h: Hypothesis) -> Iterator[None]:
+    try:
+        yield
     except ExprError as exc:
         raise UsageError(f"{h.path}: {exc}") from exc
+
+
+def _piece(h: Hypothesis, scoring: str, observable: str, shape: tuple[int, ...],
+           index: tuple[slice, ...], part: dict[str, np.ndarray], program: Program,
+           moves: dict[str, Program], rename: Program | None) -> Piece:
+    with _refusal(h):
+        predicted, scope = _evaluate_piece(h, observable, part, program, moves, rename)
+    size = tuple(s.stop - s.start for s in index)
+    if index:  # a constant comes back unbroadcast: give it its block's shape
+        predicted = np.broadcast_to(predicted, size)
+        scope = None if scope is None else np.broadcast_to(scope, size)
+    return Piece(scoring, observable, shape, index, predicted, scope)
 
 
 def _moved_whole(grid: xr.Dataset, env: dict[str, np.ndarray], shape: tuple[int, ...],

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from probelab.hypothesis import Hypothesis, Piece, TableHash, stream_claim, table_shapes
+from probelab.errors import LabError
+from probelab.hypothesis import Block, Hypothesis, Piece, TableHash, claim_blocks, table_shapes
 
 MISMATCHES_SHOWN = 8
 # a kernel's observed values are read whole up to this size, so every compressed chunk of
@@ -62,22 +63,21 @@ class _Tally:
     shown: list[dict[str, Any]] = field(default_factory=list)
 
 
-class _Target:
-    """One dataset being scored: a tally per (kernel, scoring, observable)."""
+class _Observed:
+    """One dataset's observed values as blocks walk them, shared by every claim scored on
+    it: a slab kept while the blocks walk it, one at a time (the whole variable where small
+    enough, else one kernel's where the blocks go kernel by kernel), and the coordinates a
+    mismatch is named by, read once."""
 
-    def __init__(self, ds: xr.Dataset, kernels: Sequence[str]) -> None:
-        self.ds, self.kernels = ds, list(kernels)
-        labels = [str(k) for k in ds.kernel.values]
-        self.index = {k: labels.index(k) for k in self.kernels}
-        self.tallies: dict[tuple[str, str, str], _Tally] = {}
+    def __init__(self, ds: xr.Dataset) -> None:
+        self.ds = ds
         self._slab: tuple[str, int | None, np.ndarray] | None = None
-        self._coords: dict[str, np.ndarray] = {}
+        self.coords: dict[str, np.ndarray] = {}
 
-    def _observed(self, observable: str, ki: int, rest: tuple[slice, ...], per_kernel: bool
-                  ) -> np.ndarray:
-        """The observed values of kernel `ki` at `rest`, read from a slab kept while the
-        blocks walk it (one at a time: the whole variable where small enough, else one
-        kernel's where the blocks go kernel by kernel), else for this block alone."""
+    def values(self, observable: str, ki: int, rest: tuple[slice, ...], per_kernel: bool
+               ) -> np.ndarray:
+        """The observed values of kernel `ki` at `rest`: from the slab, else (a kernel's
+        values too large to keep) read for this block alone."""
         var = self.ds.variables[observable]
         whole = var.size * var.dtype.itemsize
         if whole <= SLAB_BYTES:
@@ -90,6 +90,16 @@ class _Target:
             self._slab = None  # freed before the next is read
             self._slab = (*slab, np.asarray((var if slab[1] is None else var[ki]).values))
         return self._slab[2][(ki, *rest) if slab[1] is None else rest]
+
+
+class _Target:
+    """One dataset being scored on one claim: a tally per (kernel, scoring, observable)."""
+
+    def __init__(self, observed: _Observed, kernels: Sequence[str]) -> None:
+        self.observed, self.ds, self.kernels = observed, observed.ds, list(kernels)
+        labels = [str(k) for k in self.ds.kernel.values]
+        self.index = {k: labels.index(k) for k in self.kernels}
+        self.tallies: dict[tuple[str, str, str], _Tally] = {}
 
     def compare(self, piece: Piece) -> None:
         var = self.ds.variables[piece.observable]
@@ -105,15 +115,18 @@ class _Target:
                 claimed = None if piece.scope is None else piece.scope[at]
             else:
                 rest, want, claimed = piece.index, piece.values, piece.scope
-            got = self._observed(piece.observable, ki, rest, per_kernel)
+            got = self.observed.values(piece.observable, ki, rest, per_kernel)
             self._tally(kernel, piece, rest, want, got, claimed)
 
     def _tally(self, kernel: str, piece: Piece, rest: tuple[slice, ...], want: np.ndarray,
                got: np.ndarray, claimed: np.ndarray | None) -> None:
         tally = self.tallies.setdefault((kernel, piece.scoring, piece.observable), _Tally())
-        claimed = np.ones(np.shape(want), bool) if claimed is None else claimed
-        diff = (got != want) & claimed
-        count = int(np.count_nonzero(claimed))
+        diff = got != want
+        if claimed is None:  # every cell claimed
+            count = int(np.size(want))
+        else:
+            diff = diff & claimed
+            count = int(np.count_nonzero(claimed))
         tally.cells += count
         tally.matches += count - int(np.count_nonzero(diff))
         room = MISMATCHES_SHOWN - len(tally.shown)
@@ -124,7 +137,7 @@ class _Target:
                           for i, s in zip(local, rest or [slice(0, 0)] * len(local),
                                           strict=True))
             tally.shown.append(_cell(self.ds, piece.observable, (self.index[kernel], *index),
-                                     self._coords)
+                                     self.observed.coords)
                                | {"observable": piece.observable,
                                   "predicted": f"{int(wanted[local]):#010x}",
                                   "observed": f"{int(got[local]):#010x}"})
@@ -143,22 +156,80 @@ class _Target:
         return out
 
 
+Targets = Sequence[tuple[xr.Dataset, Sequence[str]]]
+Scored = tuple[str, list[dict[str, Any]]]
+
+
 def score_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]],
-                targets: Sequence[tuple[xr.Dataset, Sequence[str]]]
-                ) -> tuple[str, list[dict[str, Any]]]:
+                targets: Targets) -> Scored:
     """(the claim's table hash on `grid`, per target the scores of its kernels or its shape
     misfit): one pass over the claim's tables for every dataset of `targets` (datasets of the
     grid's own coordinates, each with the kernels to score)."""
-    shapes = table_shapes(h, grid, observables)
-    live = [_Target(ds, kernels) for ds, kernels in targets]
-    misfits = [shape_misfit(t.ds, shapes) for t in live]
-    scored = [t for t, misfit in zip(live, misfits, strict=True) if misfit is None]
-    hasher = TableHash(h.where is not None)
-    for piece in stream_claim(h, grid, observables):
-        hasher.feed(piece)
-        for target in scored:
+    (scored,) = score_claims([(h, grid, observables, targets)])
+    if isinstance(scored, LabError):
+        raise scored
+    return scored
+
+
+def score_claims(claims: Sequence[tuple[Hypothesis, xr.Dataset, Mapping[str, tuple[str, ...]],
+                                        Targets]]) -> list[Scored | LabError]:
+    """`score_claim` of each claim, walked side by side: the claims take turns block by block
+    so that every block comparing with the observed values now read (a dataset keeps one
+    slab) is compared before the next slab is read. Several claims on one large dataset then
+    read each slab once, not once per claim and scoring; each claim's own blocks keep their
+    order (its hash, its first mismatches). A claim refused (its evaluation, a LabError)
+    gives its error in its place; the others go on."""
+    observed: dict[int, _Observed] = {}  # a dataset's, by identity: shared by its claims
+    walks: list[_Walk | LabError] = []
+    for h, grid, observables, targets in claims:
+        try:
+            walks.append(_Walk(h, grid, observables, [
+                (observed.setdefault(id(ds), _Observed(ds)), kernels) for ds, kernels in targets]))
+        except LabError as exc:
+            walks.append(exc)
+    while live := [w for w in walks if isinstance(w, _Walk) and w.head is not None]:
+        key = _slab_key(live[0].head)
+        for walk in live:
+            try:
+                while walk.head is not None and _slab_key(walk.head) == key:
+                    walk.step()
+            except LabError as exc:
+                walks[walks.index(walk)] = exc
+    return [w if isinstance(w, LabError) else w.scored() for w in walks]
+
+
+def _slab_key(block: Block) -> tuple[str, int | None]:
+    """What a block is compared with: its observable, from its first kernel on."""
+    return block.observable, block.index[0].start if block.index else None
+
+
+class _Walk:
+    """One claim being scored: its blocks, the next one not yet computed, its table hash
+    and the tallies of its datasets."""
+
+    def __init__(self, h: Hypothesis, grid: xr.Dataset,
+                 observables: Mapping[str, tuple[str, ...]],
+                 targets: Sequence[tuple[_Observed, Sequence[str]]]) -> None:
+        shapes = table_shapes(h, grid, observables)
+        self.h, self.live = h, [_Target(observed, kernels) for observed, kernels in targets]
+        self.misfits = [shape_misfit(t.ds, shapes) for t in self.live]
+        self.fitting = [t for t, misfit in zip(self.live, self.misfits, strict=True)
+                        if misfit is None]
+        self.hasher = TableHash(h.where is not None)
+        self._blocks = claim_blocks(h, grid, observables)
+        self.head: Block | None = next(self._blocks, None)
+
+    def step(self) -> None:
+        """Compute the next block, hash it, compare it with every fitting dataset."""
+        assert self.head is not None
+        piece = self.head.compute()
+        self.hasher.feed(piece)
+        for target in self.fitting:
             target.compare(piece)
-    digest = hasher.hexdigest()
-    return digest, [{"misfit": misfit} if misfit else
-                    {"table_sha256": digest, "kernels": target.scores(h)}
-                    for target, misfit in zip(live, misfits, strict=True)]
+        self.head = next(self._blocks, None)
+
+    def scored(self) -> Scored:
+        digest = self.hasher.hexdigest()
+        return digest, [{"misfit": misfit} if misfit else
+                        {"table_sha256": digest, "kernels": target.scores(self.h)}
+                        for target, misfit in zip(self.live, self.misfits, strict=True)]

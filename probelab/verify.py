@@ -87,12 +87,21 @@ def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
     honoured = _retirements(pins or [], problems)
     resting = {} if retired else {lab_root() / e["path"]: e for e in honoured}
     units = plan([p for p in datasets if p not in resting], record)
-    done = (runner or _local(jobs))(units, record, pins, write, step)
+    # one history read for the whole archive (written.rewritten_all), made while the units
+    # are checked: when the first is done, in this process, while the others still run
+    history: list[dict[Path, list[str]]] = []
+
+    def told(line: str) -> None:
+        if not history:
+            history.append(written.rewritten_all(datasets))
+        step(line)
+
+    done = (runner or _local(jobs))(units, record, pins, write, told)
+    changed = history[0] if history else written.rewritten_all(datasets)
     seals = {row["seq"]: row for unit in done for row in unit["seals"]}
     result["seals"] = [seals[e["seq"]] for e in record.entries]
     problems[:0] = [f"seal {s['path']}: {p}" for s in result["seals"] for p in s["problems"]]
     per = {name: out for unit in done for name, out in unit["datasets"].items()}
-    changed = written.rewritten_all(datasets)  # one history read for the whole archive
     counted: dict[tuple, list[tuple]] = {}  # (probe, target, hypothesis) -> its verdicts
     accounted: set[str] = set()
     for path in datasets:

@@ -27,7 +27,7 @@ from probelab.check import (
     judge,
     kernel_statuses,
     not_applicable,
-    prescore,
+    prescore_all,
     recordable,
     render_json,
     save_verdict,
@@ -136,11 +136,7 @@ def _prescore(judged: dict[str, Judged | str], record: Record) -> None:
             except LabError:
                 continue  # said by its check
             groups.setdefault((h.path.as_posix(), claim), (h, []))[1].append((j, kernels))
-    for h, group in groups.values():
-        try:
-            prescore(claims, h, group)
-        except LabError:
-            continue  # each check then says why, as it would alone
+    prescore_all(claims, list(groups.values()))  # a claim refused: its check says why
 
 
 def _retired_too_soon(judged: Judged) -> str | None:

@@ -410,7 +410,7 @@ def test_a_check_answered_from_the_cache_is_the_check_computed_afresh(toylab: To
     assert cold["verdict"] == check.CONFIRMED
     assert _entries("summary") and _entries("scores")
     with monkeypatch.context() as warm:
-        warm.setattr(scoring, "stream_claim", lambda *a: pytest.fail("evaluated"))
+        warm.setattr(scoring, "claim_blocks", lambda *a: pytest.fail("evaluated"))
         warm.setattr(dataset.Read, "open", lambda *a: pytest.fail("opened"))
         assert check.check(hyp, data) == cold  # warm: from the entries
     for entry in _entries("scores") + _entries("summary"):

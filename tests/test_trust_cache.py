@@ -93,14 +93,17 @@ def test_a_forged_tables_entry_cannot_pass_a_seal_whose_meaning_changed(
     sealed(toylab, "sum", "a + b")
     (entry,) = entries("tables")  # sealing evaluated it
     table_hash = cache.lookup("tables", entry.stem)
-    real = hypothesis.stream_claim
+    real = hypothesis.claim_blocks
+
+    def plus_one(compute):
+        return lambda: (piece := compute()) and replace(piece, values=piece.values + 1)
 
     def shifted(*args, **kwargs):  # another meaning for the same file, grid and code files
-        for piece in real(*args, **kwargs):
-            yield replace(piece, values=piece.values + 1)
+        for block in real(*args, **kwargs):
+            yield replace(block, compute=plus_one(block.compute))
 
-    monkeypatch.setattr(hypothesis, "stream_claim", shifted)
-    monkeypatch.setattr(scoring, "stream_claim", shifted)
+    monkeypatch.setattr(hypothesis, "claim_blocks", shifted)
+    monkeypatch.setattr(scoring, "claim_blocks", shifted)
     cache.store("tables", entry.stem, table_hash)
     assert prereg.verify_seals()[0]["ok"]  # what the entry would hide, were it trusted
     entry.write_bytes(forged(form, "tables", entry.stem, table_hash))

@@ -77,6 +77,12 @@ def test_datasets_of_one_grid_share_an_evaluation_not_a_verdict(toylab: ToyLab) 
     assert result["problems"] and all(edited.name in p for p in result["problems"])
 
 
+def _fresh_process() -> None:
+    """Forget what this process has asked git (as a new verify process knows nothing)."""
+    codetree.changed_between.cache_clear()
+    codetree._differing.cache_clear()
+
+
 def _git_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
     calls: list[tuple[str, ...]] = []
     real = gitinfo._run
@@ -86,7 +92,7 @@ def _git_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
         return real(args, *rest, **kwargs)
 
     monkeypatch.setattr(gitinfo, "_run", counted)
-    codetree.changed_between.cache_clear()  # asked again, as a fresh process would
+    _fresh_process()  # asked again, as a fresh process would
     return calls
 
 
@@ -105,13 +111,13 @@ def test_verify_asks_git_no_more_for_a_larger_archive(toylab: ToyLab, monkeypatc
     for n in range(2, 6):
         measured(toylab, n, git_head=head)
     calls.clear()
-    codetree.changed_between.cache_clear()
+    _fresh_process()
     monkeypatch.setenv("PROBELAB_CACHE", str(toylab.root.parent / "cold-2"))  # afresh
     result = verify_archive()
     assert not result["problems"] and len(result["checks"]) == 10
     assert len(calls) == one, calls
     calls.clear()
-    codetree.changed_between.cache_clear()
+    _fresh_process()
     assert verify_archive() == result  # warm: what follows from commit ids alone is kept
     assert len(calls) < one, calls
 

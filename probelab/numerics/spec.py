@@ -10,7 +10,7 @@ from dataclasses import fields
 import numpy as np
 
 from probelab.numerics.exact import NANS, Value, decode, encode
-from probelab.numerics.formats import FORMATS
+from probelab.numerics.formats import FORMATS, Format
 from probelab.numerics.models import FmaChain, FusedDot
 
 FAMILIES = {"fused-dot": FusedDot, "fma-chain": FmaChain}
@@ -76,10 +76,16 @@ def predicted_bits(spec: Mapping[str, object], grid) -> np.ndarray:
     if a.shape != b.shape or a.shape[:-1] != c.shape or c.size > MAX_CASES:
         raise ValueError(f"[model] a_bits {a.shape}, b_bits {b.shape} and c_bits {c.shape} "
                          f"are not K-long cases of one grid (at most {MAX_CASES:,} cases)")
-    out = np.empty(c.shape, np.uint64)
-    flat_a, flat_b = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
-    for i, (ra, rb, rc) in enumerate(zip(flat_a, flat_b, c.reshape(-1), strict=True)):
-        d: Value = model([decode(fa, int(x)) for x in ra], [decode(fb, int(y)) for y in rb],
-                         decode(fd, int(rc)), (fa, fb, fd))
-        out.reshape(-1)[i] = encode(fd, d, str(nan))
-    return out.view(np.int64)
+    (va, ia), (vb, ib), (vc, ic) = (_decoded(f, x) for f, x in ((fa, a), (fb, b), (fd, c)))
+    flat_a, flat_b = ia.reshape(-1, a.shape[-1]).tolist(), ib.reshape(-1, b.shape[-1]).tolist()
+    out = [encode(fd, model([va[x] for x in ra], [vb[y] for y in rb], vc[rc], (fa, fb, fd)),
+                  str(nan))
+           for ra, rb, rc in zip(flat_a, flat_b, ic.reshape(-1).tolist(), strict=True)]
+    return np.array(out, np.uint64).reshape(c.shape).view(np.int64)
+
+
+def _decoded(fmt: Format, patterns: np.ndarray) -> tuple[list[Value], np.ndarray]:
+    """The distinct patterns' values (each decoded once: a grid repeats its patterns), and
+    where each pattern is among them."""
+    unique, where = np.unique(patterns, return_inverse=True)
+    return [decode(fmt, int(x)) for x in unique], where.reshape(patterns.shape)
