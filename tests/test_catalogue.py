@@ -5,10 +5,13 @@ archive has a row."""
 import re
 from pathlib import Path
 
+from archive import needs_archive
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "catalogue.md"
 
 
+@needs_archive
 def test_every_link_of_the_catalogue_resolves() -> None:
     links = re.findall(r"\]\(([^)#]+)\)", PAGE.read_text())
     assert links
@@ -16,6 +19,7 @@ def test_every_link_of_the_catalogue_resolves() -> None:
     assert missing == []
 
 
+@needs_archive
 def test_every_lane_map_dataset_of_the_archive_is_in_the_catalogue() -> None:
     text = PAGE.read_text()
     measured = [p for p in (ROOT / "data").glob("*/sm_90/*.nc")

@@ -10,6 +10,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from archive import needs_archive
 
 from probelab import dataset
 from probelab.kits.elements import E4M3, F32, S8, S32, Codec
@@ -178,6 +179,7 @@ def _archive(probe_ids) -> list[Path]:
     return sorted(p for pid in probe_ids for p in (ROOT / "data" / pid).glob("*/*.nc"))
 
 
+@needs_archive
 def test_the_float_layout_is_what_the_archive_holds() -> None:
     """engine.stored names every data variable of the archive's lane-id datasets whose grid
     is today's stimulus, with its dims' sizes and dtype (read from the files' metadata), in
@@ -202,6 +204,7 @@ def test_the_float_layout_is_what_the_archive_holds() -> None:
     assert seen > 40 and compact >= 16
 
 
+@needs_archive
 def test_the_changed_probes_keep_the_stimulus_their_hypotheses_were_sealed_on() -> None:
     """Every probe now storing the compact form has the grid its archive datasets (and
     sealed tables) were made on, byte for byte."""
@@ -212,6 +215,7 @@ def test_the_changed_probes_keep_the_stimulus_their_hypotheses_were_sealed_on() 
         assert recorded == {dataset.grid_sha256(probe.stimulus())}, pid
 
 
+@needs_archive
 def test_an_archive_dataset_of_the_float_form_still_decodes_and_plots() -> None:
     """wgmma-f16-f32-wide version 1 (d_bnamed stored as float64): its raw waves read as
     stored, and its lane maps draw."""
