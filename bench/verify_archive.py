@@ -74,7 +74,8 @@ def grow(lab: Path, factor: int, cache: Path) -> None:
         prov = dataset.provenance(ds)
         for k in range(1, factor):
             when = datetime.fromisoformat(prov["utc"]) + timedelta(hours=k)
-            path = (lab / pin["path"]).with_name(f"{when:%Y%m%dT%H%M%SZ}.nc")
+            rest = Path(pin["path"]).name.split(".", 1)[1]  # nc, or TOOLCHAIN.nc (static)
+            path = (lab / pin["path"]).with_name(f"{when:%Y%m%dT%H%M%SZ}.{rest}")
             dataset.save(ds, path, prov | {"utc": when.isoformat()}, exclusive=True)
             manifest.pin(path, dataset.stored_provenance(path)[dataset.CONTENT_KEY],
                          pin["probe"], pin["target"])
