@@ -88,8 +88,12 @@ class _Observed:
             return np.asarray(var[(ki, *rest)].values)
         if self._slab is None or self._slab[:2] != slab:
             self._slab = None  # freed before the next is read
-            self._slab = (*slab, np.asarray((var if slab[1] is None else var[ki]).values))
+            self._slab = (*slab, self._read(var if slab[1] is None else var[ki]))
         return self._slab[2][(ki, *rest) if slab[1] is None else rest]
+
+    @staticmethod
+    def _read(var: xr.Variable) -> np.ndarray:
+        return np.asarray(var.values)
 
 
 class _Target:

@@ -342,3 +342,47 @@ def test_a_compact_evaluation_broadcasts_to_the_full_one() -> None:
     assert small["h"].shape == (4, 1) and full["h"].shape == (4, 5)
     for name in ("h", "v"):
         np.testing.assert_array_equal(np.broadcast_to(small[name], (4, 5)), full[name])
+
+
+def test_claims_on_one_dataset_are_walked_side_by_side_as_each_alone(monkeypatch) -> None:
+    """Several claims on one dataset whose observed values are read as a slab: walked side
+    by side (verify's prescore), the slab is read once for all of them, not once per claim,
+    and every claim gets the table hash and scores it gets alone; a claim whose evaluation
+    is refused gives its error in its place, the others are unchanged."""
+    from probelab import hypothesis as claims_module
+    from probelab import scoring
+
+    grid = big_grid().isel(a=slice(0, 64), b=slice(0, 48))
+    observed = (grid.a * 3 + grid.b) % 7  # two kernels; kernel k1 differs where a == 5
+    ds = xr.Dataset({"value": (("kernel", "a", "b"), np.stack(
+        [observed.values, np.where(grid.a.values[:, None] == 5, 0, observed.values)]
+    ).astype(np.uint32))}, coords={"kernel": ["k0", "k1"], **grid.coords})
+    monkeypatch.setattr(claims_module, "PIECE_VALUES", 500)  # many blocks to take turns with
+    monkeypatch.setattr(scoring, "MISMATCHES_SHOWN", 3)
+    observables = {"value": ("a", "b")}
+    claims = [hypothesis('[predict]\nvalue = "(a * 3 + b) % 7"\n'
+                         '[translations.swap]\na = "b"\nb = "a"\n'),
+              hypothesis('[predict]\nvalue = "(a * 3 + b) % 7 + (a == 6)"\n'),
+              hypothesis('[predict]\nvalue = "a // (b - b)"\n'),  # refused when evaluated
+              hypothesis('where = "b > 3"\n[predict]\nvalue = "(a * 3 + b) % 7"\n')]
+    reads: list[tuple[int, ...]] = []
+    real = scoring._Observed._read
+    monkeypatch.setattr(scoring._Observed, "_read",
+                        staticmethod(lambda var: reads.append(var.shape) or real(var)))
+    alone = []
+    for h in claims:
+        try:
+            alone.append(scoring.score_claim(h, grid, observables, [(ds, ["k0", "k1"])]))
+        except UsageError as exc:
+            alone.append(str(exc))
+    assert len(reads) == 3  # once per claim that reached the data
+    reads.clear()
+    together = scoring.score_claims([(h, grid, observables, [(ds, ["k0", "k1"])])
+                                     for h in claims])
+    assert [str(t) if isinstance(t, Exception) else t for t in together] == alone
+    assert reads == [ds.value.shape]  # once for all of them
+    assert "modulo by zero" in alone[2]
+    k1 = alone[0][1][0]["kernels"]["k1"]
+    assert k1["literal"]["cells"] - k1["literal"]["matches"] == \
+        int((observed.values[5] != 0).sum())
+    assert len(k1["literal"]["first_mismatches"]) == 3 and k1["swap"]["matches"] < 64 * 48
