@@ -19,8 +19,11 @@ from probelab.errors import LabError
 from probelab.hypothesis import Block, Hypothesis, Piece, TableHash, claim_blocks, table_shapes
 
 MISMATCHES_SHOWN = 8
-# a kernel's observed values are read whole up to this size, so every compressed chunk of
-# the file is decoded once (blocks read alone would decode a chunk once per block it spans)
+# observed values are read as slabs (a variable whole, else a kernel's values) so every
+# compressed chunk of the file is decoded once (blocks read alone would decode a chunk once
+# per block it spans); the slabs of all the datasets one scoring walk compares with (a
+# grid's datasets, side by side) hold at most this much at once, beyond it blocks are read
+# alone (a dataset saved now has its chunks cut as the blocks are)
 SLAB_BYTES = 256 << 20
 
 
@@ -63,21 +66,28 @@ class _Tally:
     shown: list[dict[str, Any]] = field(default_factory=list)
 
 
+class _Room:
+    """The bytes of slabs the datasets of one walk may still hold."""
+
+    def __init__(self, free: int) -> None:
+        self.free = free
+
+
 class _Observed:
     """One dataset's observed values as blocks walk them, shared by every claim scored on
     it: a slab kept while the blocks walk it, one at a time (the whole variable where small
-    enough, else one kernel's where the blocks go kernel by kernel), and the coordinates a
-    mismatch is named by, read once."""
+    enough, else one kernel's where the blocks go kernel by kernel) and while `room` has
+    space for it, and the coordinates a mismatch is named by, read once."""
 
-    def __init__(self, ds: xr.Dataset) -> None:
-        self.ds = ds
+    def __init__(self, ds: xr.Dataset, room: _Room) -> None:
+        self.ds, self._room = ds, room
         self._slab: tuple[str, int | None, np.ndarray] | None = None
         self.coords: dict[str, np.ndarray] = {}
 
     def values(self, observable: str, ki: int, rest: tuple[slice, ...], per_kernel: bool
                ) -> np.ndarray:
         """The observed values of kernel `ki` at `rest`: from the slab, else (a kernel's
-        values too large to keep) read for this block alone."""
+        values too large to keep, or no room left) read for this block alone."""
         var = self.ds.variables[observable]
         whole = var.size * var.dtype.itemsize
         if whole <= SLAB_BYTES:
@@ -87,9 +97,18 @@ class _Observed:
         else:
             return np.asarray(var[(ki, *rest)].values)
         if self._slab is None or self._slab[:2] != slab:
-            self._slab = None  # freed before the next is read
-            self._slab = (*slab, self._read(var if slab[1] is None else var[ki]))
+            self._drop()  # freed before the next is read
+            part = var if slab[1] is None else var[ki]
+            if part.size * var.dtype.itemsize > self._room.free:
+                return np.asarray(var[(ki, *rest)].values)
+            self._slab = (*slab, self._read(part))
+            self._room.free -= self._slab[2].nbytes
         return self._slab[2][(ki, *rest) if slab[1] is None else rest]
+
+    def _drop(self) -> None:
+        if self._slab is not None:
+            self._room.free += self._slab[2].nbytes
+            self._slab = None
 
     @staticmethod
     def _read(var: xr.Variable) -> np.ndarray:
@@ -184,11 +203,13 @@ def score_claims(claims: Sequence[tuple[Hypothesis, xr.Dataset, Mapping[str, tup
     order (its hash, its first mismatches). A claim refused (its evaluation, a LabError)
     gives its error in its place; the others go on."""
     observed: dict[int, _Observed] = {}  # a dataset's, by identity: shared by its claims
+    room = _Room(SLAB_BYTES)
     walks: list[_Walk | LabError] = []
     for h, grid, observables, targets in claims:
         try:
             walks.append(_Walk(h, grid, observables, [
-                (observed.setdefault(id(ds), _Observed(ds)), kernels) for ds, kernels in targets]))
+                (observed.setdefault(id(ds), _Observed(ds, room)), kernels)
+                for ds, kernels in targets]))
         except LabError as exc:
             walks.append(exc)
     while live := [w for w in walks if isinstance(w, _Walk) and w.head is not None]:

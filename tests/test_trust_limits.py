@@ -386,3 +386,28 @@ def test_claims_on_one_dataset_are_walked_side_by_side_as_each_alone(monkeypatch
     assert k1["literal"]["cells"] - k1["literal"]["matches"] == \
         int((observed.values[5] != 0).sum())
     assert len(k1["literal"]["first_mismatches"]) == 3 and k1["swap"]["matches"] < 64 * 48
+
+
+def test_the_slabs_of_a_grids_datasets_are_bounded_together(monkeypatch) -> None:
+    """A claim scored on many datasets of one grid (copies of one measurement) keeps at most
+    SLAB_BYTES of their values at once: beyond it a dataset is read block by block, with
+    the scores it has alone."""
+    from probelab import scoring
+
+    grid = big_grid().isel(a=slice(0, 32), b=slice(0, 16))
+    copies = [xr.Dataset({"value": (("kernel", "a", "b"), np.stack(
+        [((grid.a * 3 + grid.b + n) % 7).values]).astype(np.uint32))},
+        coords={"kernel": ["k0"], **grid.coords}) for n in range(3)]
+    monkeypatch.setattr(scoring, "SLAB_BYTES", copies[0].value.nbytes)  # room for one
+    h = hypothesis('[predict]\nvalue = "(a * 3 + b) % 7"\n')
+    observables = {"value": ("a", "b")}
+    alone = [scoring.score_claim(h, grid, observables, [(ds, ["k0"])])[1][0] for ds in copies]
+    slabs: list[tuple[int, ...]] = []
+    real = scoring._Observed._read
+    monkeypatch.setattr(scoring._Observed, "_read",
+                        staticmethod(lambda var: slabs.append(var.shape) or real(var)))
+    _, together = scoring.score_claim(h, grid, observables, [(ds, ["k0"]) for ds in copies])
+    assert together == alone and slabs == [copies[0].value.shape]
+    assert [s["kernels"]["k0"]["literal"]["matches"] for s in together] == \
+        [32 * 16] + [int((((grid.a * 3 + grid.b + n) % 7) == ((grid.a * 3 + grid.b) % 7))
+                          .sum()) for n in (1, 2)]
