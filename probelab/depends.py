@@ -9,15 +9,20 @@ so that counts too. Only code under `if TYPE_CHECKING:` is skipped (it never run
 
 Not followed: imports by name at run time (`importlib.import_module(f"...{name}")`), which
 probelab uses only for backends, toolchains and figures; none of them computes a cached
-answer. Each file is read and parsed at most once per process: the code does not change
-under a running lab.
+answer. Each file is read and parsed at most once per process (the code does not change
+under a running lab), and what a file's bytes import is kept in the cache (probelab.cache,
+under their hash and this parser's code): a fresh process reads it instead of parsing.
 """
 
 import ast
+import contextlib
 import functools
 import hashlib
-from functools import cache
+import json
+from functools import cache as memoised
 from pathlib import Path
+
+from probelab import cache
 
 PACKAGE = "probelab"
 
@@ -28,10 +33,10 @@ class Tree:
     def __init__(self, root: Path) -> None:
         self.root = root
         # memoised per tree (the code does not change under a running lab)
-        self.file = cache(self._file)
-        self.source = cache(self._source)
-        self.imports = cache(self._imports)
-        self.digest = cache(self._digest)
+        self.file = memoised(self._file)
+        self.source = memoised(self._source)
+        self.imports = memoised(self._imports)
+        self.digest = memoised(self._digest)
 
     def _file(self, module: str) -> Path | None:
         """The file that runs when `module` is imported, or None if it is not one of ours."""
@@ -87,10 +92,28 @@ def imported(source: bytes, package: str = "", type_checking: bool = False) -> s
 
 @functools.lru_cache(maxsize=1024)
 def _imported(source: bytes, package: str, type_checking: bool) -> frozenset[str]:
+    """`imported`, kept on disk under the bytes' hash and this parser's own code: parsing
+    every probe folder's files and the modules they import was most of a warm `list` (the
+    probe index is keyed on those digests)."""
+    key = cache.cache_key(source=hashlib.sha256(source).hexdigest(), package=package,
+                          type_checking=type_checking, parser=_PARSER)
+    with contextlib.suppress(ValueError):
+        kept = json.loads(cache.lookup("imports", key) or b"null")
+        if isinstance(kept, list) and all(isinstance(name, str) for name in kept):
+            return frozenset(kept)
+    found = _parsed(source, package, type_checking)
+    cache.store("imports", key, json.dumps(sorted(found)).encode())
+    return found
+
+
+_PARSER = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def _parsed(source: bytes, package: str, type_checking: bool) -> frozenset[str]:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):  # a broken probe file: its bytes alone key it
-        return set()
+        return frozenset()
     found: set[str] = set()
     for node in ast.walk(tree) if type_checking else _runnable(tree):
         if isinstance(node, ast.Import):

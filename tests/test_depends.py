@@ -114,3 +114,27 @@ def test_the_running_probelab_keys_each_answer_by_its_own_code() -> None:
     assert tables < scores
     assert not {"probelab.cli", "probelab.plot", "probelab.verify"} & (scores | set(
         closure(("probelab.power",))))
+
+
+def test_what_a_file_imports_is_kept_and_a_bad_entry_is_parsed_again(tmp_path: Path,
+                                                                       monkeypatch) -> None:
+    """A fresh process reads a file's imports from the cache instead of parsing it (a warm
+    `list` keys its probe index on them); an entry that does not verify (its payload edited,
+    its tag forged) is a miss, parsed again and filed afresh."""
+    from probelab import cache
+
+    monkeypatch.setenv("PROBELAB_CACHE", str(tmp_path / "cache"))
+    source = b"import probelab.dataset\nfrom probelab.kits import lane_id\n"
+    want = depends.imported(source)
+    assert {"probelab.dataset", "probelab.kits", "probelab.kits.lane_id"} <= want
+    (entry,) = (tmp_path / "cache" / "imports").iterdir()
+    depends._imported.cache_clear()  # as a fresh process
+    monkeypatch.setattr(depends, "_parsed", lambda *a: pytest.fail("parsed again"))
+    assert depends.imported(source) == want
+    monkeypatch.undo()
+    monkeypatch.setenv("PROBELAB_CACHE", str(tmp_path / "cache"))
+    for forged in (entry.read_bytes()[:-3] + b'"]]', b"x" * 40 + b'["probelab.cli"]'):
+        entry.write_bytes(forged)
+        depends._imported.cache_clear()
+        assert depends.imported(source) == want
+        assert cache.lookup("imports", entry.stem) == entry.read_bytes()[cache.TAG_BYTES:]
