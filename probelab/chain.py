@@ -7,11 +7,13 @@ reordering, duplicating or deleting a line breaks the chain, and `verify` says w
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from probelab import bounded
 from probelab.errors import IntegrityError
 from probelab.storage import atomic_write_text
 
@@ -41,18 +43,18 @@ def entry_hash(entry: dict[str, Any]) -> str:
 def read(path: Path, forms: Forms, what: str) -> list[dict[str, Any]]:
     """The lines of `path` (none if it does not exist), each with exactly the fields of
     `forms` (the chain's own included), each of its form."""
-    if not path.exists():
+    if not os.path.lexists(path):
         return []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        lines = bounded.read_regular(path, bounded.MAX_CHAIN_BYTES).decode().splitlines()
+    except (bounded.Unreadable, UnicodeDecodeError) as exc:
         raise IntegrityError(f"{what} {path} unreadable: {exc}") from exc
     entries = []
     for n, line in enumerate(lines, start=1):
         try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise IntegrityError(f"{what} line {n} is not JSON: {exc}") from exc
+            entry = bounded.loads(line, 3)  # an object of values and lists of them
+        except ValueError as exc:
+            raise IntegrityError(f"{what} line {n} is not JSON of its form: {exc}") from exc
         if not isinstance(entry, dict) or set(entry) != set(forms):
             raise IntegrityError(f"{what} line {n} does not have the {what}'s fields")
         if bad := next((k for k, ok in forms.items() if not ok(entry[k])), None):
@@ -94,6 +96,7 @@ def extend(path: Path, entries: list[dict[str, Any]], new: list[dict[str, Any]],
         if set(entry) != set(forms) or not all(ok(entry[k]) for k, ok in forms.items()):
             raise ValueError(f"entry fields {sorted(entry)} are not of the form {sorted(forms)}")
         made.append(entry)
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    old = bounded.read_regular(path, bounded.MAX_CHAIN_BYTES).decode() \
+        if os.path.lexists(path) else ""
     atomic_write_text(path, old + "".join(canonical(e).decode() + "\n" for e in made))
     return made

@@ -15,7 +15,7 @@ from typing import Any
 
 import xarray as xr
 
-from probelab import codetree, dataset, depends, gitinfo, ledger, manifest, written
+from probelab import bounded, codetree, dataset, depends, gitinfo, ledger, manifest, written
 from probelab.cache import cache_key
 from probelab.errors import Exit, HistoryError, IntegrityError, LabError, UsageError
 from probelab.hypothesis import (
@@ -36,6 +36,9 @@ CONFIRMED, REFUTED = "CONFIRMED", "REFUTED"
 TAMPERED, POST_HOC, NOT_EVIDENCE = "TAMPERED", "POST-HOC", "NOT-EVIDENCE"
 EXIT = {CONFIRMED: Exit.OK, REFUTED: Exit.REFUTED, NOT_EVIDENCE: Exit.REFUTED,
         TAMPERED: Exit.INTEGRITY, POST_HOC: Exit.INTEGRITY}
+SCORE_KEYS = frozenset({"matches", "cells", "first_mismatches"})  # a kernel's, per scoring
+
+
 def _measured_at(prov: Provenance) -> datetime | None:
     """The measurement time, only if it is an unambiguous (timezone-aware) instant."""
     try:
@@ -127,6 +130,34 @@ def dataset_problem(path: Path, prov: Provenance, content: str, history: bool = 
     return None
 
 
+@dataclass(frozen=True)
+class Standing:
+    """How a dataset stands by check's reading, for the commands that show one (diff, plot):
+    `problem`, why it is not what its sweep saved into the archive (edited, self-contradicting,
+    unpinned or misplaced in data/, changed in git: TAMPERED), or None; `outside`, a
+    measurement intact but outside the archive (pinned nowhere: it cannot count)."""
+
+    problem: str | None
+    outside: bool = False
+
+    def words(self) -> str | None:
+        """One line for a display, or None where it stands (the archive's own, or
+        simulated)."""
+        if self.problem:
+            return f"TAMPERED ({self.problem})"
+        return "UNPINNED (a measurement outside the archive: it counts nowhere)" \
+            if self.outside else None
+
+
+def standing(read: dataset.Read) -> Standing:
+    """`Standing` of a dataset file read once."""
+    try:
+        return Standing(dataset_problem(read.path, read.prov, read.summary.content,
+                                        file_sha=read.file_sha256))
+    except UsageError:  # intact (checked first), but a measurement outside the archive
+        return Standing(None, outside=True)
+
+
 def _order_problems(entry: dict, judged: "Judged", record: Record) -> tuple[list[str], str | None]:
     problems = []
     commit, prov, head = record.commit(entry), judged.prov, judged.head
@@ -200,8 +231,39 @@ def _scored_claim(claims: Evaluations, h: Hypothesis, judged: "Judged", kernels:
     hash, as computed from its bytes (a corrupt entry is recomputed): a run that already
     scored this claim on these contents (`prescore`, or an earlier run) reads the answer
     instead of evaluating and decoding again."""
-    return json.loads(claims.cached("scores", score_key(claims, h, judged, kernels),
-                                    lambda: prescore(claims, h, [(judged, kernels)])[0]))
+    key = score_key(claims, h, judged, kernels)
+
+    def build() -> bytes:
+        return prescore(claims, h, [(judged, kernels)])[0]
+
+    if (doc := _scores_doc(claims.cached("scores", key, build), h, kernels)) is None:
+        doc = _scores_doc(claims.cached("scores", key, build, fresh=True), h, kernels)
+        assert doc is not None, "scoring wrote scores of another form"
+    return doc
+
+
+def _scores_doc(raw: bytes, h: Hypothesis, kernels: list[str]) -> dict[str, Any] | None:
+    """Scores as `scoring` writes them (a misfit, or the table hash and every kernel's score
+    by every scoring), or None: an answer kept in any other form is made again."""
+    try:
+        doc = bounded.loads(raw)
+    except ValueError:
+        return None
+    if isinstance(doc, dict) and set(doc) == {"misfit"}:
+        return doc if isinstance(doc["misfit"], str) else None
+    if not (isinstance(doc, dict) and set(doc) == {"table_sha256", "kernels"}
+            and isinstance(doc["table_sha256"], str) and isinstance(doc["kernels"], dict)
+            and set(doc["kernels"]) == set(kernels)):
+        return None
+    for per in doc["kernels"].values():
+        if not (isinstance(per, dict) and set(per) == set(h.scorings())):
+            return None
+        for score in per.values():
+            if not (isinstance(score, dict) and set(score) == SCORE_KEYS
+                    and all(type(score[k]) is int for k in ("matches", "cells"))
+                    and isinstance(score["first_mismatches"], list)):
+                return None
+    return doc
 
 
 def score_key(claims: Evaluations, h: Hypothesis, judged: "Judged", kernels: list[str]) -> str:

@@ -125,11 +125,9 @@ def safe(text: object) -> str:
 
 def _is_dataset(path: Path) -> bool:
     """Whether a file starts as netCDF4 (HDF5) does."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(8) == b"\x89HDF\r\n\x1a\n"
-    except OSError:
-        return False
+    from probelab.bounded import starts_with
+
+    return starts_with(path, b"\x89HDF\r\n\x1a\n")
 
 
 @contextlib.contextmanager
@@ -605,10 +603,18 @@ def plot(
     scoring: Annotated[str, typer.Option(help="literal or a translation name.")] = "literal",
     out_dir: Annotated[Path | None, typer.Option("--out", help="Folder for PNG and SVG "
                                                  "(default: figures/ beside the dataset).")] = None,
+    tampered: Annotated[bool, typer.Option(
+        "--tampered", help="Draw a dataset that is TAMPERED all the same, every figure "
+                           "marked TAMPERED (for a forensic look; never a result).")] = False,
 ) -> None:
     """Draw a dataset's figures (PNG and SVG): the maps its probe offers (lane maps for the
     lane-id probes: `probelab plot lanemap DATASET`), and hypothesis mismatch maps when
-    --prereg is given. Without KIND, every plot the dataset offers."""
+    --prereg is given. Without KIND, every plot the dataset offers.
+
+    The dataset is first read as `check` reads it: one edited after its sweep, or unpinned,
+    misplaced or changed in data/, is TAMPERED and not drawn (exit 3) unless --tampered; a
+    measurement outside the archive (e.g. `sweep --out`) is drawn, each figure marked
+    UNPINNED."""
     from probelab.plot import draw
 
     usage = "probelab plot [KIND]... DATASET"
@@ -622,7 +628,7 @@ def plot(
         raise UsageError(f"no such dataset: {dataset_path} (a plot kind? the DATASET comes "
                          f"after it: {usage})")
     for path in draw(dataset_path, [*(kinds or ()), *(kind or [])] or None, prereg, scoring,
-                     out_dir):
+                     out_dir, tampered):
         say(str(path))
 
 
@@ -700,8 +706,11 @@ def diff_cmd(
     Compares kernel A:KERNEL with B:KERNEL, or without kernels every kernel name both
     datasets have. Refuses (exit 2) datasets of different probes or stimulus grids, or with
     no common kernel. Says what it did not compare (kernels or observables one side lacks).
-    Exit 0 when every compared pair is identical and both sides are measured; 1 when any
-    pair differs, or when a side is simulated (a diff against a model is never evidence).
+    Each side is read as `check` reads a dataset: one edited after its sweep, unpinned or
+    misplaced in data/, or a measurement outside the archive, is named (TAMPERED, UNPINNED).
+    Exit 0 when every compared pair is identical and both sides are the archive's
+    measurements; 1 when any pair differs, or when a side is simulated (a diff against a
+    model is never evidence); 3 when a side is TAMPERED or UNPINNED (the diff is still shown).
     """
     from probelab.diff import diff, plot, render
 
@@ -714,9 +723,11 @@ def diff_cmd(
         say(render(doc, side_a.ds))
         for path in doc.get("figures", []):
             say(path)
-    # 0 only for identical measurements: a difference, or a model on either side, is 1
+    # 0 only for identical measurements: a difference, or a model on either side, is 1;
+    # a side that is not the archive's intact measurement, 3
     same = doc["identical"] and not doc["any_simulated"]
-    raise typer.Exit(int(Exit.OK if same else Exit.REFUTED))
+    raise typer.Exit(int(Exit.INTEGRITY if doc["broken"] else
+                         Exit.OK if same else Exit.REFUTED))
 
 
 @app.command("import", epilog=EPILOG)

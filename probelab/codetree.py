@@ -61,7 +61,8 @@ def digest(tree: dict[str, str]) -> str:
 def committed(commit: str) -> dict[str, str] | None:
     """The same map for `commit`, read from git; None where the commit cannot be read."""
     try:
-        return gitinfo.kept("committed", _committed, commit, module=__name__)
+        return gitinfo.kept("committed", _committed, commit, module=__name__,
+                           form=gitinfo.text_map)
     except gitinfo.Unread:
         return None
 
@@ -105,7 +106,7 @@ def measuring_code(probe_folder: str, commit: str | None = None) -> list[str]:
         return _measuring_code(probe_folder, None)
     try:
         return gitinfo.kept("measuring_code", _measuring_code, probe_folder, commit,
-                            module=__name__)
+                            module=__name__, form=gitinfo.texts)
     except gitinfo.Unread:
         return []
 
@@ -189,7 +190,7 @@ def changed_between(older: str, newer: str, paths: tuple[str, ...]) -> list[str]
     between two commits."""
     try:
         return gitinfo.kept("changed_between", _changed_between, older, newer,
-                            list(paths or SCOPE), module=__name__)
+                            list(paths or SCOPE), module=__name__, form=gitinfo.texts)
     except gitinfo.Unread:
         return []
 

@@ -4,9 +4,11 @@ Provenance is one JSON string attr (netCDF attrs hold no dicts, bools or None). 
 variable gets a fill value, so uint32 0xFFFFFFFF is data, never "missing".
 """
 
+import contextlib
 import hashlib
 import io
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +17,7 @@ import h5py
 import numpy as np
 import xarray as xr
 
-from probelab import h5open
+from probelab import bounded, h5open
 from probelab.blocks import block_shape
 from probelab.errors import UsageError
 from probelab.records import Provenance
@@ -36,6 +38,7 @@ MAX_DATASET_BYTES = 3 << 30
 # anything is written (the lane-id kit's compact form keeps its widest probes within them)
 MAX_NEW_DATASET_BYTES = 512 * 10**6
 MAX_NEW_FILE_BYTES = 64 * 10**6
+FILTERS = frozenset({h5py.h5z.FILTER_DEFLATE, h5py.h5z.FILTER_SHUFFLE})  # what `save` uses
 MAX_STRING_ELEMENTS = 1 << 20  # text is hashed element by element; datasets hold a few
 _CHUNK = 1 << 20  # in memory
 _PART = 64 << 20  # a variable larger than this is read a leading index at a time
@@ -107,6 +110,13 @@ def _parts(var: xr.Variable) -> Iterator[np.ndarray]:
 def content_sha256(ds: xr.Dataset, prov: Provenance) -> str:
     """What a sweep wrote: every variable and coordinate (name, dims, shape, values) and the
     provenance itself (less this hash). Recorded at save; `tampered` recomputes it."""
+    return hashes(ds, prov)[0]
+
+
+def hashes(ds: xr.Dataset, prov: Provenance) -> tuple[str, str]:
+    """(the content hash, the hash of the values alone): one pass over the values, the
+    provenance fed last to a copy. Two datasets of equal values are one measurement's
+    outcome repeated; what sets the runs apart is in their provenance (`run`)."""
     h = hashlib.sha256()
     for name in sorted(str(n) for n in ds.variables):
         var = ds.variables[name]
@@ -115,9 +125,10 @@ def content_sha256(ds: xr.Dataset, prov: Provenance) -> str:
         h.update(tag)
         for part in _parts(var):
             _feed(h, part, as_dtype)
+    values = h.hexdigest()
     rest = json.loads(json.dumps({k: v for k, v in prov.items() if k != CONTENT_KEY}))
     h.update(json.dumps(rest, sort_keys=True).encode())  # as stored: JSON keys are strings
-    return h.hexdigest()
+    return h.hexdigest(), values
 
 
 def tampered(ds: xr.Dataset, content: str | None = None) -> str | None:
@@ -194,20 +205,9 @@ def parse_provenance(raw: object) -> Provenance:
         raise UsageError("dataset has no readable provenance attr") from exc
     if not isinstance(prov, dict):
         raise UsageError("dataset provenance is not a JSON object")
-    if _nesting(prov) > MAX_PROVENANCE_NESTING:
+    if bounded.nesting(prov) > MAX_PROVENANCE_NESTING:
         raise UsageError(f"dataset provenance nests deeper than {MAX_PROVENANCE_NESTING}")
     return prov
-
-
-def _nesting(value: object) -> int:
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        deepest = max(deepest, depth)
-        children = item.values() if isinstance(item, dict) else item \
-            if isinstance(item, list) else ()
-        stack += [(child, depth + 1) for child in children]
-    return deepest
 
 
 def with_provenance(ds: xr.Dataset, prov: Provenance) -> xr.Dataset:
@@ -245,9 +245,8 @@ def save(ds: xr.Dataset, path: Path, prov: Provenance, exclusive: bool = False) 
     if len(data) > MAX_NEW_FILE_BYTES:
         raise UsageError(f"{path}: not saved: the dataset would take {len(data) / 1e6:,.1f} MB "
                          f"on disk, over the {MAX_NEW_FILE_BYTES / 1e6:,.0f} MB a new dataset may")
-    if (size := declared(io.BytesIO(data))[0]) > MAX_DATASET_BYTES:  # it must load back
-        raise UsageError(f"{path}: not saved: the file would declare {size:,} bytes, "
-                         f"more than a dataset may to be read ({MAX_DATASET_BYTES:,})")
+    with _checked_file(data, path):  # it must load back
+        pass
     atomic_write_bytes(path, data, exclusive)
     return path
 
@@ -270,14 +269,82 @@ def save_new(ds: xr.Dataset, stem: Path, prov: Provenance, label: str = "") -> P
 
 def stored_provenance(path: Path) -> Provenance:
     """The provenance a saved file carries, read from its attributes alone (no variable is
-    read): what `save` recorded, content hash included."""
-    with h5py.File(path, "r") as handle:
-        return json.loads(handle.attrs["provenance"])
+    read): what `save` recorded, content hash included. The file is read as `load` reads it
+    (bounded, a regular file, self-contained)."""
+    data = read_file(path)
+    with _checked_file(data, path) as handle:
+        return parse_provenance(handle.attrs.get("provenance"))
 
 
-def declared(path: Path | io.BytesIO) -> tuple[int, int]:
-    """(bytes in memory, text elements) of the file's variables, read from its metadata alone:
-    a few KB of file can declare a 4 GiB variable."""
+def read_file(path: Path) -> bytes:
+    """The bytes of the dataset file at `path`, read once: a regular file (a FIFO or a
+    device is never read, a link's target must be one) within its bound."""
+    try:
+        return bounded.read_regular(path, bounded.MAX_DATASET_FILE_BYTES)
+    except bounded.Unreadable as exc:
+        raise UsageError(f"no such dataset: {path}" if not os.path.lexists(path) else
+                         f"{exc}: not a dataset") from None
+
+
+@contextlib.contextmanager
+def _checked_file(data: bytes, path: Path) -> Iterator[h5py.File]:
+    """The HDF5 file in `data`, open, once it is known to be a dataset the lab can read:
+    self-contained (`self_contained`) and declaring at most MAX_DATASET_BYTES of variables,
+    MAX_STRING_ELEMENTS of text (a few KB of file can declare a 4 GiB variable)."""
+    try:
+        handle = h5py.File(io.BytesIO(data), "r")
+    except Exception as exc:  # truncated, not netCDF, not HDF5: one clear message
+        why = "empty" if not data else "not netCDF4/HDF5, or truncated" \
+            if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+        raise UsageError(f"{path} is not a probelab dataset ({why})") from exc
+    with handle:
+        try:
+            why, (total, strings) = foreign_storage(handle), declared(handle)
+        except Exception as exc:  # HDF5 metadata that cannot be walked: corrupt
+            raise UsageError(f"{path} is not a probelab dataset (corrupt HDF5 metadata: "
+                             f"{exc})") from exc
+        if why:
+            raise UsageError(f"{path} is not self-contained: {why}; a measured dataset holds "
+                             "all its values in its own file")
+        if total > MAX_DATASET_BYTES or strings > MAX_STRING_ELEMENTS:
+            raise UsageError(f"{path} declares {total:,} bytes of variables ({strings:,} "
+                             f"text elements); a dataset is at most {MAX_DATASET_BYTES:,} "
+                             f"({MAX_STRING_ELEMENTS:,}): refused before reading them")
+        yield handle
+
+
+def foreign_storage(handle: h5py.File) -> str | None:
+    """Where an HDF5 file keeps or finds data outside itself, or needs code the lab does not
+    ship, or None: a link that is not a hard link (an external link names another file, a
+    soft link another place), a dataset whose values live in raw files beside it (external
+    storage) or in other datasets (a virtual dataset), or one filtered by anything but the
+    deflate and shuffle filters `save` uses (any other is a plugin loaded from disk)."""
+    found: list[str] = []
+
+    def visit(name: str, link: object) -> None:
+        if found:
+            return
+        if not isinstance(link, h5py.HardLink):
+            found.append(f"{name} is a {type(link).__name__}")
+            return
+        obj = handle.get(name)
+        if not isinstance(obj, h5py.Dataset):
+            return
+        plist = obj.id.get_create_plist()
+        if plist.get_layout() == h5py.h5d.VIRTUAL:
+            found.append(f"variable {name} is a virtual dataset (its values are elsewhere)")
+        elif plist.get_external_count():
+            found.append(f"variable {name} keeps its values in external raw files")
+        elif bad := {plist.get_filter(i)[0] for i in range(plist.get_nfilters())} - FILTERS:
+            found.append(f"variable {name} needs HDF5 filter {sorted(bad)}")
+
+    handle.visititems_links(visit)
+    return found[0] if found else None
+
+
+def declared(handle: h5py.File) -> tuple[int, int]:
+    """(bytes in memory, text elements) of the file's variables, read from its metadata
+    alone."""
     total = strings = 0
 
     def add(name: str, item: object) -> None:
@@ -287,13 +354,12 @@ def declared(path: Path | io.BytesIO) -> tuple[int, int]:
             if item.dtype.kind in "SOUV":
                 strings += int(np.prod(item.shape, dtype=np.float64))
 
-    with h5py.File(path, "r") as handle:
-        handle.visititems(add)
+    handle.visititems(add)
     return total, strings
 
 
 def load(path: Path) -> xr.Dataset:
-    return _load(path, path)
+    return _load(read_file(path), path)
 
 
 @dataclass(frozen=True)
@@ -341,22 +407,25 @@ class Summary:
     grid_sha256: str
     grid: GridPrint
     content: str
+    values: str = ""  # the hash of its values alone (`hashes`)
 
     @classmethod
-    def of(cls, ds: xr.Dataset, content: str = "") -> "Summary":
+    def of(cls, ds: xr.Dataset, content: str = "", values: str = "") -> "Summary":
         return cls(tuple((str(n), tuple(map(str, ds[n].dims))) for n in ds.data_vars),
                    tuple(str(k) for k in ds.kernel.values), grid_sha256(ds), GridPrint.of(ds),
-                   content)
+                   content, values)
 
     def to_json(self) -> bytes:
         return json.dumps([self.variables, self.kernels, self.grid_sha256,
-                           self.grid.to_list(), self.content]).encode()
+                           self.grid.to_list(), self.content, self.values]).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> "Summary":
-        variables, kernels, grid_hash, printed, content = json.loads(raw)
+        variables, kernels, grid_hash, printed, content, values = bounded.loads(raw)
+        if not all(isinstance(x, str) for x in (grid_hash, content, values, *kernels)):
+            raise ValueError("a summary's hashes and kernels are text")
         return cls(tuple((n, tuple(d)) for n, d in variables), tuple(kernels), grid_hash,
-                   GridPrint.from_list(printed), content)
+                   GridPrint.from_list(printed), content, values)
 
 
 @dataclass(frozen=True)
@@ -374,7 +443,7 @@ class Read:
 
     def open(self) -> xr.Dataset:
         if not self._opened:
-            self._opened.append(_load(io.BytesIO(self._data), self.path, lazy=True))
+            self._opened.append(_load(self._data, self.path, lazy=True))
         return self._opened[0]
 
 
@@ -386,26 +455,24 @@ def read_summarised(path: Path) -> Read:
     from probelab import depends
     from probelab.cache import cache_key, cached_bytes
 
-    if not path.is_file():
-        load(path)  # its one clear error
-    data = path.read_bytes()
+    data = read_file(path)
     file_sha = hashlib.sha256(data).hexdigest()
     key = cache_key(file=file_sha, code=depends.digest(__name__))
 
     opened: list[xr.Dataset] = []
 
     def summarise() -> bytes:
-        ds = _load(io.BytesIO(data), path, lazy=True)
+        ds = _load(data, path, lazy=True)
         for name in ds.coords:  # read once: the grid's hash, print and the content read them
             ds.variables[name].load()
         opened[:] = [ds]  # the checks that follow read it too
-        return Summary.of(ds, computed_content_sha256(ds)).to_json()
+        return Summary.of(ds, *hashes(ds, provenance(ds))).to_json()
 
     try:
         summary = Summary.from_json(cached_bytes("summary", key, summarise)[0])
     except (ValueError, TypeError):  # not what this code writes: made again, never trusted
         summary = Summary.from_json(summarise())
-    with h5py.File(io.BytesIO(data), "r") as handle:  # _load has read it: readable
+    with _checked_file(data, path) as handle:  # on every read: a summary kept is no check
         prov = parse_provenance(handle.attrs.get("provenance"))
     return Read(path, file_sha, prov, summary, data, opened)
 
@@ -418,31 +485,20 @@ def load_hashed(path: Path) -> tuple[xr.Dataset, str, str]:
     return read.open(), read.summary.content, read.file_sha256
 
 
-def _load(source: Path | io.BytesIO, path: Path, lazy: bool = False) -> xr.Dataset:
-    """The dataset at `path`, read from `source` (the path, or its bytes already read)."""
-    if not path.is_file():
-        raise UsageError(f"no such dataset: {path}" if not path.exists() else
-                         f"{path} is not a file")
-    try:
-        total, strings = declared(path)
-        if total > MAX_DATASET_BYTES or strings > MAX_STRING_ELEMENTS:
-            raise UsageError(f"{path} declares {total:,} bytes of variables ({strings:,} "
-                             f"text elements); a dataset is at most {MAX_DATASET_BYTES:,} "
-                             f"({MAX_STRING_ELEMENTS:,}): refused before reading them")
-        data = source.getvalue() if isinstance(source, io.BytesIO) else path.read_bytes()
-        try:  # straight from HDF5 where it reads as xarray does (h5open), else xarray's own
+def _load(data: bytes, path: Path, lazy: bool = False) -> xr.Dataset:
+    """The dataset at `path`, from its bytes `data` (read_file)."""
+    with _checked_file(data, path):
+        pass
+    try:  # straight from HDF5 where it reads as xarray does (h5open), else xarray's own
+        try:
             ds = h5open.open_bytes(data)
         except h5open.Unsupported:
             ds = xr.open_dataset(io.BytesIO(data), engine=ENGINE, mask_and_scale=False)
         if not lazy:
             ds = ds.load()
-    except UsageError:
-        raise
-    except Exception as exc:  # truncated, not netCDF, not HDF5: one clear message
-        why = "empty" if path.stat().st_size == 0 else \
-            "not netCDF4/HDF5, or truncated" if isinstance(exc, OSError) else \
-            f"{type(exc).__name__}: {exc}"
-        raise UsageError(f"{path} is not a probelab dataset ({why})") from exc
+    except Exception as exc:  # a readable HDF5 file that is no netCDF: one clear message
+        raise UsageError(f"{path} is not a probelab dataset ({type(exc).__name__}: "
+                         f"{exc})") from exc
     if ds.attrs.get("probelab_schema") != SCHEMA:
         raise UsageError(f"{path} is not a probelab dataset (schema {SCHEMA})")
     if "kernel" not in ds.coords or ds["kernel"].dims != ("kernel",) or not ds.sizes["kernel"]:

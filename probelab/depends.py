@@ -22,7 +22,7 @@ import json
 from functools import cache as memoised
 from pathlib import Path
 
-from probelab import cache
+from probelab import bounded, cache
 
 PACKAGE = "probelab"
 
@@ -98,7 +98,7 @@ def _imported(source: bytes, package: str, type_checking: bool) -> frozenset[str
     key = cache.cache_key(source=hashlib.sha256(source).hexdigest(), package=package,
                           type_checking=type_checking, parser=_PARSER)
     with contextlib.suppress(ValueError):
-        kept = json.loads(cache.lookup("imports", key) or b"null")
+        kept = bounded.loads(cache.lookup("imports", key) or b"null")
         if isinstance(kept, list) and all(isinstance(name, str) for name in kept):
             return frozenset(kept)
     found = _parsed(source, package, type_checking)

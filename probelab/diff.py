@@ -14,6 +14,7 @@ import numpy as np
 import xarray as xr
 
 from probelab import dataset
+from probelab.check import Standing, standing
 from probelab.errors import UsageError
 from probelab.paths import shown
 from probelab.probe import get_probe
@@ -26,11 +27,13 @@ MAX_INDEX_DECIMAL = 256  # index-like dimension coordinates shorter than this pr
 
 @dataclass
 class Side:
-    """One argument of the diff: a dataset, and the kernel asked for (None: by name)."""
+    """One argument of the diff: a dataset, the kernel asked for (None: by name), and how
+    the dataset stands by check's reading (a TAMPERED or unpinned side is named)."""
 
     path: Path
     kernel: str | None
     ds: xr.Dataset = field(repr=False)
+    standing: Standing = field(default_factory=lambda: Standing(None))
 
     @property
     def provenance(self) -> Provenance:
@@ -46,7 +49,7 @@ class Side:
                 "target": prov.get("target"), "toolchain": toolchain_name(prov),
                 "utc": prov.get("utc"),
                 "git_head": prov.get("git_head"), "kernels": self.kernels,
-                "simulated": dataset.simulated(prov)}
+                "simulated": dataset.simulated(prov), "integrity": self.standing.words()}
 
 
 @dataclass
@@ -79,11 +82,10 @@ def parse_spec(text: str) -> tuple[Path, str | None]:
 
 
 def load_side(text: str) -> Side:
+    """A side read as check reads a dataset: once, bounded, its integrity judged."""
     path, kernel = parse_spec(text)
-    ds = dataset.load(path)
-    if "kernel" not in ds.coords:
-        raise UsageError(f"{path} has no kernel axis")
-    side = Side(path, kernel, ds)
+    read = dataset.read_summarised(path)
+    side = Side(path, kernel, read.open(), standing(read))
     if kernel is not None and kernel not in side.kernels:
         raise UsageError(f"{path} has no kernel {kernel!r} (it has {', '.join(side.kernels)})")
     return side
@@ -180,6 +182,7 @@ def diff(a_spec: str, b_spec: str) -> tuple[dict[str, Any], Side, Side, list[Pai
                else None)
     doc = {"probe": a.provenance["probe"], "grid_sha256": dataset.grid_sha256(a.ds),
            **sides, "any_simulated": any(s["simulated"] for s in sides.values()),
+           "broken": [n for n, s in (("A", a), ("B", b)) if s.standing.words()],
            "identical": all(r.identical for r in results),
            "pairs": [r.to_dict() for r in results],
            "not_compared": {"observables": missing,
@@ -238,6 +241,9 @@ def render(doc: dict[str, Any], ds: xr.Dataset | None = None) -> str:
     simulated = [n for n, s in (("A", a), ("B", b)) if s["simulated"]]
     lines.append("  SIMULATED: " + " and ".join(simulated) + " — a simulated side is a model, "
                  "never evidence" if simulated else "  neither side is simulated")
+    for name in doc["broken"]:
+        lines.append(f"  {name} is {doc[name.lower()]['integrity']}: this diff is not "
+                     "between the archive's measurements")
     for p in doc["pairs"]:
         share = 100 * p["differing"] / p["cells"] if p["cells"] else 0.0
         lines.append(f"{p['a_kernel']} (A) vs {p['b_kernel']} (B): {p['differing']:,} / "

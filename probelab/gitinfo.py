@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from probelab import bounded
 from probelab.errors import UsageError
 from probelab.paths import lab_root
 
@@ -241,13 +242,24 @@ class Unread(Exception):
     """git could not answer (a commit it lacks, no history): never kept as an answer."""
 
 
-def kept(kind: str, compute: Callable[..., Any], *args: Any, module: str) -> Any:
+def texts(value: object) -> bool:
+    """A JSON list of strings (a form for `kept`)."""
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def text_map(value: object) -> bool:
+    """A JSON object of strings (a form for `kept`)."""
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+
+
+def kept(kind: str, compute: Callable[..., Any], *args: Any, module: str,
+         form: Callable[[Any], bool]) -> Any:
     """`compute(*args)`, a JSON value that follows from the full commit ids among `args`
     alone (a commit id names its content and history for good), kept on disk under the
     arguments and the code of `module` (the caller's, with what it imports: probelab.cache,
     probelab.depends), so a run that already asked git reads the answer. Asked afresh where
-    no argument is a full commit id or one is not, and never kept where `compute` raised
-    Unread."""
+    no argument is a full commit id or one is not, or the value kept is not of the `form`
+    `compute` gives, and never kept where `compute` raised Unread."""
     from probelab import cache, depends
 
     commits = [a for a in args if isinstance(a, str) and len(a) == 40]
@@ -255,8 +267,9 @@ def kept(kind: str, compute: Callable[..., Any], *args: Any, module: str) -> Any
         return compute(*args)
     key = cache.cache_key(kind=kind, args=args, code=depends.digest(module))
     if (raw := cache.lookup("git", key)) is not None:
-        with contextlib.suppress(ValueError):
-            return json.loads(raw)
+        with contextlib.suppress(ValueError):  # not JSON, or nested too deep: asked afresh
+            if form(value := bounded.loads(raw)):
+                return value
     value = compute(*args)
     cache.store("git", key, json.dumps(value).encode())
     return value

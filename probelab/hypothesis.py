@@ -30,9 +30,7 @@ import fnmatch
 import functools
 import hashlib
 import json
-import os
 import re
-import stat
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -43,6 +41,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xarray as xr
 
+from probelab import bounded
 from probelab.blocks import blocks
 from probelab.errors import UsageError
 from probelab.expr import ExprError, Program, compile_program
@@ -229,13 +228,11 @@ def read_capped(path: Path) -> bytes | None:
     more is read, whatever its size says). A device, FIFO or folder is a UsageError: only a
     regular file is a hypothesis (a link to /dev/zero must not exhaust memory)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise UsageError(f"{path} is not a regular file")
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
-    return raw if len(raw) <= MAX_FILE_BYTES else None
+        return bounded.read_regular(path, MAX_FILE_BYTES)
+    except bounded.TooLarge:
+        return None
+    except bounded.Unreadable as exc:
+        raise UsageError(str(exc)) from None
 
 
 def load_hypothesis(path: Path) -> Hypothesis:
@@ -549,8 +546,13 @@ class Evaluations:
             grid, _ = self.grid(probe)
             return json.dumps([grid_sha256(grid), GridPrint.of(grid).to_list()]).encode()
 
-        grid_hash, raw = json.loads(self.cached("grids", key, made))
-        self._printed[probe.id] = GridPrint.from_list(raw), grid_hash
+        try:
+            grid_hash, raw = bounded.loads(self.cached("grids", key, made))
+            printed = GridPrint.from_list(raw)
+        except (ValueError, TypeError):  # not what this code writes: made again, never trusted
+            grid_hash, raw = bounded.loads(self.cached("grids", key, made, fresh=True))
+            printed = GridPrint.from_list(raw)
+        self._printed[probe.id] = printed, grid_hash
         return self._printed[probe.id]
 
     def probe_digest(self, h: Hypothesis, probe: "Probe") -> tuple[str, str]:
@@ -599,13 +601,15 @@ class Evaluations:
             return False
         return True
 
-    def cached(self, kind: str, key: str, build: Callable[[], bytes]) -> bytes:
+    def cached(self, kind: str, key: str, build: Callable[[], bytes],
+               fresh: bool = False) -> bytes:
         """An answer of this run (tables' hashes, scores: small), else the on-disk cache's
-        (probelab.cache), else `build`'s, kept in both."""
+        (probelab.cache), else `build`'s, kept in both. `fresh` builds it anew (an answer
+        kept that does not read as this code writes it)."""
         from probelab.cache import cached_bytes
 
-        if (kind, key) not in self._memo:
-            self._memo[kind, key] = cached_bytes(kind, key, build)[0]
+        if fresh or (kind, key) not in self._memo:
+            self._memo[kind, key] = cached_bytes(kind, key, build, fresh)[0]
         return self._memo[kind, key]
 
 

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from probelab import chain
+from probelab import bounded, chain
 from probelab.errors import CannotWrite
 from probelab.paths import data_dir, relative
 from probelab.records import Provenance, toolchain_label, toolchain_name
@@ -37,11 +37,13 @@ def manifest_path() -> Path:
 
 
 def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
+    """The sha256 of a dataset file's bytes, read as a dataset is (bounded, a regular file:
+    OSError otherwise, as a file that cannot be read)."""
+    try:
+        return hashlib.sha256(bounded.read_regular(path, bounded.MAX_DATASET_FILE_BYTES)
+                              ).hexdigest()
+    except bounded.Unreadable as exc:
+        raise OSError(str(exc)) from None
 
 
 def read() -> list[dict[str, Any]]:

@@ -2,8 +2,11 @@
 blindness gate before any data is taken, and saving it with the provenance every dataset
 records (pinned in the manifest when it joins the archive)."""
 
+import os
 import platform
+import secrets
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -57,9 +60,20 @@ def check_root(root: Path, simulated: bool) -> None:
                          "itself (data/PROBE/TARGET/), or outside the archive")
 
 
+def run_facts(started: float) -> dict[str, object]:
+    """What sets this run apart from any other, even one of the same code on the same
+    device giving the same values (a deterministic unit repeats itself bit for bit): a
+    random nonce drawn for it, the measuring process, and its wall time from `started`
+    (time.time()). A copy of a dataset keeps them; an honest replication cannot."""
+    return {"nonce": secrets.token_hex(16), "pid": os.getpid(),
+            "started_utc": datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
+            "seconds": round(time.time() - started, 3)}
+
+
 def save_sweep(probe: Probe, ds: xr.Dataset, prov: Provenance, root: Path, step: Step,
-               command: list[str] | None) -> SweepResult:
-    """Add what every dataset records about where and when it was made, and save it."""
+               command: list[str] | None, started: float) -> SweepResult:
+    """Add what every dataset records about where and when it was made (the run that made
+    it, begun at `started`), and save it."""
     head, dirty = gitinfo.head()
     now = datetime.now(UTC)
     prov = {
@@ -77,6 +91,7 @@ def save_sweep(probe: Probe, ds: xr.Dataset, prov: Provenance, root: Path, step:
         "retired": dict(getattr(probe, "retired", {})),
         "plots": sorted(probe.plots),
         "command": command or sys.argv,
+        "run": run_facts(started),
         "host": {"python": platform.python_version(), "numpy": np.__version__,
                  "xarray": xr.__version__},
     } | prov

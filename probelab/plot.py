@@ -12,6 +12,7 @@ from probelab.errors import IntegrityError, UsageError
 from probelab.probe import Probe, get_probe
 
 if TYPE_CHECKING:
+    from probelab.check import Standing
     from probelab.records import Verdict
 
 
@@ -26,23 +27,29 @@ def plot_kinds(ds: xr.Dataset, probe: Probe) -> dict[str, Callable[..., dict]]:
 
 
 def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scoring: str,
-         out_dir: Path | None) -> list[Path]:
-    ds = dataset.load(dataset_path)
-    probe = get_probe(dataset.provenance(ds)["probe"])
-    if prereg is None:
-        return _draw(ds, probe, dataset_path, kinds, scoring, out_dir, None)
-    from probelab.check import check
+         out_dir: Path | None, tampered: bool = False) -> list[Path]:
+    """Draw the dataset's figures. The dataset is read as `check` reads it: one that is not
+    what its sweep saved into the archive is refused (IntegrityError) unless `tampered`,
+    and then every figure is marked TAMPERED; a measurement outside the archive is drawn,
+    every figure marked UNPINNED."""
+    from probelab.check import check, standing
 
-    # the figure says what the check says; it is mostly git's time (its processes, the
+    read = dataset.read_summarised(dataset_path)
+    probe = get_probe(read.prov["probe"])
+    # judging the dataset (and checking the claim) is mostly git's time (its processes, the
     # history), so it runs while the figures' code is imported and the prediction made
-    with ThreadPoolExecutor(1, thread_name_prefix="probelab-check") as checking:
-        checked = checking.submit(check, prereg, dataset_path)
-        return _draw(ds, probe, dataset_path, kinds, scoring, out_dir, (prereg, checked))
+    with ThreadPoolExecutor(2, thread_name_prefix="probelab-check") as checking:
+        judged = checking.submit(standing, read)
+        checked = None if prereg is None else (prereg, checking.submit(check, prereg,
+                                                                       dataset_path))
+        return _draw(read.open().load(), probe, dataset_path, kinds, scoring, out_dir,
+                     checked, judged, tampered)
 
 
 def _draw(ds: xr.Dataset, probe: Probe, dataset_path: Path, kinds: list[str] | None,
           scoring: str, out_dir: Path | None,
-          prereg_checked: "tuple[Path, Future[Verdict]] | None") -> list[Path]:
+          prereg_checked: "tuple[Path, Future[Verdict]] | None",
+          judged: "Future[Standing]", tampered: bool) -> list[Path]:
     from probelab.drawing import save_output, saving_behind
 
     plots = plot_kinds(ds, probe)
@@ -78,6 +85,11 @@ def _draw(ds: xr.Dataset, probe: Probe, dataset_path: Path, kinds: list[str] | N
         offered = f"it has {', '.join(sorted(plots))}, which need --prereg" if plots else \
             "it has none"
         raise UsageError(f"{probe.id} offers no plot for {dataset_path} ({offered})")
+    stands = judged.result()
+    if stands.problem and not tampered:
+        raise IntegrityError(f"{dataset_path} is TAMPERED ({stands.problem}): no figure is "
+                             "drawn of it (--tampered draws it, every figure marked so)")
+    mark = stands.words()
     folder = out_dir or dataset_path.parent / "figures"
     written: list[Path] = []
     with saving_behind():  # each figure encoded and written while the next is drawn
@@ -88,6 +100,9 @@ def _draw(ds: xr.Dataset, probe: Probe, dataset_path: Path, kinds: list[str] | N
             extra = {"about": about} if about is not None else {}  # a lane map's numbering
             for name, figure in plots[kind](ds, tables=tables, scoring=scoring,
                                             **extra).items():
+                if mark:  # on the figure itself: a file shown alone still says it
+                    figure.text(0.5, 0.999, mark, ha="center", va="top", fontsize=9,
+                                fontweight="bold", color="#b00000")
                 stem = folder / f"{dataset_path.stem}.{kind}{suffix}.{name}"
                 written += save_output(figure, stem)
     return written

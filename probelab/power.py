@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from probelab import targets
+from probelab import bounded, targets
 from probelab.errors import IntegrityError, LabError
 from probelab.hypothesis import Hypothesis, evaluate_claim, load_hypothesis
 from probelab.paths import lab_root
@@ -190,6 +190,25 @@ def blind_names(probe: Probe, grid: xr.Dataset, target: str) -> tuple[list[list[
         seals=[h.sha256 for h in hypotheses], code=depends.digest(__name__),
         declared=[dict(probe.observables), list(probe.targets),
                   dict(getattr(probe, "excluded", {})), dict(getattr(probe, "retired", {}))])
-    payload, hit = cached_bytes("blindness", key, lambda: json.dumps(
-        [[p.a, p.b] for p in blind_pairs(probe, grid, target, hypotheses)]).encode())
-    return json.loads(payload), hit
+    def build() -> bytes:
+        return json.dumps([[p.a, p.b] for p in blind_pairs(probe, grid, target, hypotheses)]
+                          ).encode()
+
+    payload, hit = cached_bytes("blindness", key, build)
+    if (pairs := _pairs(payload)) is None:  # not what this code writes: made again
+        payload, hit = cached_bytes("blindness", key, build, fresh=True)
+        pairs = _pairs(payload)
+    assert pairs is not None
+    return pairs, hit
+
+
+def _pairs(payload: bytes) -> list[list[str]] | None:
+    """The blind pairs as `blindness` keeps them, or None where the payload is not that."""
+    try:
+        pairs = bounded.loads(payload)
+    except ValueError:
+        return None
+    ok = isinstance(pairs, list) and all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+        for p in pairs)
+    return pairs if ok else None

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from probelab import bounded
 from probelab.check import check, render_json, verdict_words
 from probelab.errors import LabError, UsageError
 from probelab.paths import lab_root, shown
@@ -35,7 +36,8 @@ def verdict_files(paths: list[Path]) -> tuple[list[Path], list[Path]]:
     files, bare = [], []
     for path in paths:
         if not path.is_file():
-            raise UsageError(f"no such file: {path}")
+            raise UsageError(f"no such file: {path}" if not path.exists() else
+                             f"{path} is not a regular file")
         if path.suffix not in (".nc", ".json"):
             raise UsageError(f"{path} is neither a dataset (.nc) nor a verdict (.verdict.json)")
         found = sorted(path.parent.glob(f"{path.stem}.*.verdict.json")) \
@@ -50,10 +52,10 @@ def verdict_files(paths: list[Path]) -> tuple[list[Path], list[Path]]:
 
 def recheck(path: Path) -> Rechecked:
     try:
-        recorded = json.loads(path.read_text())
+        recorded = bounded.loads(bounded.read_regular(path, bounded.MAX_VERDICT_BYTES))
         hypothesis = lab_root() / str(recorded["hypothesis"]["path"])
         data = lab_root() / str(recorded["dataset"]["path"])
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except ValueError as exc:  # unreadable, not JSON, nested too deep
         raise UsageError(f"cannot read verdict {path}: {exc}") from exc
     except (KeyError, TypeError) as exc:
         raise UsageError(f"{path} is not a probelab verdict (no {exc})") from exc

@@ -159,7 +159,7 @@ def _from_folder(src: Path, rel: str, dest: Path, budget: _Budget, limit: int) -
             raise UsageError(f"{src}: {rel} is reached through a link ({here}); an import "
                              "takes plain files (nothing imported)")
     try:
-        fd = os.open(src / rel, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(src / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO: no wait
     except OSError as exc:
         raise UsageError(f"{src}: {rel} cannot be read as a plain file ({exc.strerror}; "
                          "nothing imported)") from exc

@@ -15,6 +15,7 @@ target cannot build is data too (builds = 0, with the compiler's first diagnosti
 
 import hashlib
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -81,10 +82,11 @@ def _vendor(probe, target: str | None) -> Vendor:
 
 def run_static_sweep(probe, target: str | None, *, toolchain: str | None = None,
                      out_root: Path | None = None, step: Step = lambda _: None,
-                     command: list[str] | None = None, allow_blind: bool = False
-                     ) -> SweepResult:
+                     command: list[str] | None = None, allow_blind: bool = False,
+                     started: float | None = None) -> SweepResult:
     """One dataset of `probe` for `target` built by the toolchain named `toolchain` (None:
-    the default; "all" is for `run_static_sweeps`)."""
+    the default; "all" is for `run_static_sweeps`), its run begun at `started` (now)."""
+    started = time.time() if started is None else started
     vendor = _vendor(probe, target)
     tools = vendor.tools()
     if toolchain == tools.ALL:
@@ -123,7 +125,7 @@ def run_static_sweep(probe, target: str | None, *, toolchain: str | None = None,
         "simulated": False,
         "blind_pairs": blind,
     }
-    return save_sweep(probe, ds, prov, root, step, command)
+    return save_sweep(probe, ds, prov, root, step, command, started)
 
 
 def _case(grid: xr.Dataset, i: int) -> dict[str, int]:

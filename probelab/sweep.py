@@ -7,6 +7,7 @@ probelab.measurement.
 """
 
 import hashlib
+import time
 from pathlib import Path
 
 import numpy as np
@@ -63,13 +64,14 @@ def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | N
     """Sweep `probe_id` on `backend_name` (default cuda), `repeats` times (default 3), each
     launch within `timeout_s` (default DEFAULT_TIMEOUT_S). A static probe is measured on the
     toolchain: a backend, repeats or a timeout given for one are refused."""
+    started = time.time()
     probe = get_probe(probe_id)
     if getattr(probe, "static", False):
         from probelab.static import refuse_device_options, run_static_sweep
 
         refuse_device_options(probe, backend=backend_name, repeats=repeats, timeout=timeout_s)
         return run_static_sweep(probe, target, out_root=out_root, step=step, command=command,
-                                allow_blind=allow_blind)
+                                allow_blind=allow_blind, started=started)
     repeats = 3 if repeats is None else repeats
     if repeats < 2:
         raise UsageError("--repeats must be at least 2: repeats alternate the output poison, "
@@ -106,7 +108,7 @@ def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | N
         "simulated": backend.simulated,
         "blind_pairs": blind,  # rival pairs this stimulus could not separate (--allow-blind)
     }
-    return save_sweep(probe, ds, prov, root, step, command)
+    return save_sweep(probe, ds, prov, root, step, command, started)
 
 
 def _backend(probe: Probe, name: str | None, target: str | None,

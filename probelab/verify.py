@@ -9,7 +9,6 @@ data no longer reproduce, and one that does not count or that no check accounts 
 """
 
 import itertools
-import json
 import multiprocessing
 import os
 from collections.abc import Callable
@@ -17,14 +16,13 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from probelab import codetree, gitinfo, manifest, retirement, written
+from probelab import bounded, codetree, gitinfo, manifest, retirement, written
 from probelab.check import measuring_code
 from probelab.errors import HistoryError, IntegrityError
 from probelab.paths import data_dir, lab_root
 from probelab.prereg import Record
 from probelab.verify_unit import Unit, plan, run_unit
 
-MAX_VERDICT_BYTES = 4 << 20  # a verdict file lists at most a few mismatches per kernel
 EXPECTED_SUFFIXES = (".nc", ".verdict.json", ".png", ".svg", ".md")
 VERDICT = ".verdict.json"
 
@@ -162,10 +160,9 @@ def _resting(path: Path, entry: dict[str, Any], result: dict[str, Any]) -> set[s
 def _recorded_verdict(file: Path) -> str:
     """The verdict a recorded verdict file states, read bounded ("unreadable" otherwise)."""
     try:
-        with open(file, "rb") as handle:
-            doc = json.loads(handle.read(MAX_VERDICT_BYTES + 1)[:MAX_VERDICT_BYTES])
+        doc = bounded.loads(bounded.read_regular(file, bounded.MAX_VERDICT_BYTES))
         return str(doc["verdict"]) if isinstance(doc, dict) else "unreadable"
-    except (OSError, ValueError, KeyError):
+    except (ValueError, KeyError):  # Unreadable is a ValueError
         return "unreadable"
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from probelab import dataset
+from probelab import bounded, dataset
 from probelab.check import (
     CONFIRMED,
     REFUTED,
@@ -98,9 +98,47 @@ def run_unit(unit: Unit, record: Record, pins: list[dict[str, Any]] | None, writ
         except LabError as exc:  # history: said for the whole archive
             judged[name] = f"{exc}"
     _prescore(judged, record)
-    return {"seals": [seal_row(entry, record) for entry in entries],
-            "datasets": {name: _verify_dataset(name, j, record, write)
-                         for name, j in judged.items()}}
+    datasets = {name: _verify_dataset(name, j, record, write) for name, j in judged.items()}
+    for name, (kind, said) in _twins(judged).items():
+        datasets[name][kind].append(said)
+    return {"seals": [seal_row(entry, record) for entry in entries], "datasets": datasets}
+
+
+def _twins(judged: dict[str, Judged | str]) -> dict[str, tuple[str, str]]:
+    """{dataset: ("problems" | "notes", what is said)} for measurements that repeat another
+    of the unit: the same target, values and code objects. A run's nonce sets an honest
+    replication apart (a deterministic unit repeats its values bit for bit); one that shares
+    its nonce is a copy (a problem); without nonces nothing tells them apart (a note: data
+    measured before datasets recorded their run)."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for name, j in sorted(judged.items()):
+        if isinstance(j, Judged) and not j.problem and not dataset.simulated(j.prov):
+            code = json.dumps({k: r.get("code_object_sha256") for k, r in
+                               j.prov.get("kernels", {}).items() if isinstance(r, dict)},
+                              sort_keys=True)
+            groups.setdefault((str(j.prov.get("target")), j.summary.values, code),
+                              []).append(name)
+    said: dict[str, tuple[str, str]] = {}
+    for first, *rest in groups.values():
+        seen = {_nonce(judged[first]): first}
+        for name in rest:
+            nonce = _nonce(judged[name])
+            if nonce is not None and nonce in seen:
+                said[name] = ("problems", f"{name}: the same values, code objects and run "
+                              f"nonce as {seen[nonce]}: a copy, not a replication")
+            elif nonce is None or None in seen:
+                said[name] = ("notes", f"{name}: the same values and code objects as {first}, "
+                              "and no run nonce to tell the runs apart (measured before "
+                              "datasets recorded their run): a replication only as the "
+                              "archive's history says")
+            seen.setdefault(nonce, name)
+    return said
+
+
+def _nonce(judged: Judged | str) -> str | None:
+    run = judged.prov.get("run") if isinstance(judged, Judged) else None
+    nonce = run.get("nonce") if isinstance(run, dict) else None
+    return nonce if isinstance(nonce, str) and nonce else None
 
 
 def _scorable(judged: dict[str, Judged | str]) -> list[Judged]:
@@ -220,8 +258,8 @@ def _recorded(path: Path, doc: dict[str, Any]) -> tuple[str, Any]:
     if not path.exists():
         return "missing", None
     try:
-        old = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        old = bounded.loads(bounded.read_regular(path, bounded.MAX_VERDICT_BYTES))
+    except ValueError:  # unreadable, not JSON, nested too deep
         return "unreadable", None
     same = old == json.loads(render_json(doc))
     return "same" if same else "differs", old.get("verdict") if isinstance(old, dict) else None

@@ -7,11 +7,10 @@ commit, each parent's pins are among the commit's own. Both are read from the ob
 themselves, so no attribute (`-diff`, a merge driver) can hide a change.
 """
 
-import json
 from pathlib import Path
 from typing import NamedTuple
 
-from probelab import gitinfo
+from probelab import bounded, gitinfo
 from probelab.manifest import manifest_path
 from probelab.paths import relative
 
@@ -106,7 +105,7 @@ def rewritten_all(paths: list[Path]) -> dict[Path, list[str]]:
         own = full.get(rel, [])
         try:
             followed = [Change(*c) for c in gitinfo.kept(
-                "followed", _followed, head, rel, module=__name__)] \
+                "followed", _followed, head, rel, module=__name__, form=_changes_form)] \
                 if _may_be_renamed(own, deleting) else []
         except gitinfo.Unread:
             found[path] = []  # as for a checkout without history
@@ -114,6 +113,14 @@ def rewritten_all(paths: list[Path]) -> dict[Path, list[str]]:
         found[path] = _problems(_versions(own, follow=False),
                                 _versions(followed, follow=True), rel in edited)
     return found
+
+
+def _changes_form(value: object) -> bool:
+    """Whether a JSON value is a list of Changes as JSON keeps them (tuples as lists)."""
+    return isinstance(value, list) and all(
+        isinstance(c, list) and len(c) == len(Change._fields)
+        and all(isinstance(c[i], str) for i in (0, 1, 3, 4))
+        and gitinfo.texts(c[2]) and gitinfo.texts(c[5]) for c in value)
 
 
 def _followed(head: str, rel: str) -> list[Change]:
@@ -197,7 +204,7 @@ def pins_in(text: str) -> set[tuple[str, str, str]]:
     """(path, content hash, file hash) of every pin in a manifest's text."""
     found = set()
     for line in text.splitlines():
-        entry = json.loads(line)
+        entry = bounded.loads(line, 3)
         found.add((entry["path"], entry["content_sha256"], entry["file_sha256"]))
     return found
 
@@ -222,8 +229,8 @@ def manifest_problems() -> list[str]:
         return []  # no history to read: the chain alone vouches
     for commit, parents in steps:
         try:
-            now = pins_in(manifest_path().read_text()) if not commit else \
-                _pins_at(blobs[f"{commit}:{rel}"])
+            now = _pins_at(bounded.read_regular(manifest_path(), bounded.MAX_CHAIN_BYTES)
+                           if not commit else blobs[f"{commit}:{rel}"])
             lost = sum(len(_pins_at(blobs[f"{parent}:{rel}"]) - now) for parent in parents)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             problems.append(f"manifest: unreadable at {commit[:12] or 'the working tree'} "

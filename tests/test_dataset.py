@@ -269,7 +269,7 @@ def test_non_netcdf_file_is_a_usage_error(tmp_path: Path, content: bytes, why: s
 def test_missing_file_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no such dataset"):
         dataset.load(tmp_path / "nope.nc")
-    with pytest.raises(UsageError, match="is not a file"):
+    with pytest.raises(UsageError, match=r"is not a regular file \(a folder\)"):
         dataset.load(tmp_path)
 
 

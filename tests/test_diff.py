@@ -52,6 +52,15 @@ def in_lab(lab: Path, monkeypatch: pytest.MonkeyPatch):
     catalog.cache_clear()
 
 
+@pytest.fixture
+def archive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The repository as the lab, for a diff with the measured H200 dataset: a measurement
+    is read as check reads it, so it must be the archive's own (outside its lab's archive it
+    is UNPINNED, exit 3). The simulated side may sit anywhere."""
+    monkeypatch.setenv("PROBELAB_ROOT", str(ROOT))
+    catalog.cache_clear()
+
+
 @pytest.fixture(scope="module")
 def sims(lab: Path):
     """{target: path} of simulated sweeps in the lab's sim-data/, one folder per sweep:
@@ -84,7 +93,7 @@ def sign_nibble_cells(ds) -> np.ndarray:
 
 
 @needs_h200
-def test_h200_prmt_vs_hip_byte_perm_differs_exactly_on_sign_nibbles(sims):
+def test_h200_prmt_vs_hip_byte_perm_differs_exactly_on_sign_nibbles(sims, archive):
     gfx = sims["gfx1201"]
     result = invoke(f"{H200}:prmt", f"{gfx}:byte_perm", "--json")
     assert result.exit_code == 1, result.stderr
@@ -106,7 +115,7 @@ def test_h200_prmt_vs_hip_byte_perm_differs_exactly_on_sign_nibbles(sims):
 
 
 @needs_h200
-def test_h200_byte_perm_vs_hip_byte_perm_is_identical(sims):
+def test_h200_byte_perm_vs_hip_byte_perm_is_identical(sims, archive):
     result = invoke(H200, sims["gfx1201"])  # no kernels: byte_perm is the one both have
     assert result.exit_code == 1, result.stderr  # identical, but against a model: not 0
     assert "byte_perm (A) vs byte_perm (B): 0 / 1,048,576 cells differ" in result.stdout
@@ -226,7 +235,7 @@ def test_parse_spec(tmp_path):
 
 
 @needs_h200
-def test_only_identical_measurements_exit_0():
+def test_only_identical_measurements_exit_0(archive):
     result = invoke(H200, H200)
     assert result.exit_code == 0, result.stderr
     assert "neither side is simulated" in result.stdout and "not compared" not in result.stdout

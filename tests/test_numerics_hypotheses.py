@@ -73,14 +73,38 @@ def test_expressions_read_the_model_like_a_coordinate(tmp_path: Path) -> None:
     ('family = "fused-dot"\nfraction_bits = "25"', "is not a value fused-dot takes"),
     ('family = "fused-dot"\nwindow = "min"', "takes"),
     ('family = "fused-dot"\nalign = "min"', "not a fused-dot model"),
-    ('family = "fused-dot"\nresult_bits = -1', "not a fused-dot model"),
+    ('family = "fused-dot"\nresult_bits = -1', "result_bits = -1 is out of range"),
     ('family = "fused-dot"\nrounding = "sideways"', "not a fused-dot model"),
     ('family = "fma-chain"\norder = [0, true]', "is not a value fma-chain takes"),
+    # issue 34.6: 2**40 was a MemoryError at seal, 2**26 still sealing after 120 s
+    ('family = "fused-dot"\nfraction_bits = 1099511627776', "fraction_bits = 1099511627776 "
+     "is out of range"),
+    ('family = "fused-dot"\nfraction_bits = 67108864', "is out of range"),
+    ('family = "fused-dot"\ngroup = 67108864', "group = 67108864 is out of range"),
+    ('family = "fused-dot"\nresult_bits = 67108864', "is out of range"),
+    ('family = "fma-chain"\norder = [' + ", ".join(["0"] * 9000) + "]", "order = "),
 ])
 def test_a_model_the_lab_does_not_have_is_refused_at_load(tmp_path: Path, model: str,
                                                           why: str) -> None:
     with pytest.raises(UsageError, match=why):
         load_hypothesis(write(tmp_path, model))
+
+
+def test_a_models_bits_are_bounded_by_its_grids_formats_before_any_work(
+        tmp_path: Path) -> None:
+    """Within the load bound, a fraction or result width past what the grid's formats can
+    hold is refused before a case is evaluated (f16 x f16 + f32: 444 bits)."""
+    g = grid(alignment(Frame(16)))
+    for model in ("fraction_bits = 445", "result_bits = 8192"):
+        h = load_hypothesis(write(tmp_path, f'family = "fused-dot"\n{model}', name="w"))
+        with pytest.raises(UsageError, match=f"{model}: more than the 444 bits a sum over "
+                                             "f16 x f16 \\+ f32 can hold"):
+            predict(h, g, OBSERVABLES)
+    edge = load_hypothesis(write(tmp_path, 'family = "fused-dot"\nfraction_bits = 444',
+                                 name="e"))
+    exact = load_hypothesis(write(tmp_path, 'family = "fused-dot"', name="x"))
+    assert np.array_equal(predict(edge, g, OBSERVABLES)["literal"]["d_bits"],
+                          predict(exact, g, OBSERVABLES)["literal"]["d_bits"])
 
 
 def test_a_model_needs_raw_coordinates_and_a_grid_with_cases(tmp_path: Path) -> None:

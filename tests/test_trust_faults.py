@@ -40,32 +40,73 @@ def test_a_disk_that_fills_during_the_save_is_a_clean_error_not_a_crash(
 
 def test_sigterm_during_the_save_leaves_no_temp_file(toylab: ToyLab, monkeypatch) -> None:
     real = storage._write_all
+    seen: list[Path] = []
 
     def terminated_midway(path: Path, data: bytes) -> None:
+        if ".nc." not in path.name:  # a cache entry: only the dataset's write is stopped
+            return real(path, data)
         real(path, data[:100])
+        seen.extend(_files(toylab.root / storage.STAGING))  # the half-written temp file
         os.kill(os.getpid(), signal.SIGTERM)  # the CLI's handler raises Terminated here
         real(path, data)
 
     monkeypatch.setattr(storage, "_write_all", terminated_midway)
     result = invoke("sweep", "toy", "--backend", "sim")
+    assert [p.suffix for p in seen] == [".tmp"], seen  # the signal came inside the write
     assert result.exit_code == 143 and "interrupted; nothing was written" in result.stderr
     assert _files(toylab.root / "sim-data") == []
     assert _files(toylab.root / storage.STAGING) == []
     assert signal.getsignal(signal.SIGTERM) is not None  # the previous handler is back
 
 
+# A writer that stops inside a dataset's write: it writes part of the temp file, says where
+# on stdout, and waits for the test's signal there (a hook in the child, so the window the
+# signal must land in is seen from outside, not assumed).
+SLOW_WRITER = """
+import sys, time
+from probelab import storage
+real = storage._write_all
+def slow(path, data):
+    if ".nc." not in path.name:  # a cache entry, say: only a dataset's write is stopped
+        return real(path, data)
+    real(path, data[:10])
+    print("IN-WRITE", path, flush=True)
+    time.sleep(60)
+    real(path, data)
+storage._write_all = slow
+"""
+
+
+def _stopped_inside_the_write(lab: ToyLab, code: str, signum: int
+                              ) -> tuple[subprocess.CompletedProcess, Path]:
+    """Run `code` after SLOW_WRITER in a process of its own, send it `signum` once it is
+    inside a write, and return how it ended and the temp file it was writing."""
+    child = subprocess.Popen([sys.executable, "-c", SLOW_WRITER + code], cwd=lab.root,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = child.stdout.readline()
+        assert line.startswith("IN-WRITE "), (line, child.stderr.read())
+        tmp = Path(line.split(" ", 1)[1].strip())
+        assert tmp.parent == lab.root / storage.STAGING and tmp.suffix == ".tmp"
+        assert tmp.is_file() and tmp.read_bytes()  # half written, where the signal lands
+        child.send_signal(signum)
+        out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    return subprocess.CompletedProcess(child.args, child.returncode, out, err), tmp
+
+
 def test_sigkill_during_a_write_leaves_nothing_in_the_archive(toylab: ToyLab) -> None:
     """SIGKILL cannot be handled: the temp file lives in the lab's staging folder, never in
     data/, and the next write there removes what the dead process left."""
     target = toylab.data / "toy" / "sm_90" / "20261201T000000Z.nc"
-    code = (f"from pathlib import Path; import os, signal; from probelab import storage\n"
-            f"with storage.atomic_path(Path({str(target)!r}), exclusive=True) as tmp:\n"
-            f"    tmp.write_bytes(b'half'); os.kill(os.getpid(), signal.SIGKILL)\n")
-    run = subprocess.run([sys.executable, "-c", code], cwd=toylab.root)
+    code = (f"from pathlib import Path\n"
+            f"storage.atomic_write_bytes(Path({str(target)!r}), b'x' * 100, exclusive=True)\n")
+    run, tmp = _stopped_inside_the_write(toylab, code, signal.SIGKILL)
     assert run.returncode == -signal.SIGKILL
     assert _files(toylab.data) == []
-    (left,) = _files(toylab.root / storage.STAGING)
-    assert left.name.startswith(f".{target.name}.")
+    assert _files(toylab.root / storage.STAGING) == [tmp]  # what the dead process left
+    assert tmp.name.startswith(f".{target.name}.")
     storage.atomic_write_text(toylab.data / "other.txt", "x")
     assert _files(toylab.root / storage.STAGING) == []
 
@@ -107,19 +148,14 @@ def test_a_sim_data_folder_linked_into_data_is_refused(toylab: ToyLab) -> None:
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_real_process_stopped_mid_sweep_leaves_no_dataset_and_says_so(
         toylab: ToyLab, signum: int) -> None:
-    """A whole process, stopped by a signal while it works: nothing half-written anywhere."""
-    code = ("import os, signal, sys\n"
-            "from probelab import storage\n"
-            "real = storage._write_all\n"
-            "def stop(path, data):\n"
-            f"    real(path, data[:10]); os.kill(os.getpid(), {int(signum)}); real(path, data)\n"
-            "storage._write_all = stop\n"
-            "from probelab.cli import main\n"
+    """A whole process, stopped by a signal from outside while it writes its dataset (the
+    half-written temp file seen first): nothing half-written anywhere."""
+    code = ("from probelab.cli import main\n"
             "sys.argv = ['probelab', 'sweep', 'toy', '--backend', 'sim']\n"
             "main()\n")
-    run = subprocess.run([sys.executable, "-c", code], cwd=toylab.root, capture_output=True,
-                         text=True)
+    run, tmp = _stopped_inside_the_write(toylab, code, signum)
     assert run.returncode == 128 + signum, run.stderr
     assert "interrupted; nothing was written" in run.stderr
+    assert not tmp.exists()
     assert _files(toylab.root / "sim-data") == []
     assert _files(toylab.root / storage.STAGING) == []

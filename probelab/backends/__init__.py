@@ -10,6 +10,7 @@ device() -> DeviceInfo, describe() -> provenance
 import importlib
 import sys
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,11 @@ def wait_for(done: Callable[[], bool], timeout_s: float, what: str) -> None:
                                 "process exits, and nothing was written")
         time.sleep(pause)
         pause = min(0.01, pause * 2 or 1e-5)
+
+
+def device_uuid(raw: bytes) -> str:
+    """A device's 16-byte UUID as the usual text (8-4-4-4-12 hex digits)."""
+    return str(uuid.UUID(bytes=bytes(raw)[:16]))
 
 
 def device_status(open_device: Callable[[], DeviceInfo], describe: Callable[[DeviceInfo], str]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probelab.backends import DEFAULT_TIMEOUT_S, DeviceInfo, device_status
+from probelab.backends import DEFAULT_TIMEOUT_S, DeviceInfo, device_status, device_uuid
 from probelab.backends.guards import guarded_run
 from probelab.codeobject import CodeObject
 from probelab.errors import IntegrityError, Unavailable
@@ -126,9 +126,11 @@ class CudaBackend:
               for part in ("MAJOR", "MINOR")]
         (name,) = _check(drv.cuDeviceGetName(256, self._device), "cuDeviceGetName")
         (version,) = _check(drv.cuDriverGetVersion(), "cuDriverGetVersion")
+        (uuid,) = _check(drv.cuDeviceGetUuid(self._device), "cuDeviceGetUuid")
         details = {"cuda_driver_api": f"{version // 1000}.{version % 1000 // 10}",
                    "cuda_bindings": importlib.metadata.version("cuda-bindings"),
-                   "driver": _kernel_driver_version()}
+                   "driver": _kernel_driver_version(),
+                   "uuid": device_uuid(uuid.bytes)}  # which GPU: a copy names the same one
         return DeviceInfo(name.split(b"\0")[0].decode(), f"sm_{cc[0]}{cc[1]}", details)
 
     def compile(self, kernel: Kernel, target: str) -> CodeObject:

@@ -13,7 +13,7 @@ import ctypes
 import numpy as np
 
 from probelab import rocm
-from probelab.backends import DEFAULT_TIMEOUT_S, DeviceInfo, device_status
+from probelab.backends import DEFAULT_TIMEOUT_S, DeviceInfo, device_status, device_uuid
 from probelab.backends.guards import guarded_run
 from probelab.codeobject import CodeObject
 from probelab.errors import IntegrityError, Unavailable
@@ -39,6 +39,16 @@ def _properties(hip):
         props = hip.hipDeviceProp_t()
         rocm.check(hip.hipGetDeviceProperties(props, 0), "hipGetDeviceProperties")
     return props
+
+
+def _uuid(hip) -> str:
+    """Device 0's UUID (which GPU ran it), or why none could be read: HIP marks the call
+    beta, and a runtime without it must not stop a measurement."""
+    try:
+        (uuid,) = rocm.check(hip.hipDeviceGetUuid(0), "hipDeviceGetUuid")
+        return device_uuid(bytes(uuid.bytes))
+    except (RuntimeError, IntegrityError, AttributeError, TypeError, ValueError) as exc:
+        return f"unavailable ({type(exc).__name__})"
 
 
 class HipBackend:
@@ -70,7 +80,8 @@ class HipBackend:
                 raise rocm.no_rocm(exc) from exc
             target_id = rocm.text(props.gcnArchName)  # e.g. gfx942:sramecc+:xnack-
             details = {"target_id": target_id, "hip_runtime": rocm.version(runtime),
-                       "hip_driver": rocm.version(driver), "hip_python": rocm.hip_python_version()}
+                       "hip_driver": rocm.version(driver), "hip_python": rocm.hip_python_version(),
+                       "uuid": _uuid(hip)}
             self._info = DeviceInfo(rocm.text(props.name), target_id.split(":")[0], details)
         return self._info
 

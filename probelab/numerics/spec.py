@@ -11,12 +11,15 @@ import numpy as np
 
 from probelab.numerics.exact import NANS, Value, decode, encode
 from probelab.numerics.formats import FORMATS, Format
-from probelab.numerics.models import FmaChain, FusedDot
+from probelab.numerics.models import ZERO_EXPONENT, FmaChain, FusedDot
 
 FAMILIES = {"fused-dot": FusedDot, "fma-chain": FmaChain}
 GRID = ("a_bits", "b_bits", "c_bits")  # per case: A's and B's K patterns, C's pattern
 FORMAT_COORDS = ("a_format", "b_format", "d_format")  # C is read in D's format
 MAX_CASES = 1 << 20  # exact integer arithmetic per case: bounded work
+# What an integer parameter may be before any format is known: no format's terms span more
+# bits (f64's about 4,300), nor does a K-block hold more k than a grid has cases.
+MAX_PARAMETER = 1 << 13
 
 
 def _is_int(value: object) -> bool:
@@ -49,6 +52,10 @@ def model_of(spec: Mapping[str, object]) -> FusedDot | FmaChain:
     for name, value in spec.items():
         if not _TYPED.get(name, _is_text)(value):
             raise ValueError(f"[model] {name} = {value!r} is not a value {family} takes")
+        if (_is_int(value) and not 0 <= value <= MAX_PARAMETER) or \
+                (name == "order" and len(value) > MAX_PARAMETER):  # type: ignore[arg-type]
+            raise ValueError(f"[model] {name} = {value!s:.40} is out of range (an integer "
+                             f"from 0 to {MAX_PARAMETER:,}, a list of at most as many)")
     if "order" in spec:
         spec["order"] = tuple(spec["order"])
     try:
@@ -72,6 +79,11 @@ def predicted_bits(spec: Mapping[str, object], grid) -> np.ndarray:
     if unknown := [n for n in names if n not in FORMATS]:
         raise ValueError(f"[model] the grid names formats {unknown}; known: {sorted(FORMATS)}")
     fa, fb, fd = (FORMATS[n] for n in names)
+    for name in ("fraction_bits", "result_bits"):  # bounded by the formats, before any work
+        if (bits := getattr(model, name, None)) is not None and bits > span(fa, fb, fd):
+            raise ValueError(f"[model] {name} = {bits}: more than the {span(fa, fb, fd)} bits "
+                             f"a sum over {fa.name} x {fb.name} + {fd.name} can hold (set "
+                             "it to nothing, the whole sum, for an exact one)")
     a, b, c = (np.asarray(grid[n].values).astype(np.uint64) for n in GRID)
     if a.shape != b.shape or a.shape[:-1] != c.shape or c.size > MAX_CASES:
         raise ValueError(f"[model] a_bits {a.shape}, b_bits {b.shape} and c_bits {c.shape} "
@@ -82,6 +94,16 @@ def predicted_bits(spec: Mapping[str, object], grid) -> np.ndarray:
                   str(nan))
            for ra, rb, rc in zip(flat_a, flat_b, ic.reshape(-1).tolist(), strict=True)]
     return np.array(out, np.uint64).reshape(c.shape).view(np.int64)
+
+
+def span(fa: Format, fb: Format, fd: Format) -> int:
+    """How far below the largest term of a fused sum of fa x fb products and an fd value any
+    term's lowest bit can lie (a little over): truncating to more fraction bits keeps every
+    term whole, and no format keeps more bits of a result."""
+    top = max(fa.bias + fb.bias + 2, fd.bias + 1)
+    low = min(fa.emin - fa.fraction + fb.emin - fb.fraction, fd.emin - fd.fraction,
+              2 * ZERO_EXPONENT)
+    return top - low + 64
 
 
 def _decoded(fmt: Format, patterns: np.ndarray) -> tuple[list[Value], np.ndarray]:
