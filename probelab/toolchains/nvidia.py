@@ -11,11 +11,14 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from probelab.cache import cache_key, cached_bytes
 from probelab.codeobject import CodeObject
 from probelab.errors import Unavailable, UsageError
 from probelab.probe import Kernel
+from probelab.records import ToolRecord
+from probelab.toolchains import identity
 from probelab.vendors import VENDORS
 
 INSTALL_HINT = "pip install 'probelab[cuda]' (cuda-core, NVRTC and nvdisasm wheels)"
@@ -158,13 +161,20 @@ def disassemble(cubin: bytes) -> str:
     return out.stdout
 
 
-def describe(toolchain: Toolchain | None = None) -> dict[str, str]:
-    """The compiler and the disassembler, with its path and whether its release is NVRTC's."""
+def tools() -> dict[str, ToolRecord]:
+    """What NVRTC's library (the one loaded) and nvdisasm are (identity.identify)."""
+    nvrtc_version()  # loads the library
+    return identity.record({"nvrtc": identity.loaded("libnvrtc.so"), "nvdisasm": find_nvdisasm()})
+
+
+def describe(toolchain: Toolchain | None = None) -> dict[str, Any]:
+    """The compiler and the disassembler, with its path and whether its release is NVRTC's,
+    and what each of their files is."""
     tool = find_nvdisasm()
     matches = tool is not None and _release(str(tool)) == nvrtc_version()
     return {"name": f"nvrtc-{nvrtc_version()}", "compiler": f"NVRTC {nvrtc_version()}",
             "disassembler": f"{nvdisasm_version()} ({tool})",
-            "disassembler_matches_compiler": "yes" if matches else "no"}
+            "disassembler_matches_compiler": "yes" if matches else "no", "tools": tools()}
 
 
 def build(kernel: Kernel, target: str, fresh: bool = False,
