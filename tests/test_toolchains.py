@@ -474,3 +474,19 @@ def test_doctor_shows_each_tool_s_real_path_hash_and_package_in_full(monkeypatch
     assert all(detail in invoke("doctor").stdout for detail in details)
     monkeypatch.setenv("COLUMNS", "60")  # a narrow terminal folds a path, never cuts it
     assert "…" not in invoke("doctor").stdout
+
+
+def test_a_cached_object_is_never_handed_to_another_clang_at_the_same_path(llvm22, tmp_path,
+                                                                          monkeypatch):
+    # the same path, the same version line, other bytes (here: -O0): another compiler, whose
+    # objects are its own, not those the cache kept from the file that was there before
+    monkeypatch.setenv("PROBELAB_CACHE", str(tmp_path / "cache"))
+    (real,) = amdgpu.select("clang-22")
+    clang = script(tmp_path / "bin" / "clang", f'exec {llvm22}/clang "$@"')
+    tc = amdgpu.Toolchain("clang-22", real.version, real.major, clang, real.objdump, "LLVM")
+    source = 'extern "C" __attribute__((global)) void k(int* p) { p[0] = p[1] * 3 + p[2]; }'
+    first, _ = amdgpu.compile_object(source, "gfx942", toolchain=tc)
+    assert amdgpu.compile_object(source, "gfx942", toolchain=tc) == (first, True)
+    script(clang, f'exec {llvm22}/clang "$@" -O0')
+    other, hit = amdgpu.compile_object(source, "gfx942", toolchain=tc)
+    assert not hit and other != first

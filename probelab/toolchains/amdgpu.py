@@ -194,7 +194,10 @@ def compile_object(source: str, target: str, defines: dict[str, int] | None = No
     check_target(target, tc)
     flags = [*FLAGS, f"--offload-arch={target}",
              *(f"-D{k}={v}" for k, v in sorted((defines or {}).items()))]
-    key = cache_key(source=source, flags=flags, clang=tc.version, path=str(tc.path))
+    # keyed by clang's bytes too: another file at the same path, saying the same version,
+    # is another compiler, and must not be handed the first one's objects
+    key = cache_key(source=source, flags=flags, clang=tc.version, path=str(tc.path),
+                    clang_sha256=identity.identify(tc.path)["sha256"])
 
     def build() -> bytes:
         with tempfile.TemporaryDirectory() as tmp:
