@@ -54,7 +54,7 @@ def test_two_intact_builds_of_one_release_are_a_note_not_a_problem(toylab: ToyLa
     result = verify_archive()
     assert not result["problems"]
     (note,) = lines(result["notes"], rebuilt)
-    assert "one release, two builds" in note
+    assert "one release, built more than once" in note
 
 
 def test_a_tool_outside_its_package_or_edited_in_place_is_a_problem(toylab: ToyLab) -> None:

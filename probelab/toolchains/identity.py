@@ -105,8 +105,10 @@ def loaded(library: str) -> Path | None:
         maps = Path("/proc/self/maps").read_text()
     except OSError:
         return None
-    files = (line.split(maxsplit=5)[5] for line in maps.splitlines() if len(line.split()) > 5)
-    return next((Path(f) for f in files if Path(f).name.startswith(library)), None)
+    for fields in (line.split(maxsplit=5) for line in maps.splitlines()):
+        if len(fields) == 6 and Path(fields[5]).name.startswith(library):
+            return Path(fields[5])
+    return None
 
 
 def shown(tool: ToolRecord) -> str:
@@ -123,17 +125,19 @@ def shown(tool: ToolRecord) -> str:
 def _tools(described: object) -> dict[str, dict[str, Any]]:
     """A provenance toolchain record's tools, as read (none in a dataset from before them)."""
     tools = described.get("tools") if isinstance(described, dict) else None
-    return {str(k): v for k, v in tools.items() if isinstance(v, dict)} \
-        if isinstance(tools, dict) else {}
+    if not isinstance(tools, dict):
+        return {}
+    return {str(k): v for k, v in tools.items() if isinstance(v, dict)}
 
 
 def package_problems(described: object) -> list[str]:
     """Why a dataset's recorded tools do not back the toolchain it names: a tool whose bytes
     are not its package's, or that no package owns where dpkg could say (a wrapper, a copy,
     a local build: the toolchain's name is then only the tool's word for itself)."""
-    name = described.get("name", "its toolchain") if isinstance(described, dict) else ""
+    tools = _tools(described)
+    name = str(described.get("name") or "the toolchain") if tools else ""  # HIP's: no name
     out = []
-    for tool, rec in sorted(_tools(described).items()):
+    for tool, rec in sorted(tools.items()):
         if rec.get("package_ok") is not False:
             continue
         if rec.get("package"):
@@ -169,7 +173,8 @@ def conflicts(recorded: Mapping[str, object]) -> tuple[list[str], list[str]]:
             for sha, runs in sorted(hashes.items()))
         line = f"{name}{f' {release}' if release else ''}: its {tool} differs between datasets: "
         if all(rec.get("package_ok") is True for runs in hashes.values() for _, rec in runs):
-            notes.append(f"{line}{which} (each its package's own file: one release, two builds)")
+            notes.append(f"{line}{which} (each its package's own file: one release, built "
+                         "more than once)")
         else:
             problems.append(f"{line}{which}: one toolchain name, tools that are not the same")
     return problems, notes
