@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.table import Column, Table
 
 from probelab.errors import Exit, IntegrityError, KernelTimeout, LabError, Terminated, UsageError
 from probelab.limits import DEFAULT_TIMEOUT_S
@@ -186,9 +186,10 @@ def doctor(as_json: JsonOpt = False) -> None:
     if as_json:
         emit_json(report)
         return
-    table = Table("check", "status", "detail / fix")
+    # paths in full: a long one folds onto the next line, never cut short with "…"
+    table = Table("check", "status", Column("detail / fix", overflow="fold"))
     for row in report["checks"]:
-        status = "[green]ok[/]" if row["ok"] else "[yellow]missing[/]"
+        status = "[green]ok[/]" if row["ok"] else "[yellow]not ok[/]"
         table.add_row(safe(row["name"]), status, safe(row["detail"]))
     out.print(table)
 

@@ -3,6 +3,7 @@
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from probelab.disasm import Instruction
 
@@ -12,7 +13,7 @@ class CodeObject:
     target: str
     binary: bytes
     functions: Mapping[str, list[Instruction]]  # parsed disassembly per symbol
-    toolchain: Mapping[str, str]
+    toolchain: Mapping[str, Any]  # as a dataset records it (its tools: a dict)
     cache_hit: bool = False
 
     @property

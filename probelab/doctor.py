@@ -9,6 +9,8 @@ from typing import Any
 
 from probelab.errors import LabError, UsageError
 from probelab.paths import lab_root, ledger_path
+from probelab.records import ToolRecord
+from probelab.toolchains import identity
 
 PACKAGES = {
     "numpy": "core", "xarray": "core", "h5netcdf": "core", "h5py": "core", "typer": "core",
@@ -18,6 +20,7 @@ PACKAGES = {
     "nvidia-cuda-nvdisasm": "pip install 'probelab[cuda]' (or a CUDA toolkit's nvdisasm)",
     "hip-python": "pip install 'probelab[hip]' (needs ROCm on an AMD GPU machine)",
 }
+PIPELINE = ("llc", "llvm-mc")  # the LLVM tools pipeline probes run, beside clang's own
 
 
 def backend_presence() -> dict[str, dict[str, Any]]:
@@ -63,11 +66,13 @@ def _toolchains() -> list[dict[str, Any]]:
         rows.append(_check("nvdisasm", False, nvidia.INSTALL_HINT))
     else:
         try:
-            same = nvidia.describe()["disassembler_matches_compiler"] == "yes"
-        except LabError:  # no NVRTC to compare with: said in its own row
-            same = False
+            described = nvidia.describe()
+        except LabError:  # no NVRTC to compare with (said in its own row), nor its tools
+            described = {"disassembler_matches_compiler": "no", "name": "", "tools": {}}
+        same = described["disassembler_matches_compiler"] == "yes"
         rows.append(_check("nvdisasm", True, f"{tool} ({nvidia.nvdisasm_version()}; "
                            f"{'NVRTC' if same else 'NOT NVRTC'}'s release)"))
+        rows += _tool_rows(described["name"], described["tools"])
     from probelab.backends.ops_hip import rocm_rows
 
     rows += [_check(name, ok, detail) for name, ok, detail in rocm_rows()]
@@ -82,13 +87,19 @@ def _toolchains() -> list[dict[str, Any]]:
         known = amdgpu.supported_targets(tc)
         builds = ", ".join(t for t in lab if t in known)
         lacks = ", ".join(t for t in lab if t not in known) or "none"
-        tools = ", ".join(f"{t} {'ok' if tc.has(t) else 'MISSING'}"
-                          for t in ("llc", "llvm-mc"))
+        tools = ", ".join(f"{t} {'ok' if tc.has(t) else 'MISSING'}" for t in PIPELINE)
         rows.append(_check(f"AMDGPU toolchain {tc.name}", True,
                            f"{tc.version} ({tc.origin}) at {tc.path}"
                            f"{' (the default)' if n == 0 else ''}; builds {builds}; not "
                            f"{lacks}; {tools}"))
+        rows += _tool_rows(tc.name, tc.tools(t for t in PIPELINE if tc.has(t)))
     return rows
+
+
+def _tool_rows(toolchain: str, tools: dict[str, ToolRecord]) -> list[dict[str, Any]]:
+    """One row per tool: what its file is, in full (a tool outside its package: not ok)."""
+    return [_check(f"{toolchain} {name}", tool["package_ok"] is not False,
+                   identity.shown(tool)) for name, tool in tools.items()]
 
 
 def _history_check() -> dict[str, Any]:

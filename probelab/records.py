@@ -23,6 +23,16 @@ class KernelRecord(TypedDict, total=False):
     evidence: dict[str, Any] | str  # the gate's report, or why none applies (simulated)
 
 
+class ToolRecord(TypedDict):
+    """One tool a dataset was made with, as its file is (probelab.toolchains.identity)."""
+
+    path: str  # the real file, links resolved
+    sha256: str  # of its bytes
+    package: str | None  # "clang-22 1:22.1.8-1~deb12u1", "nvidia-cuda-nvrtc 13.5.37"
+    package_ok: bool | None  # its package's own bytes; False: edited, or from no package
+    # where dpkg could say; None: nothing here could say
+
+
 class Provenance(TypedDict, total=False):
     """A dataset's provenance, as `probelab.measurement.save_sweep` writes it."""
 
@@ -44,7 +54,7 @@ class Provenance(TypedDict, total=False):
     device: str
     target: str
     device_details: dict[str, str]
-    toolchain: dict[str, str]
+    toolchain: dict[str, Any]  # names and paths; "tools": {tool: ToolRecord} (older: none)
     kernels: dict[str, KernelRecord]
     static: bool
     repeats: int

@@ -105,7 +105,7 @@ def run_static_sweep(probe, target: str | None, *, toolchain: str | None = None,
             raise IntegrityError(f"case {first}: two runs of the pipeline differ; the "
                                  "toolchain is not deterministic")
         texts, source = probe.texts, probe.source
-        described = tools.describe(tc) | {t: str(tc.tool(t)) for t in probe.tools}
+        described = tools.describe(tc, probe.tools)  # the LLVM tools it ran, too
     else:
         built = _build_kernels(probe, grid, target, tools, tc, step)
         texts, source = KERNEL_TEXTS, probe.variant(_case(grid, 0)).source

@@ -21,6 +21,7 @@ from probelab.check import measuring_code
 from probelab.errors import HistoryError, IntegrityError
 from probelab.paths import data_dir, lab_root
 from probelab.prereg import Record
+from probelab.toolchains import identity
 from probelab.verify_unit import Unit, plan, run_unit
 
 EXPECTED_SUFFIXES = (".nc", ".verdict.json", ".png", ".svg", ".md")
@@ -101,6 +102,7 @@ def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
     problems[:0] = [f"seal {s['path']}: {p}" for s in result["seals"] for p in s["problems"]]
     per = {name: out for unit in done for name, out in unit["datasets"].items()}
     counted: dict[tuple, list[tuple]] = {}  # (probe, target, hypothesis) -> its verdicts
+    built_by: dict[str, Any] = {}  # dataset -> its provenance's toolchain record
     accounted: set[str] = set()
     for path in datasets:
         name = rel(path)
@@ -114,8 +116,12 @@ def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
         result["checks"] += out["checks"]
         for key, run in out["counted"]:
             counted.setdefault(tuple(key), []).append(tuple(run))
+        built_by[name] = out.get("toolchain")
         accounted |= set(out["accounted"])
     _flips(counted, result)
+    differ, rebuilt = identity.conflicts(built_by)
+    problems += differ
+    notes += rebuilt
     _successors_verdicts(result)
     result["toolchains"] = across_toolchains(counted)
     notes += [f"{row['probe']} {row['target']} × {row['hypothesis']} (version "

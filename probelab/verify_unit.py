@@ -41,6 +41,7 @@ from probelab.paths import lab_root
 from probelab.prereg import Record, seal_row
 from probelab.probe import get_probe
 from probelab.records import toolchain_name
+from probelab.toolchains import identity
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,7 @@ def _verify_dataset(name: str, judged: Judged | str, record: Record, write: bool
                     ) -> dict[str, Any]:
     """What verify says of one dataset against every sealed hypothesis of its probe."""
     out: dict[str, Any] = {"problems": [], "notes": [], "checks": [], "counted": [],
-                           "accounted": [], "file_sha256": None}
+                           "accounted": [], "file_sha256": None, "toolchain": None}
     problems, notes = out["problems"], out["notes"]
     if isinstance(judged, str):
         problems.append(f"{name}: {judged}")
@@ -209,6 +210,8 @@ def _verify_dataset(name: str, judged: Judged | str, record: Record, write: bool
         return out
     if why := _retired_too_soon(judged):
         problems.append(f"{name}: {why}")
+    out["toolchain"] = judged.prov.get("toolchain")  # its tools, compared across the archive
+    problems += [f"{name}: {why}" for why in identity.package_problems(out["toolchain"])]
     path = lab_root() / name
     for entry in (e for e in record.entries if e["probe"] == judged.prov.get("probe")):
         label = f"{name} × {entry['hypothesis']}"

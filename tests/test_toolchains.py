@@ -2,6 +2,8 @@
 toolchain), the pipeline kind of static probe (f8f6f4-operand-width), and verify/diff
 across toolchains. Compile tests skip without the toolchain they need."""
 
+import hashlib
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -13,7 +15,7 @@ from probelab.disasm import gcn_instruction
 from probelab.errors import IntegrityError, Unavailable, UsageError
 from probelab.probe import BuiltCase, Evidence
 from probelab.records import toolchain_label, toolchain_name
-from probelab.toolchains import amdgpu
+from probelab.toolchains import amdgpu, identity
 from probelab.verify import across_toolchains
 
 try:
@@ -368,3 +370,123 @@ def test_an_object_without_the_case_s_code_is_not_a_build(tmp_path):
     cases = [BuiltCase({}, {}, EV, [], "ab"), BuiltCase({}, {}, EV)]
     with pytest.raises(IntegrityError, match="holds no code for it"):
         sweep(tmp_path, [cases, list(cases)])
+
+
+# ---- identity: what the tools are, not what they are called -------------------------------
+
+
+LLVM22 = Path("/usr/lib/llvm-22/bin")
+KERNEL = 'extern "C" __attribute__((global)) void k() {}'
+
+
+@pytest.fixture
+def llvm22(monkeypatch) -> Path:
+    """Debian's LLVM 22 folder, as its packages installed it (else skip), with toolchain
+    discovery run afresh under the test's $PATH and $PROBELAB_CLANG, and after it."""
+    if not (LLVM22 / "clang").is_file() or identity.identify(LLVM22 / "clang")["package_ok"] \
+            is not True:
+        pytest.skip("needs Debian's clang-22 (apt-get install clang-22 lld-22 llvm-22)")
+    monkeypatch.delenv("PROBELAB_CLANG", raising=False)
+    caches = (amdgpu.toolchains, amdgpu._tool, amdgpu.supported_targets)
+    for found in caches:
+        found.cache_clear()
+    yield LLVM22
+    for found in caches:
+        found.cache_clear()
+
+
+def script(path: Path, body: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_a_wrapper_clang_22_first_on_path_is_recorded_as_what_it_is(llvm22, tmp_path,
+                                                                     monkeypatch, toylab):
+    # a folder first on $PATH: clang-22 runs Debian's, its llvm-objdump rewrites what it prints
+    from probelab.verify import verify_archive
+
+    wrappers = tmp_path / "wrappers"
+    clang = script(wrappers / "clang-22", f'exec {llvm22}/clang "$@"')
+    objdump = script(wrappers / "llvm-objdump",
+                     f'{llvm22}/llvm-objdump "$@" | sed "s/s_endpgm/s_nop 0/"')
+    monkeypatch.setenv("PATH", f"{wrappers}:{Path('/usr/bin')}:{Path('/bin')}")
+    (tc,) = amdgpu.select("clang-22")
+    assert (tc.path, tc.objdump) == (clang, objdump)  # the name and --version are the real's
+    blob, _ = amdgpu.compile_object(KERNEL, "gfx942", toolchain=tc)
+    shown = amdgpu.disassemble(blob, "gfx942", tc)
+    assert "s_nop 0" in shown and "s_endpgm" not in shown  # and it rewrites the text
+    # ... but every dataset records what the files are, and whose they are not
+    cases = [BuiltCase({"width": 8}, {}, EV, MFMA, "ab"), BuiltCase({}, {}, EV)]
+    from probelab.static import run_static_sweep
+
+    made = run_static_sweep(Pipeline([cases, list(cases)]), "gfx942", toolchain="clang-22",
+                            out_root=tmp_path / "out").provenance["toolchain"]
+    for name, path in (("clang", clang), ("llvm-objdump", objdump)):
+        assert made["tools"][name] == {"path": str(path), "sha256": hashlib.sha256(
+            path.read_bytes()).hexdigest(), "package": None, "package_ok": False}
+    # which verify flags: the name clang-22 is only the wrapper's word
+    toylab.as_measured(toylab.sim_dataset(), toolchain=made)
+    toylab.git("add", "-A")
+    toylab.git("commit", "-q", "-m", "a wrapper's measurement")
+    found = "\n".join(verify_archive()["problems"])
+    assert f"clang-22's clang ({clang}) is from no package: the name clang-22 is only what " \
+           "the tool says of itself" in found
+    assert f"clang-22's llvm-objdump ({objdump}) is from no package" in found
+
+
+def test_probelab_clang_at_a_renamed_clang_22_claiming_23_is_no_new_coordinate(
+        llvm22, tmp_path, monkeypatch):
+    # a renamed clang-22 that says it is 23.0.0 (its llvm-objdump too), and execs the real
+    renamed = tmp_path / "llvm-23" / "bin"
+    script(renamed / "clang", 'case "$1" in --version) echo "clang version 23.0.0";; '
+           f'*) exec {llvm22}/clang "$@";; esac')
+    script(renamed / "llvm-objdump", 'case "$1" in --version) echo "LLVM version 23.0.0";; '
+           f'*) exec {llvm22}/llvm-objdump "$@";; esac')
+    monkeypatch.setenv("PROBELAB_CLANG", str(renamed / "clang"))
+    tc = amdgpu.find_clang()
+    assert (tc.name, tc.release) == ("clang-23", "23.0.0")  # what it says of itself
+    described = amdgpu.describe(tc)
+    assert {t["package_ok"] for t in described["tools"].values()} == {False}
+    assert identity.package_problems(described) == [
+        f"clang-23's {name} ({renamed / name}) is from no package: the name clang-23 is "
+        "only what the tool says of itself" for name in ("clang", "llvm-objdump")]
+    from toylab import invoke
+
+    rows = {row["name"]: row for row in json.loads(invoke("doctor", "--json").stdout)["checks"]}
+    assert not rows["clang-23 clang"]["ok"]
+    assert rows["clang-23 clang"]["detail"] == (
+        f"{renamed / 'clang'}, sha256 "
+        f"{hashlib.sha256((renamed / 'clang').read_bytes()).hexdigest()[:12]}, not from a package")
+
+
+def test_doctor_shows_each_tool_s_real_path_hash_and_package_in_full(monkeypatch):
+    from toylab import invoke
+
+    rows = {row["name"]: row for row in json.loads(invoke("doctor", "--json").stdout)["checks"]}
+    details = [rows[f"{tc.name} {name}"]["detail"] for tc in FOUND.values()
+               for name in tc.tools()]
+    assert details == [f"{tool['path']}, sha256 {tool['sha256'][:12]}, "
+                       f"{tool['package'] or 'not from a package'}"
+                       for tc in FOUND.values() for tool in tc.tools().values()]
+    monkeypatch.setenv("COLUMNS", "300")
+    assert all(detail in invoke("doctor").stdout for detail in details)
+    monkeypatch.setenv("COLUMNS", "60")  # a narrow terminal folds a path, never cuts it
+    assert "…" not in invoke("doctor").stdout
+
+
+def test_a_cached_object_is_never_handed_to_another_clang_at_the_same_path(llvm22, tmp_path,
+                                                                          monkeypatch):
+    # the same path, the same version line, other bytes (here: -O0): another compiler, whose
+    # objects are its own, not those the cache kept from the file that was there before
+    monkeypatch.setenv("PROBELAB_CACHE", str(tmp_path / "cache"))
+    (real,) = amdgpu.select("clang-22")
+    clang = script(tmp_path / "bin" / "clang", f'exec {llvm22}/clang "$@"')
+    tc = amdgpu.Toolchain("clang-22", real.version, real.major, clang, real.objdump, "LLVM")
+    source = 'extern "C" __attribute__((global)) void k(int* p) { p[0] = p[1] * 3 + p[2]; }'
+    first, _ = amdgpu.compile_object(source, "gfx942", toolchain=tc)
+    assert amdgpu.compile_object(source, "gfx942", toolchain=tc) == (first, True)
+    script(clang, f'exec {llvm22}/clang "$@" -O0')
+    other, hit = amdgpu.compile_object(source, "gfx942", toolchain=tc)
+    assert not hit and other != first

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -87,7 +87,7 @@ class Backend(Protocol):
     def compile(self, kernel: Kernel, target: str) -> CodeObject: ...
     def run(self, code: CodeObject, kernel: Kernel, launch: Launch,
             poison: int) -> dict[str, np.ndarray]: ...
-    def describe(self) -> dict[str, str]: ...
+    def describe(self) -> dict[str, Any]: ...
 
 
 def prewarm(name: str) -> None:

@@ -10,6 +10,7 @@ import re
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -192,7 +193,7 @@ class CudaBackend:
         result = self._drv.cuMemFree(address)
         return lambda: _check(result, f"cuMemFree({name})")
 
-    def describe(self) -> dict[str, str]:
+    def describe(self) -> dict[str, Any]:
         return dict(nvidia.describe())
 
 

@@ -9,6 +9,7 @@ RuntimeError ("failed to dlopen libamdhip64.so"): that is reported as Unavailabl
 """
 
 import ctypes
+from typing import Any
 
 import numpy as np
 
@@ -161,16 +162,21 @@ class HipBackend:
             _, (module, _) = self._modules.popitem()
             rocm.check(hip.hipModuleUnload(module), "hipModuleUnload")
 
-    def describe(self) -> dict[str, str]:
+    def describe(self) -> dict[str, Any]:
         details = self.device().details
-        out = {"hip_runtime": details["hip_runtime"], "hip_driver": details["hip_driver"],
-               "hip_python": details["hip_python"], "target_id": details["target_id"],
-               "routes": "; ".join(f"{k}: {r}" for k, r in self._routes.items())}
+        out: dict[str, Any] = {
+            "hip_runtime": details["hip_runtime"], "hip_driver": details["hip_driver"],
+            "hip_python": details["hip_python"], "target_id": details["target_id"],
+            "routes": "; ".join(f"{k}: {r}" for k, r in self._routes.items())}
+        tools = {}  # of both routes, under the one key every dataset keeps them in
         if "offline clang" in self._routes.values():
-            out |= {f"offline_{k}": v for k, v in amdgpu.describe().items()}
+            offline = amdgpu.describe()
+            tools |= offline.pop("tools", {})
+            out |= {f"offline_{k}": v for k, v in offline.items()}
         if "hiprtc" in self._routes.values():
             out["hiprtc"] = hiprtc.version()
-        return out
+            tools |= hiprtc.tools()
+        return out | ({"tools": tools} if tools else {})
 
 
 def rocm_rows() -> list[tuple[str, bool, str]]:

@@ -17,14 +17,17 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from probelab.cache import cache_key, cached_bytes
 from probelab.codeobject import CodeObject
 from probelab.errors import Unavailable, UsageError
 from probelab.probe import Kernel
-from probelab.records import compiler_name
+from probelab.records import ToolRecord, compiler_name
+from probelab.toolchains import identity
 from probelab.vendors import VENDORS
 
 MIN_MAJOR = 19
@@ -68,6 +71,11 @@ class Toolchain:
                               f"(looked beside {self.path.resolve()} and for "
                               f"{name}-{self.major}): {INSTALL_HINT}")
         return found
+
+    def tools(self, uses: Iterable[str] = ()) -> dict[str, ToolRecord]:
+        """What each tool it runs is (identity.identify): clang, llvm-objdump and `uses`."""
+        return identity.record({"clang": self.path, "llvm-objdump": self.objdump}
+                               | {name: self.tool(name) for name in uses})
 
 
 def _version(path: str) -> tuple[str, int] | None:
@@ -186,7 +194,10 @@ def compile_object(source: str, target: str, defines: dict[str, int] | None = No
     check_target(target, tc)
     flags = [*FLAGS, f"--offload-arch={target}",
              *(f"-D{k}={v}" for k, v in sorted((defines or {}).items()))]
-    key = cache_key(source=source, flags=flags, clang=tc.version, path=str(tc.path))
+    # keyed by clang's bytes too: another file at the same path, saying the same version,
+    # is another compiler, and must not be handed the first one's objects
+    key = cache_key(source=source, flags=flags, clang=tc.version, path=str(tc.path),
+                    clang_sha256=identity.identify(tc.path)["sha256"])
 
     def build() -> bytes:
         with tempfile.TemporaryDirectory() as tmp:
@@ -217,11 +228,13 @@ def disassemble(code_object: bytes, target: str, toolchain: Toolchain | None = N
     return out.stdout
 
 
-def describe(toolchain: Toolchain | None = None) -> dict[str, str]:
+def describe(toolchain: Toolchain | None = None, uses: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The toolchain as a dataset records it; `uses`: the LLVM tools a pipeline probe ran."""
     tc = toolchain or find_clang()
     return {"name": tc.name, "release": tc.release, "compiler": tc.version,
             "compiler_path": str(tc.path), "origin": tc.origin, "disassembler": str(tc.objdump),
-            "route": "offline clang (-nogpuinc -nogpulib, raw code object)"}
+            "route": "offline clang (-nogpuinc -nogpulib, raw code object)",
+            **{name: str(tc.tool(name)) for name in uses}, "tools": tc.tools(uses)}
 
 
 def build(kernel: Kernel, target: str, fresh: bool = False,

@@ -3,19 +3,30 @@ clang route does not carry). It runs where ROCm is, on the device machine; the c
 it returns is disassembled by the offline toolchain like any other, so the evidence gate
 sees the bytes that will run."""
 
+import contextlib
 from collections.abc import Callable
 
 from probelab import rocm
 from probelab.codeobject import CodeObject
 from probelab.errors import Unavailable
 from probelab.probe import Kernel
-from probelab.toolchains import amdgpu
+from probelab.records import ToolRecord
+from probelab.toolchains import amdgpu, identity
 from probelab.vendors import VENDORS
 
 
 def version() -> str:
     major, minor = rocm.check(rocm.hiprtc().hiprtcVersion(), "hiprtcVersion")
     return f"hiprtc {major}.{minor}"
+
+
+def tools() -> dict[str, ToolRecord]:
+    """What hiprtc's library (the one loaded) and the llvm-objdump that disassembles what it
+    builds are (identity.identify)."""
+    found = {"hiprtc": identity.loaded("libhiprtc.so")}
+    with contextlib.suppress(Unavailable):  # none: `build` records its objects unreadable
+        found["llvm-objdump"] = amdgpu.find_clang().objdump
+    return identity.record(found)
 
 
 def build(kernel: Kernel, target_id: str, runtime: Callable[[], str], offline: Exception

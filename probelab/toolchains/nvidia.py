@@ -11,11 +11,14 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from probelab.cache import cache_key, cached_bytes
 from probelab.codeobject import CodeObject
 from probelab.errors import Unavailable, UsageError
 from probelab.probe import Kernel
+from probelab.records import ToolRecord
+from probelab.toolchains import identity
 from probelab.vendors import VENDORS
 
 INSTALL_HINT = "pip install 'probelab[cuda]' (cuda-core, NVRTC and nvdisasm wheels)"
@@ -133,7 +136,9 @@ def compile_cubin(source: str, arch: str, options: dict[str, object], fresh: boo
     """
     version = nvrtc_version()
     check_target(arch)
-    key = cache_key(source=source, arch=arch, options=options, nvrtc=version)
+    # keyed by the library's bytes too: a cubin is its compiler's, not its version string's
+    key = cache_key(source=source, arch=arch, options=options, nvrtc=version,
+                    library=identity.record({"nvrtc": nvrtc_library()}))
 
     def build() -> bytes:
         core = cuda_core()
@@ -158,13 +163,25 @@ def disassemble(cubin: bytes) -> str:
     return out.stdout
 
 
-def describe(toolchain: Toolchain | None = None) -> dict[str, str]:
-    """The compiler and the disassembler, with its path and whether its release is NVRTC's."""
+def nvrtc_library() -> Path | None:
+    """The NVRTC library file this process loaded (whichever search found it)."""
+    nvrtc_version()  # loads it
+    return identity.loaded("libnvrtc.so")
+
+
+def tools() -> dict[str, ToolRecord]:
+    """What NVRTC's library and nvdisasm are (identity.identify)."""
+    return identity.record({"nvrtc": nvrtc_library(), "nvdisasm": find_nvdisasm()})
+
+
+def describe(toolchain: Toolchain | None = None) -> dict[str, Any]:
+    """The compiler and the disassembler, with its path and whether its release is NVRTC's,
+    and what each of their files is."""
     tool = find_nvdisasm()
     matches = tool is not None and _release(str(tool)) == nvrtc_version()
     return {"name": f"nvrtc-{nvrtc_version()}", "compiler": f"NVRTC {nvrtc_version()}",
             "disassembler": f"{nvdisasm_version()} ({tool})",
-            "disassembler_matches_compiler": "yes" if matches else "no"}
+            "disassembler_matches_compiler": "yes" if matches else "no", "tools": tools()}
 
 
 def build(kernel: Kernel, target: str, fresh: bool = False,
@@ -177,6 +194,7 @@ def build(kernel: Kernel, target: str, fresh: bool = False,
         raise UsageError(f"{kernel.name} is built for {arch}, which does not run on {target}: "
                          f"a kernel may ask for {target} or its arch-specific {target}a only")
     cubin, hit = compile_cubin(kernel.source_text(), arch, options, fresh)
-    key = cache_key(cubin=hashlib.sha256(cubin).hexdigest(), nvdisasm=nvdisasm_version())
+    key = cache_key(cubin=hashlib.sha256(cubin).hexdigest(), nvdisasm=nvdisasm_version(),
+                    nvdisasm_sha256=identity.identify(find_nvdisasm())["sha256"])
     sass, _ = cached_bytes("nvdisasm", key, lambda: disassemble(cubin).encode())
     return CodeObject(arch, cubin, VENDORS["nvidia"].parse(sass.decode()), describe(), hit)
