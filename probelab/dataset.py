@@ -201,7 +201,7 @@ def parse_provenance(raw: object) -> Provenance:
     MAX_PROVENANCE_NESTING deep)."""
     try:
         prov = json.loads(raw)  # type: ignore[arg-type]
-    except (TypeError, json.JSONDecodeError, RecursionError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:  # ValueError: a 5,000-digit int
         raise UsageError("dataset has no readable provenance attr") from exc
     if not isinstance(prov, dict):
         raise UsageError("dataset provenance is not a JSON object")
@@ -499,7 +499,8 @@ def _load(data: bytes, path: Path, lazy: bool = False) -> xr.Dataset:
     except Exception as exc:  # a readable HDF5 file that is no netCDF: one clear message
         raise UsageError(f"{path} is not a probelab dataset ({type(exc).__name__}: "
                          f"{exc})") from exc
-    if ds.attrs.get("probelab_schema") != SCHEMA:
+    schema = ds.attrs.get("probelab_schema")
+    if not isinstance(schema, int | np.integer) or schema != SCHEMA:  # never an array's truth
         raise UsageError(f"{path} is not a probelab dataset (schema {SCHEMA})")
     if "kernel" not in ds.coords or ds["kernel"].dims != ("kernel",) or not ds.sizes["kernel"]:
         raise UsageError(f"{path} is not a probelab dataset: it has no `kernel` coordinate "

@@ -66,7 +66,7 @@ def run_facts(started: float) -> dict[str, object]:
     random nonce drawn for it, the measuring process, and its wall time from `started`
     (time.time()). A copy of a dataset keeps them; an honest replication cannot."""
     return {"nonce": secrets.token_hex(16), "pid": os.getpid(),
-            "started_utc": datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
+            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(started)),
             "seconds": round(time.time() - started, 3)}
 
 

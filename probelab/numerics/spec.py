@@ -40,10 +40,11 @@ def model_of(spec: Mapping[str, object]) -> FusedDot | FmaChain:
     how D spells a NaN); any other key, a wrong type or a value outside the family's range is
     refused (ValueError)."""
     spec = dict(spec)
-    if spec.pop("nan", "quiet") not in NANS:  # how D spells a NaN: read by predicted_bits
+    nan = spec.pop("nan", "quiet")
+    if not isinstance(nan, str) or nan not in NANS:  # how D spells a NaN: predicted_bits
         raise ValueError(f"[model] nan must be one of {NANS}")
     family = spec.pop("family", None)
-    if family not in FAMILIES:
+    if not isinstance(family, str) or family not in FAMILIES:
         raise ValueError(f"[model] family must be one of {sorted(FAMILIES)}, not {family!r}")
     cls = FAMILIES[family]
     known = {f.name: f for f in fields(cls)}
