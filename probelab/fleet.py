@@ -21,16 +21,20 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import math
+import os
 import reprlib
 import socket
+import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probelab.errors import Exit, IntegrityError, LabError, UsageError
+from probelab.errors import Exit, IntegrityError, LabError, Unavailable, UsageError
+from probelab.limits import FLEET_CONNECT_S
 
 PREFIX = "probelab"
 BACKENDS = ("cuda", "hip", "sim", "static")
@@ -180,6 +184,71 @@ def run_task(task: Task, commit: str, repeats: int | None,
 
 
 # ---- on the driver ----
+
+def connect(address: str, timeout_s: float = FLEET_CONNECT_S) -> None:
+    """Join the Ray cluster at `address` (auto, HOST:PORT or ray://HOST:PORT) as its driver,
+    or raise Unavailable within `timeout_s`. ray.init retries an address that does not
+    answer for many minutes, inside Ray's C++ core where no signal reaches it: so a
+    HOST:PORT is first tried with a plain TCP connect (nothing listening is said at once),
+    and ray.init runs in a daemon thread, given up on (it ends with the process) when it
+    has not joined in time."""
+    hint = ("start one there (`ray start --head --port PORT`), or give --address a running "
+            "head's HOST:PORT")
+    deadline = time.monotonic() + timeout_s
+    if (where := _host_port(address)) is not None:
+        try:
+            socket.create_connection(where, timeout=timeout_s).close()
+        except OSError as exc:
+            raise Unavailable(f"no Ray cluster at {address}: {exc.strerror or exc} "
+                              f"({hint})") from None
+    import ray
+
+    failed: list[Exception] = []
+
+    def join() -> None:
+        try:
+            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        except Exception as exc:  # raised again by the waiting thread
+            failed.append(exc)
+
+    joining = threading.Thread(target=join, name="probelab-fleet-connect", daemon=True)
+    # Ray's core logs each failed attempt on stderr; one given up on may still log a line
+    # after this (its next comes seconds later, and the command ends at once)
+    with _quiet_stderr():
+        joining.start()
+        joining.join(max(0.0, deadline - time.monotonic()))
+    if joining.is_alive():
+        raise Unavailable(f"no Ray cluster answered at {address} within {timeout_s:g} s "
+                          f"(is it a Ray head's port? {hint}; --connect-timeout to wait "
+                          "longer)")
+    if failed:
+        exc = failed[0]
+        if not isinstance(exc, ConnectionError | RuntimeError | ValueError | ImportError):
+            raise exc  # not how ray.init refuses an address: a bug, the CLI's internal error
+        said = str(exc).strip() or type(exc).__name__
+        raise Unavailable(f"no Ray cluster at {address}: {said.splitlines()[0]} ({hint})")
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of HOST:PORT or ray://HOST:PORT ([::1]:PORT for IPv6); None for auto
+    (Ray looks that up) or anything else (ray.init says what is wrong with it)."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    return (host.strip("[]"), int(port)) if host and port.isdigit() else None
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 (what a C++ library writes to) pointed at /dev/null meanwhile."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
 
 @dataclass
 class Outcome:

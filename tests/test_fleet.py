@@ -394,3 +394,20 @@ def test_one_malformed_reply_fails_its_task_only(cluster, monkeypatch) -> None:
             if p.is_file()] == ["toy/sm_80"]
     assert not [p for p in (root / "sim-data").rglob(".*")]
 
+
+def test_status_joins_the_cluster_from_a_process_of_its_own(cluster) -> None:
+    """A fresh driver process joins within its bound (the join runs in a thread of its own)."""
+    import json
+    import subprocess
+
+    c, _, _ = cluster
+    done = subprocess.run([sys.executable, "-m", "probelab", "fleet", "status", "--json",
+                           "--address", c.address], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+
+    def by_node(rows: list[dict]) -> list[dict]:
+        return sorted(rows, key=lambda row: row["node_id"])
+
+    assert by_node(json.loads(done.stdout)) == by_node(fleet.status())  # this driver's view
+    assert any("sim:sm_80" in row["offers"] for row in fleet.status() if row["alive"])

@@ -1,9 +1,16 @@
-"""The fleet driver without a cluster: it refuses a node's reply that is not well formed
-with one line, writing nothing (a cluster's sweep with one such reply is in
-test_fleet.py)."""
+"""The fleet driver without a cluster: a `fleet` command gives up joining an address that
+no Ray cluster answers at within its bound (exit 4, one line), and the driver refuses a
+node's reply that is not well formed with one line, writing nothing (a cluster's sweep
+with one such reply is in test_fleet.py)."""
 
+import contextlib
 import math
-from collections.abc import Callable
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +18,66 @@ import pytest
 
 from probelab import dataset, fleet
 from probelab.errors import IntegrityError
+from probelab.limits import FLEET_CONNECT_S
 from probelab.sweep import run_sweep
+
+
+def fleet_cli(*args: str, timeout: float) -> subprocess.CompletedProcess:
+    """`probelab fleet ARGS` as a process of its own (one that does not end is killed
+    after `timeout` seconds, failing the test)."""
+    return subprocess.run([sys.executable, "-m", "probelab", "fleet", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("command", [["status"], ["sweep", "toy"], ["verify"]])
+def test_an_address_nothing_listens_at_is_said_at_once(toylab, command) -> None:
+    pytest.importorskip("ray")
+    started = time.monotonic()
+    done = fleet_cli(*command, "--address", "127.0.0.1:1", timeout=FLEET_CONNECT_S + 60)
+    assert time.monotonic() - started < FLEET_CONNECT_S
+    assert done.returncode == 4 and done.stdout == "", done.stderr
+    (line,) = done.stderr.splitlines()
+    assert "no Ray cluster at 127.0.0.1:1" in line and "ray start --head" in line
+
+
+# 127.0.0.1: Ray connects to this machine's own address instead, where nothing answers;
+# 127.0.0.2 (Linux): Ray takes the address as it is and meets the silent server itself
+@pytest.fixture(params=["127.0.0.1", "127.0.0.2"])
+def silent_address(request) -> Iterator[str]:
+    """HOST:PORT on loopback where something accepts connections and never says a word."""
+    try:
+        server = socket.create_server((request.param, 0))
+    except OSError as exc:
+        pytest.skip(f"cannot listen on {request.param}: {exc}")
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):  # the server shut down
+            while True:
+                held.append(server.accept()[0])
+
+    waiter = threading.Thread(target=accept, daemon=True)
+    with server:
+        waiter.start()
+        yield f"{request.param}:{server.getsockname()[1]}"
+        server.shutdown(socket.SHUT_RDWR)  # wakes accept()
+        waiter.join(timeout=10)
+    for conn in held:
+        conn.close()
+
+
+def test_an_address_that_listens_but_is_no_ray_cluster_ends_within_the_bound(
+        toylab, silent_address) -> None:
+    pytest.importorskip("ray")
+    started = time.monotonic()
+    done = fleet_cli("status", "--address", silent_address, "--connect-timeout", "2",
+                     timeout=120)  # unbounded, ray.init tries for about 12 minutes
+    assert time.monotonic() - started < 60
+    assert done.returncode == 4 and done.stdout == "", done.stderr
+    (line,) = done.stderr.splitlines()  # nothing of Ray's own retries
+    assert f"no Ray cluster answered at {silent_address} within 2 s" in line
+    assert "--connect-timeout" in line
+
 
 STAMP = "20261203T162814Z"
 DROP = object()  # as a changed value: the field is left out
