@@ -29,7 +29,8 @@ def fleet_cli(*args: str, timeout: float) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.parametrize("command", [["status"], ["sweep", "toy"], ["verify"]])
+@pytest.mark.parametrize("command", [["status"], ["sweep", "toy"], ["verify"]],
+                         ids=["status", "sweep", "verify"])
 def test_an_address_nothing_listens_at_is_said_at_once(toylab, command) -> None:
     pytest.importorskip("ray")
     started = time.monotonic()
@@ -176,7 +177,8 @@ NODE = {"node_id": "n1", "host": "node-1"}
     ({"code": 3, "error": "x"}, "its node is None"),
     ({"node": NODE, "code": 3, "error": "x"}, None),  # a refusal without its seconds: as old
     ({"node": NODE, "code": 4, "error": "x", "seconds": 2}, None),  # nodes send it
-])
+], ids=["code 0", "code 1", "code True", "code text", "code float", "no code", "error None",
+        "seconds nan", "seconds True", "node id not text", "no node", "no seconds", "ok"])
 def test_a_failure_reply_carries_a_lab_errors_code_and_text(reply, said) -> None:
     """A failed task's reply sets the run's exit code: never 0 or 1 (ok, refuted) from a
     node, never anything but a lab error's."""
