@@ -23,7 +23,7 @@ from rich.markup import escape
 from rich.table import Column, Table
 
 from probelab.errors import Exit, IntegrityError, KernelTimeout, LabError, Terminated, UsageError
-from probelab.limits import DEFAULT_TIMEOUT_S
+from probelab.limits import DEFAULT_TIMEOUT_S, FLEET_CONNECT_S
 from probelab.paths import cache_dir, shown
 from probelab.storage import written
 from probelab.text import printable
@@ -803,10 +803,14 @@ app.add_typer(fleet_app, name="fleet")
 AddressOpt = Annotated[str, typer.Option(
     "--address", help="The Ray cluster: auto (the one this machine joined with `ray start`), "
                       "HOST:PORT, or ray://HOST:PORT (Ray client).")]
+ConnectOpt = Annotated[float, typer.Option(
+    "--connect-timeout", min=1, help="Seconds to wait for the cluster at --address to take "
+                                     "this driver; then exit 4.")]
 
 
-def _ray(address: str) -> Any:
-    """Ray, connected to the cluster at `address` (exit 4 with how to get it otherwise)."""
+def _ray(address: str, timeout_s: float) -> Any:
+    """Ray, connected to the cluster at `address` within `timeout_s` (exit 4 with one line
+    on how to get it otherwise)."""
     from probelab.errors import Unavailable
 
     try:
@@ -814,11 +818,9 @@ def _ray(address: str) -> Any:
     except ImportError:
         raise Unavailable("the fleet needs Ray: pip install 'probelab[fleet]'") from None
     if not ray.is_initialized():
-        try:
-            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
-        except (ConnectionError, RuntimeError, ValueError, ImportError) as exc:
-            raise Unavailable(f"no Ray cluster at {address}: {str(exc).splitlines()[0]} "
-                              "(start one: `ray start --head`)") from None
+        from probelab.fleet import connect
+
+        connect(address, timeout_s)
     return ray
 
 
@@ -843,10 +845,12 @@ def fleet_resources(
 
 @fleet_app.command("status", epilog=EPILOG)
 @guarded
-def fleet_status(address: AddressOpt = "auto", as_json: JsonOpt = False) -> None:
+def fleet_status(address: AddressOpt = "auto", as_json: JsonOpt = False,
+                 connect_timeout: ConnectOpt = FLEET_CONNECT_S) -> None:
     """The cluster's nodes: alive or not, the (backend, target) pairs each offers, and the
-    probes each could run there."""
-    _ray(address)
+    probes each could run there. Exit 4 when no cluster at --address takes this driver
+    within --connect-timeout seconds."""
+    _ray(address, connect_timeout)
     from probelab.fleet import status
 
     rows = status()
@@ -871,6 +875,7 @@ def fleet_verify(
         "Print every check, note and retired dataset, not just the summary."))] = False,
     retired: Annotated[bool, typer.Option("--retired", help=(
         "Check retired datasets in full too."))] = False,
+    connect_timeout: ConnectOpt = FLEET_CONNECT_S,
 ) -> None:
     """`probelab verify`, its probes checked on the cluster's nodes (one task per probe).
 
@@ -878,12 +883,13 @@ def fleet_verify(
     archive: each node's ledger, manifest and retirements are compared with this
     checkout's, and every dataset it judged with this checkout's file, byte for byte.
     The result, exit codes and output are a local verify's; nothing is recorded (verify
-    --write here does that).
+    --write here does that). Exit 4 when no cluster at --address takes this driver within
+    --connect-timeout seconds.
     """
     from probelab.fleet_verify import runner
     from probelab.verify import verify_archive
 
-    _ray(address)
+    _ray(address, connect_timeout)
     _verified(lambda step: verify_archive(runner=runner(), retired=retired, step=step),
               as_json, verbose)
 
@@ -909,6 +915,7 @@ def fleet_sweep(
         help="Seconds a task may wait and run before it is cancelled and reported lost.",
         min=1)] = 24 * 3600.0,
     address: AddressOpt = "auto",
+    connect_timeout: ConnectOpt = FLEET_CONNECT_S,
     as_json: JsonOpt = False,
 ) -> None:
     """Sweep probes on every target some node of the cluster serves, one task per
@@ -922,12 +929,13 @@ def fleet_sweep(
     (--no-check: none). Exit 0 when every task saved and its checks allow it (1 for
     simulated data, which are never evidence; 3 tampered or post hoc), 3 if a task failed
     (a refusal, failed evidence, a guard: its error's own code), 4 if a task was lost or
-    no node serves something asked for.
+    no node serves something asked for, or no cluster at --address took this driver
+    within --connect-timeout seconds.
     """
     from probelab.fleet import plan
     from probelab.fleet import sweep as run
 
-    ray = _ray(address)
+    ray = _ray(address, connect_timeout)
     planned = plan(probes, ray.cluster_resources(), backend, targets or ())
     for why in planned.unserved:
         say(why, err=True)

@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -251,13 +252,24 @@ def save(ds: xr.Dataset, path: Path, prov: Provenance, exclusive: bool = False) 
     return path
 
 
+# the names save_new gives: TIME[-n][.TOOLCHAIN].nc, TIME the sweep's UTC second
+# (20261203T162814Z), n from 2 where that second's name was taken, TOOLCHAIN a static
+# dataset's (clang-22, rocm-7.2.2); never hidden, never a path
+DATASET_NAME = re.compile(r"(?P<time>\d{8}T\d{6}Z)(?:-[1-9]\d*)?"
+                          r"(?:\.(?P<toolchain>[a-z][a-z0-9.-]*))?\.nc")
+
+
+def dataset_name(stamp: str, n: int = 1, label: str = "") -> str:
+    """The `n`th name of a dataset made at `stamp` (n > 1: `stamp`-n), by toolchain `label`."""
+    return stamp + (f"-{n}" if n > 1 else "") + (f".{label}" if label else "") + ".nc"
+
+
 def save_new(ds: xr.Dataset, stem: Path, prov: Provenance, label: str = "") -> Path:
     """Save under `stem`.nc, or `stem`-2.nc, -3, ... if that name is taken: never over an
     existing dataset, even when two sweeps finish in the same second. A `label` (a static
     dataset's toolchain) follows: `stem`-2.LABEL.nc."""
     for n in range(1, 1000):
-        path = stem.with_name(stem.name + (f"-{n}" if n > 1 else "")
-                              + (f".{label}" if label else "") + ".nc")
+        path = stem.with_name(dataset_name(stem.name, n, label))
         if path.exists():
             continue
         try:

@@ -20,21 +20,31 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import math
+import os
+import reprlib
 import socket
+import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probelab.errors import Exit, IntegrityError, LabError, UsageError
+from probelab.errors import Exit, IntegrityError, LabError, Unavailable, UsageError
+from probelab.limits import FLEET_CONNECT_S
 
 PREFIX = "probelab"
 BACKENDS = ("cuda", "hip", "sim", "static")
 RETRIES = 3  # resubmissions of a task whose worker or node died
 POLL_S = 0.5
 WAIT_S = 24 * 3600.0  # a task with no result this long after submission is reported lost
+# what a failed task's reply may ask the driver to exit with: a lab error's code
+FAILURE_CODES = frozenset({Exit.USAGE, Exit.INTEGRITY, Exit.NO_DEVICE})
+_said = reprlib.Repr()  # a reply's value in a message: whole enough to read, never huge
+_said.maxstring = _said.maxother = 160
 
 
 def resource(backend: str, target: str) -> str:
@@ -175,6 +185,71 @@ def run_task(task: Task, commit: str, repeats: int | None,
 
 # ---- on the driver ----
 
+def connect(address: str, timeout_s: float = FLEET_CONNECT_S) -> None:
+    """Join the Ray cluster at `address` (auto, HOST:PORT or ray://HOST:PORT) as its driver,
+    or raise Unavailable within `timeout_s`. ray.init retries an address that does not
+    answer for many minutes, inside Ray's C++ core where no signal reaches it: so a
+    HOST:PORT is first tried with a plain TCP connect (nothing listening is said at once),
+    and ray.init runs in a daemon thread, given up on (it ends with the process) when it
+    has not joined in time."""
+    hint = ("start one there (`ray start --head --port PORT`), or give --address a running "
+            "head's HOST:PORT")
+    deadline = time.monotonic() + timeout_s
+    if (where := _host_port(address)) is not None:
+        try:
+            socket.create_connection(where, timeout=timeout_s).close()
+        except OSError as exc:
+            raise Unavailable(f"no Ray cluster at {address}: {exc.strerror or exc} "
+                              f"({hint})") from None
+    import ray
+
+    failed: list[Exception] = []
+
+    def join() -> None:
+        try:
+            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        except Exception as exc:  # raised again by the waiting thread
+            failed.append(exc)
+
+    joining = threading.Thread(target=join, name="probelab-fleet-connect", daemon=True)
+    # Ray's core logs each failed attempt on stderr; one given up on may still log a line
+    # after this (its next comes seconds later, and the command ends at once)
+    with _quiet_stderr():
+        joining.start()
+        joining.join(max(0.0, deadline - time.monotonic()))
+    if joining.is_alive():
+        raise Unavailable(f"no Ray cluster answered at {address} within {timeout_s:g} s "
+                          f"(is it a Ray head's port? {hint}; --connect-timeout to wait "
+                          "longer)")
+    if failed:
+        exc = failed[0]
+        if not isinstance(exc, ConnectionError | RuntimeError | ValueError | ImportError):
+            raise exc  # not how ray.init refuses an address: a bug, the CLI's internal error
+        said = str(exc).strip() or type(exc).__name__
+        raise Unavailable(f"no Ray cluster at {address}: {said.splitlines()[0]} ({hint})")
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of HOST:PORT or ray://HOST:PORT ([::1]:PORT for IPv6); None for auto
+    (Ray looks that up) or anything else (ray.init says what is wrong with it)."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    return (host.strip("[]"), int(port)) if host and port.isdigit() else None
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 (what a C++ library writes to) pointed at /dev/null meanwhile."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 @dataclass
 class Outcome:
     task: Task
@@ -192,27 +267,75 @@ class Outcome:
                 "seconds": round(self.seconds, 3), "code": self.code}
 
 
+def reply_problem(task: Task, reply: object) -> str | None:
+    """What is wrong with the form of a node's reply to `task`, or None: every field the
+    driver reads, of its type and form, before any is used (a reply crosses the network
+    from a node the driver does not control). A dataset's reply names
+    PROBE/TARGET/TIME[-n][.TOOLCHAIN].nc of the task and holds at most the bytes a sweep
+    may write; a failure's carries its lab error's exit code."""
+    from probelab import dataset
+
+    if not isinstance(reply, dict):
+        return f"it is a {type(reply).__name__}, not a dict"
+    node, seconds = reply.get("node"), reply.get("seconds", 0.0)
+    if not (isinstance(node, dict) and all(isinstance(node.get(k), str)
+                                           for k in ("host", "node_id"))
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in node.items())):
+        return f"its node is {_said.repr(node)}, not the node's host and id"
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or \
+            not math.isfinite(seconds) or seconds < 0:
+        return f"its seconds are {_said.repr(seconds)}, not a duration"
+    if "error" in reply:
+        if not isinstance(reply["error"], str):
+            return f"its error is a {type(reply['error']).__name__}, not text"
+        if not isinstance(code := reply.get("code"), int) or code not in FAILURE_CODES:
+            return (f"its exit code is {_said.repr(code)}, not a lab "
+                    f"error's ({', '.join(map(str, sorted(FAILURE_CODES)))})")
+        return None
+    relpath, data, prov = reply.get("relpath"), reply.get("bytes"), reply.get("provenance")
+    folder, _, name = relpath.rpartition("/") if isinstance(relpath, str) else ("", "", "")
+    if folder != f"{task.probe}/{task.target}" or not dataset.DATASET_NAME.fullmatch(name):
+        return (f"it names {_said.repr(relpath)}, not a dataset of the task "
+                f"({task.probe}/{task.target}/TIME[-n][.TOOLCHAIN].nc)")
+    if not isinstance(data, bytes) or not 0 < len(data) <= dataset.MAX_NEW_FILE_BYTES:
+        return ("its bytes are " + (f"{len(data):,} bytes" if isinstance(data, bytes) else
+                                    f"a {type(data).__name__}")
+                + f", not a dataset's 1 to {dataset.MAX_NEW_FILE_BYTES:,}")
+    if not isinstance(prov, dict):
+        return f"its provenance is a {type(prov).__name__}, not a dict"
+    return None
+
+
 def store(task: Task, reply: dict[str, Any], commit: str) -> Path:
     """A node's dataset into the driver's archive: data/ (pinned, through `merge.land`, the
     one path by which a dataset made elsewhere joins the archive) or sim-data/ as the file's
     own provenance says, at PROBE/TARGET/NAME (a new name where that one is taken), written
-    atomically and never over a file. Nothing is kept unless the file is the task's own:
-    its probe, target and backend, made at the driver's commit from a clean checkout, its
-    content hash holding, and (measured) every check an import makes."""
+    atomically and never over a file. Nothing is kept unless the reply is well formed
+    (`reply_problem`) and the file is the task's own: its probe, target and backend, made
+    at the driver's commit from a clean checkout, its content hash holding, and (measured)
+    every check an import makes."""
     from probelab import dataset, merge, storage
     from probelab.paths import lab_root, sim_data_dir
 
+    if problem := reply_problem(task, reply):
+        raise IntegrityError(f"{task.name}: malformed reply: {problem}; nothing kept")
     with tempfile.TemporaryDirectory(prefix="probelab-fleet-") as tmp:
         arrived = Path(tmp) / "arrived.nc"
         arrived.write_bytes(reply["bytes"])
-        prov = dataset.stored_provenance(arrived)
-        _, content, _ = dataset.load_hashed(arrived)
+        try:
+            read = dataset.read_summarised(arrived)
+        except UsageError as exc:  # not a dataset this code can read: the node's fault
+            raise IntegrityError(f"{task.name}: {str(exc).replace(str(arrived), 'the file sent')}"
+                                 "; nothing kept") from None
+        prov, content = read.prov, read.summary.content
         if problem := _not_the_tasks(task, reply, prov, content, commit):
             raise IntegrityError(f"{task.name}: {problem}; nothing kept")
-        probe, target, name = Path(reply["relpath"]).parts
-        time_part, _, rest = name.partition(".")
+        probe, target = task.probe, task.target
+        named = dataset.DATASET_NAME.fullmatch(reply["relpath"].rpartition("/")[2])
+        assert named is not None  # reply_problem said so
+        # the node's -n numbered its own folder: here the name is numbered anew
         for n in range(1, 1000):
-            free = time_part + (f"-{n}" if n > 1 else "") + "." + rest
+            free = dataset.dataset_name(named["time"], n, named["toolchain"] or "")
             try:
                 if dataset.simulated(prov):  # never pinned, never under data/
                     path = sim_data_dir() / probe / target / free
@@ -231,11 +354,8 @@ def _not_the_tasks(task: Task, reply: dict[str, Any], prov: dict[str, Any], cont
     """Why an arrived dataset is not the one the task asked for, or None."""
     from probelab import dataset
 
-    parts = Path(reply["relpath"]).parts
     backend = {"static": "toolchain"}.get(task.backend, task.backend)
-    if (len(parts) != 3 or parts[:2] != (task.probe, task.target) or
-            not parts[2].endswith(".nc") or (prov.get("probe"), prov.get("target")) !=
-            (task.probe, task.target)):
+    if (prov.get("probe"), prov.get("target")) != (task.probe, task.target):
         return (f"the node returned {reply['relpath']!r} holding "
                 f"{prov.get('probe')}@{prov.get('target')}, not a dataset of the task")
     if content != prov.get(dataset.CONTENT_KEY):
@@ -311,6 +431,9 @@ def _collect(task: Task, ref: Any, commit: str, step: Callable[[str], None]) -> 
         step(f"{task.name}: failed ({type(exc).__name__})")
         return Outcome(task, "failed", f"{type(exc).__name__}: {exc}".splitlines()[0],
                        code=int(Exit.INTEGRITY))
+    if problem := reply_problem(task, reply):  # nothing of it is used, not even its node
+        step(f"{task.name}: failed: malformed reply: {problem}")
+        return Outcome(task, "failed", f"malformed reply: {problem}", code=int(Exit.INTEGRITY))
     node, seconds = reply["node"], reply.get("seconds", 0.0)
     if "error" in reply:
         step(f"{task.name}: failed on {node['host']}: {reply['error']}")

@@ -256,7 +256,8 @@ def test_the_driver_keeps_only_what_is_the_tasks_own_dataset(cluster, monkeypatc
     _, _, root = cluster
     commit = git(root, "rev-parse", "HEAD")
     local = run_sweep("toy", "sim", target="sm_80", repeats=2, out_root=root.parent / "x")
-    reply = {"relpath": f"toy/sm_80/{local.path.name}", "bytes": local.path.read_bytes(),
+    reply = {"node": {"node_id": "n1", "host": "node-1"},
+             "relpath": f"toy/sm_80/{local.path.name}", "bytes": local.path.read_bytes(),
              "provenance": local.provenance}
     task = fleet.Task("toy", "sm_80", "sim")
     before = sorted((root / "sim-data").rglob("*.nc"))
@@ -362,3 +363,51 @@ def test_fleet_verify_gives_the_local_result_and_takes_only_the_drivers_lab(clus
     reply["unit"]["datasets"][name]["file_sha256"] = "1" * 64
     taken, _ = fleet_verify._vouched(Unit("toy", (name,), ()), reply, mine)
     assert any("other bytes" in p for p in taken["datasets"][name]["problems"])
+
+
+def test_one_malformed_reply_fails_its_task_only(cluster, monkeypatch) -> None:
+    """A node answers one task of a sweep with its dataset named `..nc` (a hidden file): that
+    task fails, said in one line, with nothing of it written; the other task is saved, and
+    the sweep exits with the failed task's code."""
+    _, _, root = cluster
+
+    def forging(task, commit, repeats, command):  # runs on the node: pickled by value
+        from probelab import fleet as on_node
+
+        reply = on_node.run_task(task, commit, repeats, command)
+        if task.target == "sm_90":
+            reply["relpath"] = f"{task.probe}/{task.target}/..nc"
+        return reply
+
+    monkeypatch.setattr(fleet, "run_task", forging)
+    before = sorted((root / "sim-data").rglob("*"))
+    result = invoke("fleet", "sweep", "toy", "--backend", "sim", "--targets", "sm_80",
+                    "--targets", "sm_90", "--no-check")
+    assert result.exit_code == 3, result.stderr
+    (failed,) = [line for line in result.stderr.splitlines() if "toy@sm_90" in line
+                 and "submitted" not in line]
+    assert failed.startswith("fleet: toy@sm_90: failed: malformed reply: it names "
+                             "'toy/sm_90/..nc'")
+    assert "fleet: toy@sm_80: saved" in result.stderr
+    new = sorted(set((root / "sim-data").rglob("*")) - set(before))
+    assert [p.relative_to(root / "sim-data").parent.as_posix() for p in new
+            if p.is_file()] == ["toy/sm_80"]
+    assert not [p for p in (root / "sim-data").rglob(".*")]
+
+
+def test_status_joins_the_cluster_from_a_process_of_its_own(cluster) -> None:
+    """A fresh driver process joins within its bound (the join runs in a thread of its own)."""
+    import json
+    import subprocess
+
+    c, _, _ = cluster
+    done = subprocess.run([sys.executable, "-m", "probelab", "fleet", "status", "--json",
+                           "--address", c.address], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+
+    def by_node(rows: list[dict]) -> list[dict]:
+        return sorted(rows, key=lambda row: row["node_id"])
+
+    assert by_node(json.loads(done.stdout)) == by_node(fleet.status())  # this driver's view
+    assert any("sim:sm_80" in row["offers"] for row in fleet.status() if row["alive"])

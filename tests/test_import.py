@@ -474,8 +474,8 @@ def _fleet_reply(lab: ToyLab, out: Path) -> dict[str, Any]:
     prov["kernels"] = {k: v | {"evidence": {"ok": True, "fixture": True}}
                        for k, v in prov["kernels"].items()}
     dataset.save(ds, out, prov)
-    return {"relpath": f"toy/sm_90/{NAME}", "bytes": out.read_bytes(),
-            "provenance": dataset.stored_provenance(out)}
+    return {"node": {"node_id": "n1", "host": "node-1"}, "relpath": f"toy/sm_90/{NAME}",
+            "bytes": out.read_bytes(), "provenance": dataset.stored_provenance(out)}
 
 
 def test_the_fleet_driver_lands_through_the_same_merge(toylab: ToyLab) -> None:
