@@ -31,14 +31,17 @@ CONTENT_KEY = "content_sha256"
 GENERATION_KEYS = frozenset({"blind_pairs", "nondeterministic"})
 MEASURING_BACKENDS = frozenset({"cuda", "hip", "toolchain"})  # what can take a measurement
 MAX_PROVENANCE_NESTING = 32
-# what a file may declare to be read: the archive's e5m2 N = 256 lane-id dataset (probe
-# version 1) holds 2.96 GB (float64 raw waves of five digits); verify opens it lazily and
-# hashes it a part at a time (_parts)
-MAX_DATASET_BYTES = 3 << 30
 # what a NEW dataset may declare decoded, and take on disk: `save` refuses more before
 # anything is written (the lane-id kit's compact form keeps its widest probes within them)
 MAX_NEW_DATASET_BYTES = 512 * 10**6
 MAX_NEW_FILE_BYTES = 64 * 10**6
+# what a file may declare for its values to be read, as a new dataset may: hashed a part at
+# a time (_parts), that is seconds. The 16 version-1 lane-id datasets that declare more (up
+# to 2.96 GB) are retired, held to their pins' bytes, their values never read again.
+MAX_DATASET_BYTES = MAX_NEW_DATASET_BYTES
+# what is read whole when a dataset is opened (its coordinates, its text) or decompressed
+# at once (a chunk), whatever the variable: the archive's largest are 0.26 MB and 4 MiB
+MAX_WHOLE_BYTES = 64 << 20
 FILTERS = frozenset({h5py.h5z.FILTER_DEFLATE, h5py.h5z.FILTER_SHUFFLE})  # what `save` uses
 MAX_STRING_ELEMENTS = 1 << 20  # text is hashed element by element; datasets hold a few
 _CHUNK = 1 << 20  # in memory
@@ -91,11 +94,10 @@ def _parts(var: xr.Variable) -> Iterator[np.ndarray]:
     (a lazily opened N = 256 lane-id dataset declares gigabytes): hashed part by part, the
     same bytes as whole, in bounded memory. Slabs of many leading indices keep the reads in
     line with the file's compressed chunks (one index at a time would decompress a chunk
-    once per index it spans); a single index larger than _PART is split in turn. A 1-D
-    variable, and anything hashed as text (its feed joins elements with separators), is
-    read whole."""
+    once per index it spans); a single index larger than _PART is split in turn. Text (its
+    feed joins elements with separators) is read whole: at most MAX_WHOLE_BYTES."""
     row = var.size // var.shape[0] * var.dtype.itemsize if var.ndim and var.shape[0] else 0
-    if var.ndim <= 1 or _canonical(var.dtype.kind)[1] is None or \
+    if var.ndim == 0 or _canonical(var.dtype.kind)[1] is None or \
             var.size * var.dtype.itemsize <= _PART:
         yield np.asarray(var.values)
         return
@@ -284,8 +286,15 @@ def stored_provenance(path: Path) -> Provenance:
     read): what `save` recorded, content hash included. The file is read as `load` reads it
     (bounded, a regular file, self-contained)."""
     data = read_file(path)
-    with _checked_file(data, path) as handle:
+    with _checked_file(data, path, sized=False) as handle:  # no value is read
         return parse_provenance(handle.attrs.get("provenance"))
+
+
+def declared_bytes(path: Path) -> int:
+    """What the dataset file at `path` declares its variables to take decoded, read from its
+    metadata alone (its values are never read)."""
+    with _checked_file(read_file(path), path, sized=False) as handle:
+        return declared(handle)[0]
 
 
 def read_file(path: Path) -> bytes:
@@ -299,10 +308,12 @@ def read_file(path: Path) -> bytes:
 
 
 @contextlib.contextmanager
-def _checked_file(data: bytes, path: Path) -> Iterator[h5py.File]:
+def _checked_file(data: bytes, path: Path, sized: bool = True) -> Iterator[h5py.File]:
     """The HDF5 file in `data`, open, once it is known to be a dataset the lab can read:
-    self-contained (`self_contained`) and declaring at most MAX_DATASET_BYTES of variables,
-    MAX_STRING_ELEMENTS of text (a few KB of file can declare a 4 GiB variable)."""
+    self-contained (`foreign_storage`), and with `sized` (its values are to be read)
+    declaring at most MAX_DATASET_BYTES of variables, MAX_STRING_ELEMENTS of text, and no
+    more than MAX_WHOLE_BYTES in what is read whole (a few KB of file can declare a 4 GiB
+    variable, or one chunk of it)."""
     try:
         handle = h5py.File(io.BytesIO(data), "r")
     except Exception as exc:  # truncated, not netCDF, not HDF5: one clear message
@@ -318,10 +329,14 @@ def _checked_file(data: bytes, path: Path) -> Iterator[h5py.File]:
         if why:
             raise UsageError(f"{path} is not self-contained: {why}; a measured dataset holds "
                              "all its values in its own file")
-        if total > MAX_DATASET_BYTES or strings > MAX_STRING_ELEMENTS:
+        if sized and (total > MAX_DATASET_BYTES or strings > MAX_STRING_ELEMENTS):
             raise UsageError(f"{path} declares {total:,} bytes of variables ({strings:,} "
                              f"text elements); a dataset is at most {MAX_DATASET_BYTES:,} "
                              f"({MAX_STRING_ELEMENTS:,}): refused before reading them")
+        if sized and (whole := read_whole(handle)):
+            raise UsageError(f"{path}: {whole[0]} would be read {whole[1]:,} bytes at once, "
+                             f"more than the {MAX_WHOLE_BYTES:,} a dataset may: refused "
+                             "before reading it")
         yield handle
 
 
@@ -352,6 +367,37 @@ def foreign_storage(handle: h5py.File) -> str | None:
 
     handle.visititems_links(visit)
     return found[0] if found else None
+
+
+def read_whole(handle: h5py.File) -> tuple[str, int] | None:
+    """(what, bytes) where opening the dataset would read more than MAX_WHOLE_BYTES at once,
+    else None: its coordinates together (the dimension variables and those a `coordinates`
+    attribute names, as netCDF has them), a text variable, or one chunk of a variable."""
+    coords, items = set(_text_words(handle.attrs.get("coordinates"))), list(handle.items())
+    for _, obj in items:
+        coords |= set(_text_words(obj.attrs.get("coordinates")))
+    together = 0
+    for name, obj in items:
+        if not isinstance(obj, h5py.Dataset):
+            continue
+        size = int(np.prod(obj.shape, dtype=np.float64) * obj.dtype.itemsize)
+        tag = obj.attrs.get("NAME")
+        phony = isinstance(tag, bytes) and tag.startswith(h5open.NOT_A_VARIABLE)
+        if name in coords or (obj.attrs.get("CLASS") == b"DIMENSION_SCALE" and not phony):
+            together += size  # a dimension without a variable is never read
+        if obj.dtype.kind in "SOUV" and size > MAX_WHOLE_BYTES:
+            return f"text variable {name}", size
+        if obj.chunks and (chunk := int(np.prod(obj.chunks, dtype=np.float64)
+                                        * obj.dtype.itemsize)) > MAX_WHOLE_BYTES:
+            return f"a chunk of {name}", chunk
+    return ("its coordinates", together) if together > MAX_WHOLE_BYTES else None
+
+
+def _text_words(value: object) -> list[str]:
+    """An attribute's words where it is text (bytes or str), else none."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    return value.split() if isinstance(value, str) else []
 
 
 def declared(handle: h5py.File) -> tuple[int, int]:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from probelab import bounded
 from probelab.errors import IntegrityError, LabError, Unavailable, UsageError
 from probelab.verify_unit import Unit
 
@@ -30,7 +31,8 @@ def _records() -> dict[str, str]:
     from probelab import manifest, retirement
     from probelab.paths import ledger_path
 
-    return {str(p.name): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else ""
+    return {str(p.name): hashlib.sha256(bounded.read_regular(p, bounded.MAX_CHAIN_BYTES))
+            .hexdigest() if p.is_file() else ""
             for p in (ledger_path(), manifest.manifest_path(), retirement.retired_path())}
 
 
@@ -115,6 +117,8 @@ def _vouched(unit: Unit, reply: dict[str, Any], mine: dict[str, str]
     from probelab import manifest
     from probelab.paths import lab_root
 
+    if why := reply_problem(unit, reply):
+        raise IntegrityError(f"{unit.probe}: a malformed reply ({why}); nothing of it taken")
     host = reply["node"].get("host", "?")
     if "error" in reply:
         raise IntegrityError(f"{unit.probe}: node {host} refused: {reply['error']}")
@@ -130,3 +134,32 @@ def _vouched(unit: Unit, reply: dict[str, Any], mine: dict[str, str]
             said["problems"].append(f"{name}: node {host} judged other bytes than the "
                                     "driver's file (its copy of the archive differs)")
     return out, host
+
+
+_LISTS = ("problems", "notes", "checks", "counted", "accounted")  # what a dataset's result holds
+
+
+def reply_problem(unit: Unit, reply: object) -> str | None:
+    """What is wrong with the form of a node's reply for `unit` (None: nothing), checked
+    before any of it is used: a node's refusal, or the records it read and a result for
+    exactly the unit's datasets, each in the form `verify_unit.run_unit` gives."""
+    if not isinstance(reply, dict) or not isinstance(reply.get("node"), dict) or \
+            not all(isinstance(v, str) for v in reply["node"].values()):
+        return "not a reply with its node"
+    if "error" in reply:
+        return None if isinstance(reply["error"], str) else "an error that is no text"
+    records, out = reply.get("records"), reply.get("unit")
+    if not isinstance(records, dict) or not all(isinstance(v, str) for v in records.values()):
+        return "no records' hashes"
+    if not isinstance(out, dict) or not isinstance(out.get("seals"), list) or \
+            not isinstance(out.get("datasets"), dict):
+        return "no unit result"
+    if set(out["datasets"]) != set(unit.datasets):
+        return "a result for other datasets than the unit's"
+    for said in out["datasets"].values():
+        if not isinstance(said, dict) or not all(isinstance(said.get(k), list) for k in _LISTS) \
+                or not all(isinstance(t, str) for k in ("problems", "notes", "accounted")
+                           for t in said[k]) \
+                or not (said.get("file_sha256") is None or isinstance(said["file_sha256"], str)):
+            return "a dataset's result of another form"
+    return None

@@ -23,7 +23,7 @@ from xarray.core import indexing
 # netCDF's and HDF5's own bookkeeping, which xarray does not show as attributes
 _HIDDEN = {"_Netcdf4Dimid", "_Netcdf4Coordinates", "DIMENSION_LIST", "CLASS", "NAME",
            "REFERENCE_LIST", "coordinates", "_NCProperties"}
-_NOT_A_VARIABLE = b"This is a netCDF dimension but not a netCDF variable"
+NOT_A_VARIABLE = b"This is a netCDF dimension but not a netCDF variable"
 
 
 class Unsupported(Exception):
@@ -61,7 +61,7 @@ def open_bytes(data: bytes) -> xr.Dataset:
     for name, obj in items:
         nametag = obj.attrs.get("NAME")
         if name in scales and isinstance(nametag, bytes) and \
-                nametag.startswith(_NOT_A_VARIABLE):
+                nametag.startswith(NOT_A_VARIABLE):
             continue  # a dimension without a variable of its name
         dims = (name,) if name in scales else _dims(handle, obj, names)
         if any(d not in sizes for d in dims) or obj.dtype.kind not in "iufO":

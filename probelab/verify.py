@@ -16,9 +16,9 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from probelab import bounded, codetree, gitinfo, manifest, retirement, written
+from probelab import bounded, codetree, dataset, gitinfo, manifest, retirement, written
 from probelab.check import measuring_code
-from probelab.errors import HistoryError, IntegrityError
+from probelab.errors import HistoryError, IntegrityError, LabError
 from probelab.paths import data_dir, lab_root
 from probelab.prereg import Record
 from probelab.toolchains import identity
@@ -84,7 +84,8 @@ def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
     datasets = [p for p in files if p.suffix == ".nc"]
     result["datasets"] = len(datasets)
     honoured = _retirements(pins or [], problems)
-    resting = {} if retired else {lab_root() / e["path"]: e for e in honoured}
+    resting = {lab_root() / e["path"]: e for e in honoured
+               if not retired or _too_large(lab_root() / e["path"], notes)}
     units = plan([p for p in datasets if p not in resting], record)
     # one history read for the whole archive (written.rewritten_all), made while the units
     # are checked: when the first is done, in this process, while the others still run
@@ -133,6 +134,22 @@ def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
                         "dataset reproduces (never sealed, not applicable, or its dataset is "
                         "gone): it does not count")
     return result
+
+
+def _too_large(path: Path, notes: list[str]) -> bool:
+    """Whether a retired dataset declares more than a dataset's values may be read at
+    (the version-1 lane-id files: up to 2.96 GB), so that `--retired` holds it to its pin
+    only, as a plain verify does, and says so."""
+    try:
+        size = dataset.declared_bytes(path)
+    except LabError:
+        return False  # its full check says why
+    if size <= dataset.MAX_DATASET_BYTES:
+        return False
+    notes.append(f"{rel(path)}: retired, and declaring {size:,} bytes, more than a "
+                 f"dataset's values are read at ({dataset.MAX_DATASET_BYTES:,}): held to its "
+                 "pin only")
+    return True
 
 
 def _retirements(pins: list[dict[str, Any]], problems: list[str]) -> list[dict[str, Any]]:

@@ -184,3 +184,36 @@ def test_a_failure_reply_carries_a_lab_errors_code_and_text(reply, said) -> None
     node, never anything but a lab error's."""
     problem = fleet.reply_problem(fleet.Task("toy", "sm_80", "sim"), reply)
     assert problem is None if said is None else said in problem
+
+
+def test_a_malformed_fleet_verify_reply_is_refused_with_one_line(toylab) -> None:
+    """A node's verify result is checked for its form before any of it is used (a reply of
+    another shape was an internal error): refused with one line, nothing of it taken."""
+    import copy
+
+    from probelab import fleet_verify, prereg
+    from probelab.verify_unit import Unit
+
+    prereg.seal(toylab.write_hyp("sum", "a + b"))
+    data = toylab.as_measured(toylab.sim_dataset())
+    toylab.git("add", "-A")
+    toylab.git("commit", "-q", "-m", "measured")
+    name = data.relative_to(toylab.root).as_posix()
+    unit = Unit("toy", (name,), ())
+    reply, mine = fleet_verify.check_unit(unit, toylab.head()), fleet_verify._records()
+    assert fleet_verify._vouched(unit, copy.deepcopy(reply), mine)[0]["datasets"][name]
+
+    def spoiled(change: Callable[[dict], Any]) -> dict:
+        bad = copy.deepcopy(reply)
+        change(bad)
+        return bad
+
+    for bad in ([], {"node": "n"}, spoiled(lambda r: r.update(error=7)),
+                spoiled(lambda r: r.pop("records")), spoiled(lambda r: r.update(unit=[])),
+                spoiled(lambda r: r["unit"].update(datasets={})),
+                spoiled(lambda r: r["unit"]["datasets"].update(other={})),
+                spoiled(lambda r: r["unit"]["datasets"][name].update(problems=None)),
+                spoiled(lambda r: r["unit"]["datasets"][name].update(notes=[1])),
+                spoiled(lambda r: r["unit"]["datasets"][name].update(file_sha256=5))):
+        with pytest.raises(IntegrityError, match=r"^toy: a malformed reply \(.*\); nothing "):
+            fleet_verify._vouched(unit, bad, mine)

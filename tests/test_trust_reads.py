@@ -8,11 +8,15 @@ import json
 import os
 import subprocess
 import sys
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
+import h5netcdf
 import h5py
+import numpy as np
 import pytest
+import xarray as xr
 from test_import import device, refused
 from toylab import MEASURED, ToyLab, invoke
 
@@ -374,3 +378,68 @@ def test_a_device_run_records_which_device_and_which_run(toylab: ToyLab) -> None
     from probelab.backends import device_uuid
 
     assert device_uuid(bytes(range(16))) == "00010203-0405-0607-0809-0a0b0c0d0e0f"
+
+
+# ---- what is read whole, and slabs ----------------------------------------------------------
+
+
+def _declaring(path: Path, build: Callable[[h5netcdf.File], None]) -> Path:
+    """A valid small dataset at `path`, then `build` adds to it through netCDF (declared,
+    never written: a few KB of file)."""
+    ds = xr.Dataset({"value": (("kernel", "a"), np.arange(6, dtype=np.uint32).reshape(2, 3))},
+                    coords={"kernel": ("kernel", ["k0", "k1"]), "a": ("a", np.arange(3))})
+    dataset.save(ds, path, {"probe": "toy", "simulated": True})
+    with h5netcdf.File(path, "a") as f:
+        build(f)
+    return path
+
+
+def test_what_a_dataset_reads_whole_is_bounded(tmp_path: Path) -> None:
+    """Issue 34: coordinates are read whole when a dataset opens, a chunk is decompressed
+    whole, a 1-D variable was read whole: a file of a few KB declaring 80 MB of coordinates
+    or a 1.2 GB chunk (2.4 GB resident when read) is refused from its metadata."""
+    def coordinate(f: h5netcdf.File) -> None:
+        f.dimensions["n"] = 20 * 2**20
+        f.create_variable("n", ("n",), "u4", chunks=(2**16,))
+
+    def chunk(f: h5netcdf.File) -> None:
+        f.dimensions["n"] = 20 * 2**20
+        f.create_variable("huge", ("kernel", "n"), "f8", chunks=(1, 20 * 2**20))
+
+    for build, why in ((coordinate, "its coordinates would be read 83,886,1"),
+                       (chunk, "a chunk of huge would be read 167,772,160 bytes")):
+        path = _declaring(tmp_path / f"{build.__name__}.nc", build)
+        assert path.stat().st_size < 64 * 1024
+        with pytest.raises(check.UsageError, match=why):
+            dataset.load(path)
+
+    def wide(f: h5netcdf.File) -> None:  # 96 MiB of one row: hashed a slab at a time
+        f.dimensions["n"] = 96 * 2**20
+        f.create_variable("wide", ("n",), "u1", chunks=(2**20,))
+
+    ds = dataset.load(_declaring(tmp_path / "wide.nc", wide))
+    tracemalloc.start()
+    try:
+        dataset.computed_content_sha256(ds)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 80 * 2**20, f"{peak / 2**20:.0f} MB to hash a 96 MiB row"
+
+
+def test_verify_retired_holds_a_retired_dataset_too_large_to_read_to_its_pin(
+        toylab: ToyLab, monkeypatch: pytest.MonkeyPatch) -> None:
+    sim = toylab.sim_dataset()
+    ds, padded = dataset.load(sim), sim.with_name("padded.nc")  # 16 KB more than `new`
+    dataset.save(ds.assign(pad=("p", np.zeros(4096, np.uint32))), padded,
+                 dataset.provenance(ds))
+    old = toylab.as_measured(padded, utc="2030-01-01T00:00:00+00:00", probe_version="1")
+    new = toylab.as_measured(sim, utc="2030-01-01T00:00:01+00:00", probe_version="2")
+    committed(toylab)
+    assert invoke("retire", old, "--by", new, "--reason", "superseded").exit_code == 0
+    committed(toylab, "retired")
+    monkeypatch.setattr(dataset, "MAX_DATASET_BYTES", 8192)  # as a 2.96 GB file is
+    result = verify_archive(retired=True)
+    assert not result["problems"], result["problems"]
+    assert any(n.startswith(f"{manifest.relative(old)}: retired, and declaring") and
+               n.endswith("held to its pin only") for n in result["notes"]), result["notes"]
