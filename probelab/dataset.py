@@ -381,10 +381,9 @@ def read_whole(handle: h5py.File) -> tuple[str, int] | None:
         if not isinstance(obj, h5py.Dataset):
             continue
         size = int(np.prod(obj.shape, dtype=np.float64) * obj.dtype.itemsize)
-        tag = obj.attrs.get("NAME")
-        phony = isinstance(tag, bytes) and tag.startswith(h5open.NOT_A_VARIABLE)
-        if name in coords or (obj.attrs.get("CLASS") == b"DIMENSION_SCALE" and not phony):
-            together += size  # a dimension without a variable is never read
+        if name in coords or (obj.attrs.get("CLASS") == b"DIMENSION_SCALE"
+                              and not _phony(obj)):
+            together += size
         if obj.dtype.kind in "SOUV" and size > MAX_WHOLE_BYTES:
             return f"text variable {name}", size
         if obj.chunks and (chunk := int(np.prod(obj.chunks, dtype=np.float64)
@@ -400,14 +399,22 @@ def _text_words(value: object) -> list[str]:
     return value.split() if isinstance(value, str) else []
 
 
+def _phony(obj: h5py.Dataset) -> bool:
+    """A netCDF dimension without a variable of its name: a dimension scale that holds no
+    values and is never read (h5open and xarray alike skip it)."""
+    tag = obj.attrs.get("NAME")
+    return obj.attrs.get("CLASS") == b"DIMENSION_SCALE" and isinstance(tag, bytes) and \
+        tag.startswith(h5open.NOT_A_VARIABLE)
+
+
 def declared(handle: h5py.File) -> tuple[int, int]:
     """(bytes in memory, text elements) of the file's variables, read from its metadata
-    alone."""
+    alone (a dimension without a variable declares nothing: it is never read)."""
     total = strings = 0
 
     def add(name: str, item: object) -> None:
         nonlocal total, strings
-        if isinstance(item, h5py.Dataset):
+        if isinstance(item, h5py.Dataset) and not _phony(item):
             total += int(np.prod(item.shape, dtype=np.float64) * item.dtype.itemsize)
             if item.dtype.kind in "SOUV":
                 strings += int(np.prod(item.shape, dtype=np.float64))

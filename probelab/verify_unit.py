@@ -128,10 +128,11 @@ def _twins(judged: dict[str, Judged | str]) -> dict[str, tuple[str, str]]:
                 said[name] = ("problems", f"{name}: the same values, code objects and run "
                               f"nonce as {seen[nonce]}: a copy, not a replication")
             elif nonce is None or None in seen:
+                which = name if nonce is None else seen[None]
                 said[name] = ("notes", f"{name}: the same values and code objects as {first}, "
-                              "and no run nonce to tell the runs apart (measured before "
-                              "datasets recorded their run): a replication only as the "
-                              "archive's history says")
+                              f"and {which} records no run nonce to tell the runs apart "
+                              "(measured before datasets recorded their run): a replication "
+                              "only as the archive's history says")
             seen.setdefault(nonce, name)
     return said
 

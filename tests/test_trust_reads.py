@@ -367,8 +367,8 @@ def test_measurements_without_a_run_record_are_noted_as_indistinguishable(
     result = verify_archive()
     assert not result["problems"]
     a, b = sorted(manifest.relative(p) for p in old)
-    assert f"{b}: the same values and code objects as {a}, and no run nonce to tell the " \
-           "runs apart" in "\n".join(result["notes"])
+    assert f"{b}: the same values and code objects as {a}, and {b} records no run nonce " \
+           "to tell the runs apart" in "\n".join(result["notes"])
 
 
 def test_a_device_run_records_which_device_and_which_run(toylab: ToyLab) -> None:
