@@ -381,8 +381,7 @@ def read_whole(handle: h5py.File) -> tuple[str, int] | None:
         if not isinstance(obj, h5py.Dataset):
             continue
         size = int(np.prod(obj.shape, dtype=np.float64) * obj.dtype.itemsize)
-        if name in coords or (obj.attrs.get("CLASS") == b"DIMENSION_SCALE"
-                              and not _phony(obj)):
+        if name in coords or (h5open.is_scale(obj) and not _phony(obj)):
             together += size
         if obj.dtype.kind in "SOUV" and size > MAX_WHOLE_BYTES:
             return f"text variable {name}", size
@@ -403,7 +402,7 @@ def _phony(obj: h5py.Dataset) -> bool:
     """A netCDF dimension without a variable of its name: a dimension scale that holds no
     values and is never read (h5open and xarray alike skip it)."""
     tag = obj.attrs.get("NAME")
-    return obj.attrs.get("CLASS") == b"DIMENSION_SCALE" and isinstance(tag, bytes) and \
+    return h5open.is_scale(obj) and isinstance(tag, bytes) and \
         tag.startswith(h5open.NOT_A_VARIABLE)
 
 

@@ -54,7 +54,7 @@ def open_bytes(data: bytes) -> xr.Dataset:
     items = list(handle.items())
     if any(not isinstance(obj, h5py.Dataset) for _, obj in items):
         raise Unsupported("a group")
-    scales = {name: obj for name, obj in items if obj.attrs.get("CLASS") == b"DIMENSION_SCALE"}
+    scales = {name: obj for name, obj in items if is_scale(obj)}
     sizes = {name: int(obj.shape[0]) for name, obj in scales.items() if obj.ndim == 1}
     coords = set(str(handle.attrs.get("coordinates", "")).split())
     variables: dict[str, tuple[tuple[str, ...], h5py.Dataset]] = {}
@@ -84,6 +84,13 @@ def open_bytes(data: bytes) -> xr.Dataset:
                     attrs={k: _attr(v) for k, v in handle.attrs.items() if k not in _HIDDEN})
     ds.set_close(handle.close)
     return ds
+
+
+def is_scale(obj: h5py.HLObject) -> bool:
+    """Whether an HDF5 object is a dimension scale (its CLASS attribute, compared only where
+    it is the bytes HDF5 writes: an array there has no single truth)."""
+    tag = obj.attrs.get("CLASS")
+    return isinstance(tag, bytes) and tag == b"DIMENSION_SCALE"
 
 
 def _dims(handle: h5py.File, obj: h5py.Dataset, names: dict[h5py.Reference, str]

@@ -443,3 +443,15 @@ def test_verify_retired_holds_a_retired_dataset_too_large_to_read_to_its_pin(
     assert not result["problems"], result["problems"]
     assert any(n.startswith(f"{manifest.relative(old)}: retired, and declaring") and
                n.endswith("held to its pin only") for n in result["notes"]), result["notes"]
+
+
+def test_attributes_hdf5_keeps_for_itself_are_read_only_as_it_writes_them(
+        tmp_path: Path) -> None:
+    """Found by bench/fuzz.py: a CLASS attribute that is an array (no single truth) was a
+    ValueError out of the read bound, not a refusal."""
+    path = _declaring(tmp_path / "class.nc", lambda f: None)
+    with h5py.File(path, "r+") as f:
+        f["value"].attrs["CLASS"] = np.array([1, 2, 3])
+        f["a"].attrs["NAME"] = np.array([b"x", b"y"])
+    assert dataset.load(path)["value"].values.tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert dataset.read_summarised(path).summary.kernels == ("k0", "k1")
