@@ -63,6 +63,7 @@ class Provenance(TypedDict, total=False):
     poisons: list[str]
     simulated: bool
     blind_pairs: list[list[str]]  # sealed rivals the stimulus could not separate
+    run: dict[str, Any]  # what sets this run apart: nonce, pid, started_utc, seconds
 
 
 class Score(TypedDict):
