@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -27,6 +27,9 @@ from probelab.limits import DEFAULT_TIMEOUT_S, FLEET_CONNECT_S
 from probelab.paths import cache_dir, shown
 from probelab.storage import written
 from probelab.text import printable
+
+if TYPE_CHECKING:
+    from probelab.manifest import Measured
 
 EPILOG = ("Exit codes: 0 confirmed/ok, 1 refuted, 2 usage error, 3 integrity failure "
           "(tampered, post-hoc, broken ledger, failed evidence), 4 no suitable device or "
@@ -148,32 +151,66 @@ def emit_json(data: Any) -> None:
 
 @app.command("list", epilog=EPILOG)
 @guarded
-def list_cmd(as_json: JsonOpt = False) -> None:
-    """List probes, their targets and kernels, and which backends are installed here (no
-    device is opened: `probelab doctor` opens each and says what it is)."""
+def list_cmd(
+    as_json: JsonOpt = False,
+    measured_only: Annotated[bool, typer.Option("--measured", help=(
+        "Only the probes with measured data (a dataset pinned in data/)."))] = False,
+) -> None:
+    """List probes, their targets and kernels, where each has measured data (pinned
+    datasets per target: how many, and the newest's date), and which backends are
+    installed here (no device is opened: `probelab doctor` opens each and says what it
+    is)."""
+    from dataclasses import asdict
+
     from probelab.doctor import backend_presence
     from probelab.probe import catalog
 
     found = catalog()
     backends = backend_presence()
+    measured, unread = _measured()
     probes = [{"id": e.id, "version": e.version, "summary": e.summary,
-               "targets": list(e.targets), "kernels": e.kernels} for e in found.entries()]
+               "targets": list(e.targets), "kernels": e.kernels,
+               "measured": [asdict(m) for m in measured.get(e.id, [])]}
+              for e in found.entries() if measured.get(e.id) or not measured_only]
+    if unread:
+        say(f"note: no measured data shown: {unread} (`probelab verify` says more)", err=True)
     if as_json:
         emit_json({"probes": probes, "backends": backends, "broken": found.broken})
         return
-    from rich.text import Text  # cells as plain text: no markup to parse, 4 per probe
+    from rich.text import Text  # cells as plain text: no markup to parse, 5 per probe
 
-    table = Table("probe", "targets", "kernels", "summary")
-    for p in probes:
-        kernels = "; ".join(f"{v}: {', '.join(ks)}" for v, ks in p["kernels"].items())
-        table.add_row(*(Text(printable(cell)) for cell in
-                        (p["id"], ", ".join(p["targets"]), kernels, p["summary"])))
+    rows = [tuple(map(printable, (
+        p["id"], ", ".join(p["targets"]),
+        "; ".join(f"{v}: {', '.join(ks)}" for v, ks in p["kernels"].items()),
+        "\n".join(f"{m['target']}: {m['count']} ({m['latest'][:10]})"
+                  for m in p["measured"]) or "-", p["summary"]))) for p in probes]
+
+    # an id is never cut or wrapped, whatever the width (a terminal's, or 80 when piped);
+    # the other cells fold, never cut (the measured column is at least a date wide)
+    table = Table(Column("probe", no_wrap=True, min_width=max(
+                      (len(row[0]) for row in rows), default=0)),
+                  Column("targets", overflow="fold"), Column("kernels", overflow="fold"),
+                  Column("measured (latest)", overflow="fold", min_width=12),
+                  Column("summary", overflow="fold"))
+    for row in rows:
+        table.add_row(*map(Text, row))
     out.print(table)
     for name, status in backends.items():
         mark = "[green]found[/]" if status["found"] else "[yellow]not found[/]"
         out.print(f"backend {name}: {mark} — {safe(status['detail'])}")
     for folder, why in found.broken.items():
         err.print(f"[red]probe folder {safe(folder)} failed to load:[/] {safe(why)}")
+
+
+def _measured() -> "tuple[dict[str, list[Measured]], str | None]":
+    """The archive's pinned datasets per probe and target (probelab.manifest.measured),
+    and why none are known where the manifest cannot be read."""
+    from probelab import manifest
+
+    try:
+        return manifest.measured(manifest.read()), None
+    except IntegrityError as exc:
+        return {}, str(exc)
 
 
 @app.command(epilog=EPILOG)

@@ -17,6 +17,7 @@ import hashlib
 import os
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,41 @@ def duplicates(entries: list[dict[str, Any]]) -> list[str]:
                 problems.append(f"manifest: one {what} pinned {n} times ({paths}); a copy is "
                                 "not a replication, and a dataset is pinned once")
     return problems
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The pinned datasets of one probe on one target: how many, and when the newest was
+    measured (UTC, ISO 8601)."""
+
+    target: str
+    count: int
+    latest: str
+
+
+def measured(entries: list[dict[str, Any]]) -> dict[str, list[Measured]]:
+    """{probe: its pinned datasets per target, in target order}, from the pins alone (no
+    dataset is opened): each measured at the time its name says (TIME[.TOOLCHAIN].nc, as a
+    sweep names it), else when it was pinned."""
+    times: dict[tuple[str, str], list[str]] = {}
+    for entry in entries:
+        times.setdefault((entry["probe"], entry["target"]), []).append(_measured_at(entry))
+    out: dict[str, list[Measured]] = {}
+    for (probe, target), seen in sorted(times.items()):
+        out.setdefault(probe, []).append(Measured(target, len(seen), max(seen)))
+    return out
+
+
+def _measured_at(entry: dict[str, Any]) -> str:
+    stem = Path(entry["path"]).name.split(".")[0].split("-")[0]
+    try:
+        when = datetime.strptime(stem, "%Y%m%dT%H%M%SZ")
+    except ValueError:
+        try:
+            when = datetime.fromisoformat(entry["pinned_at"]).astimezone(UTC)
+        except ValueError:
+            return entry["pinned_at"]
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def archive_relative(path: Path) -> str | None:

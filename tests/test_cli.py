@@ -57,6 +57,52 @@ def test_list_reports_a_broken_probe(toylab: ToyLab) -> None:
     assert [p["id"] for p in doc["probes"]] == ["toy"]
 
 
+LONG_ID = "a-probe-id-long-enough-to-be-cut-short-at-eighty"
+
+
+@pytest.fixture
+def long_probe(toylab: ToyLab):
+    """A second toy probe, of a long id."""
+    import sys
+
+    from toylab import TOY_PROBE
+
+    from probelab.probe import catalog
+
+    folder = toylab.root / "probes" / "long"
+    folder.mkdir()
+    (folder / "probe.py").write_text(TOY_PROBE.replace('id = "toy"', f'id = "{LONG_ID}"'))
+    catalog.cache_clear()
+    yield
+    sys.modules.pop("probelab_probe_long_probe", None)
+
+
+def test_list_never_cuts_an_id_and_says_where_each_probe_is_measured(
+        toylab: ToyLab, long_probe: None) -> None:
+    sim = toylab.sim_dataset()
+    for name in ("20260101T000000Z.nc", "20260102T030405Z.nc"):
+        toylab.as_measured(sim, name)
+    result = invoke("list")  # not a terminal: 80 columns, as when piped
+    assert result.exit_code == 0, result.stderr
+    assert "…" not in result.stdout
+    assert LONG_ID in result.stdout and "sm_90: 2" in result.stdout
+    assert "(2026-01-02)" in result.stdout
+    doc = json.loads(invoke("list", "--json").stdout)
+    assert {p["id"]: p["measured"] for p in doc["probes"]} == {
+        LONG_ID: [], "toy": [{"target": "sm_90", "count": 2, "latest": "2026-01-02T03:04:05Z"}]}
+    measured = json.loads(invoke("list", "--measured", "--json").stdout)
+    assert [p["id"] for p in measured["probes"]] == ["toy"]
+    assert LONG_ID not in invoke("list", "--measured").stdout
+
+
+def test_list_with_a_broken_manifest_lists_the_probes_and_says_why(toylab: ToyLab) -> None:
+    (toylab.data / "MANIFEST.jsonl").write_text("not json\n")
+    result = invoke("list", "--json")
+    assert result.exit_code == 0
+    assert [p["measured"] for p in json.loads(result.stdout)["probes"]] == [[]]
+    assert "no measured data shown: manifest line 1" in result.stderr
+
+
 def test_doctor_json(toylab: ToyLab) -> None:
     result = invoke("doctor", "--json")
     assert result.exit_code == 0, result.stderr
