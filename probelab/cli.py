@@ -223,8 +223,12 @@ def doctor(as_json: JsonOpt = False) -> None:
     if as_json:
         emit_json(report)
         return
-    # paths in full: a long one folds onto the next line, never cut short with "…"
-    table = Table("check", "status", Column("detail / fix", overflow="fold"))
+    # nothing cut short with "…", whatever the width: a check's name and its status are
+    # never wrapped, and a long path folds onto the next line
+    table = Table(Column("check", no_wrap=True, min_width=max(
+                      len(row["name"]) for row in report["checks"])),
+                  Column("status", no_wrap=True, min_width=len("not ok")),
+                  Column("detail / fix", overflow="fold"))
     for row in report["checks"]:
         status = "[green]ok[/]" if row["ok"] else "[yellow]not ok[/]"
         table.add_row(safe(row["name"]), status, safe(row["detail"]))

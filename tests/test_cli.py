@@ -113,6 +113,32 @@ def test_doctor_json(toylab: ToyLab) -> None:
     assert all(set(c) == {"name", "ok", "detail"} for c in doc["checks"])
 
 
+def test_doctor_names_each_amd_target_the_lab_measures_and_cuts_nothing(
+        toylab: ToyLab, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from rich.console import Console
+    from toylab import copy_probe
+
+    from probelab import cli
+    from probelab.probe import catalog
+
+    copy_probe(toylab.root, "dot8_iu4")  # gfx1200 and gfx1201
+    sys.modules.pop("probelab_probe_dot8_iu4_probe", None)
+    catalog.cache_clear()
+    rows = [c for c in json.loads(invoke("doctor", "--json").stdout)["checks"]
+            if c["name"].startswith("AMDGPU toolchain")]
+    if not rows or not rows[0]["ok"]:
+        pytest.skip("no AMDGPU toolchain")
+    for row in rows:  # both clang-19 and clang-22 build them, as a sweep there does
+        assert "builds gfx1200, gfx1201;" in row["detail"] and "not none" not in row["detail"]
+        assert "gfx942" not in row["detail"]  # no probe of this lab targets it
+    monkeypatch.setattr(cli, "out", Console(soft_wrap=True, width=40))
+    result = invoke("doctor")
+    assert "AMDGPU toolchain" in result.stdout and "…" not in result.stdout
+    sys.modules.pop("probelab_probe_dot8_iu4_probe", None)
+
+
 # ---- sweep --------------------------------------------------------------------------------
 
 
