@@ -170,10 +170,11 @@ def placement_problem(path: Path, prov: Provenance) -> str | None:
     return None
 
 
-def pin_problem(path: Path, content: str, entries: list[dict[str, Any]],
+def pin_problem(path: Path, content: str | None, entries: list[dict[str, Any]],
                 file_sha: str | None = None) -> str | None:
-    """Why the archive file at `path`, whose contents hash to `content` (and, where given,
-    whose bytes as read hash to `file_sha`), is not the dataset its pin names, or None."""
+    """Why the archive file at `path`, whose contents hash to `content` (None: they cannot
+    be read) and, where given, whose bytes as read hash to `file_sha`, is not the dataset
+    its pin names, or None."""
     rel = relative(path)
     pins = [e for e in entries if e["path"] == rel]
     if not pins:
@@ -185,6 +186,6 @@ def pin_problem(path: Path, content: str, entries: list[dict[str, Any]],
                 "is not a replication")
     if pins[0]["file_sha256"] != (file_sha or file_sha256(path)):
         return "its bytes differ from the file its pin names (edited after the sweep)"
-    if pins[0]["content_sha256"] != content:
+    if content is not None and pins[0]["content_sha256"] != content:
         return "its contents differ from those its pin names (edited after the sweep)"
     return None
