@@ -24,7 +24,7 @@ from rich.table import Column, Table
 
 from probelab.errors import Exit, IntegrityError, KernelTimeout, LabError, Terminated, UsageError
 from probelab.limits import DEFAULT_TIMEOUT_S, FLEET_CONNECT_S
-from probelab.paths import cache_dir, shown
+from probelab.paths import cache_dir, lab_of, shown
 from probelab.storage import written
 from probelab.text import printable
 
@@ -103,6 +103,25 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             _on_sigterm(previous)
 
     return wrapper
+
+
+def in_lab_of(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A command given paths (its parameters `names`: a path, a list of them, or a
+    PATH[:KERNEL] text) works, where neither $PROBELAB_ROOT nor the cwd is in a lab, in the
+    lab that holds them (paths.lab_of): `probelab check /lab/preregistrations/... /lab/data/...`
+    from anywhere."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(**kwargs: Any) -> Any:
+            given = [kwargs[name] for name in names]
+            with lab_of(Path(p) for v in given for p in (v if isinstance(v, list) else [v])
+                        if p is not None):
+                return fn(**kwargs)
+
+        return wrapper
+
+    return decorate
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -408,6 +427,7 @@ def prereg_new(probe: str, hypothesis_id: Annotated[str, typer.Argument(metavar=
 
 
 @prereg_app.command("seal", epilog=EPILOG)
+@in_lab_of("files")
 @guarded
 def prereg_seal(
     files: Annotated[list[Path], typer.Argument(help="Hypothesis TOML files.")],
@@ -517,6 +537,7 @@ def prereg_power(
 
 
 @app.command(epilog=EPILOG)
+@in_lab_of("prereg", "dataset_path")
 @guarded
 def check(
     prereg: Annotated[Path, typer.Argument(help="A sealed hypothesis file.")],
@@ -632,6 +653,7 @@ def _say_verified(result: dict[str, Any], verbose: bool) -> None:
 
 
 @app.command(epilog=EPILOG)
+@in_lab_of("dataset_path", "prereg")
 @guarded
 def plot(
     kinds: Annotated[list[str] | None, typer.Argument(
@@ -675,6 +697,7 @@ def plot(
 
 
 @app.command(epilog=EPILOG)
+@in_lab_of("paths")
 @guarded
 def report(
     paths: Annotated[list[Path], typer.Argument(help="Verdict JSON files, or datasets (their "
@@ -703,6 +726,7 @@ def report(
 
 
 @app.command(epilog=EPILOG)
+@in_lab_of("dataset_path", "by")
 @guarded
 def retire(
     dataset_path: Annotated[Path, typer.Argument(metavar="DATASET", help=(
@@ -735,6 +759,7 @@ def retire(
 
 
 @app.command("diff", epilog=EPILOG)
+@in_lab_of("a", "b")
 @guarded
 def diff_cmd(
     a: Annotated[str, typer.Argument(metavar="A", help="Dataset PATH or PATH:KERNEL.")],

@@ -139,6 +139,27 @@ def test_doctor_names_each_amd_target_the_lab_measures_and_cuts_nothing(
     sys.modules.pop("probelab_probe_dot8_iu4_probe", None)
 
 
+def test_paths_inside_a_lab_are_found_from_anywhere_and_two_labs_refused(
+        toylab: ToyLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.sim_dataset()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.delenv("PROBELAB_ROOT")
+    monkeypatch.chdir(elsewhere)
+    result = invoke("check", hyp.resolve(), data.resolve(), "--no-save")
+    assert result.exit_code == 1 and "NOT-EVIDENCE" in result.stdout, result.stderr
+    other = tmp_path / "other-lab"
+    (other / "preregistrations").mkdir(parents=True)
+    refused = invoke("check", hyp, other / "x.nc")
+    assert refused.exit_code == 2
+    assert refused.stderr == (f"error: the paths given are in 2 labs ({toylab.root.resolve()}, "
+                              f"{other.resolve()}): "
+                              "a command works in one (cd into it, or set PROBELAB_ROOT)\n")
+    assert "not inside a probelab lab" in invoke("check", elsewhere / "h.toml",
+                                                 elsewhere / "x.nc").stderr
+
+
 # ---- sweep --------------------------------------------------------------------------------
 
 
