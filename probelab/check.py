@@ -418,8 +418,34 @@ class Judged:
         return head if isinstance(head, str) and gitinfo.is_commit_id(head) else None
 
 
+class Unreadable(IntegrityError):
+    """A file of the archive that cannot be read as a dataset: `why` says so, then what its
+    pin says of it (none, or another file's bytes)."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(f"{shown(path)}: {why}")
+        self.why = why
+
+
+def read_dataset(path: Path, pins: list[dict[str, Any]] | None = None) -> dataset.Read:
+    """A dataset file read once (dataset.read_summarised). A file of the archive that is no
+    dataset at all (truncated, or never one) is Unreadable, said with what the manifest
+    (`pins`, or read here) says of it."""
+    try:
+        return dataset.read_summarised(path)
+    except dataset.NotADataset as exc:
+        if manifest.archive_relative(path) is None:
+            raise
+        try:
+            pinned = manifest.pin_problem(path, None, manifest.read() if pins is None else pins)
+        except (IntegrityError, OSError) as broken:
+            pinned = f"whether a pin names it is unknown ({broken})"
+        raise Unreadable(path, "; ".join(filter(None, (
+            f"truncated or unreadable ({exc.why})", pinned)))) from None
+
+
 def judge(path: Path, history: bool = True, pins: list[dict[str, Any]] | None = None) -> Judged:
-    read = dataset.read_summarised(path)
+    read = read_dataset(path, pins)
     return Judged(read, dataset_problem(path, read.prov, read.summary.content, history, pins,
                                         read.file_sha256))
 

@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,9 +24,12 @@ from rich.table import Column, Table
 
 from probelab.errors import Exit, IntegrityError, KernelTimeout, LabError, Terminated, UsageError
 from probelab.limits import DEFAULT_TIMEOUT_S, FLEET_CONNECT_S
-from probelab.paths import cache_dir, shown
+from probelab.paths import cache_dir, lab_of, shown
 from probelab.storage import written
 from probelab.text import printable
+
+if TYPE_CHECKING:
+    from probelab.manifest import Measured
 
 EPILOG = ("Exit codes: 0 confirmed/ok, 1 refuted, 2 usage error, 3 integrity failure "
           "(tampered, post-hoc, broken ledger, failed evidence), 4 no suitable device or "
@@ -102,6 +105,25 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def in_lab_of(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A command given paths (its parameters `names`: a path, a list of them, or a
+    PATH[:KERNEL] text) works, where neither $PROBELAB_ROOT nor the cwd is in a lab, in the
+    lab that holds them (paths.lab_of): `probelab check /lab/preregistrations/... /lab/data/...`
+    from anywhere."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(**kwargs: Any) -> Any:
+            given = [kwargs[name] for name in names]
+            with lab_of(Path(p) for v in given for p in (v if isinstance(v, list) else [v])
+                        if p is not None):
+                return fn(**kwargs)
+
+        return wrapper
+
+    return decorate
+
+
 def _terminate(signum: int, frame: object) -> None:
     raise Terminated()
 
@@ -148,32 +170,66 @@ def emit_json(data: Any) -> None:
 
 @app.command("list", epilog=EPILOG)
 @guarded
-def list_cmd(as_json: JsonOpt = False) -> None:
-    """List probes, their targets and kernels, and which backends are installed here (no
-    device is opened: `probelab doctor` opens each and says what it is)."""
+def list_cmd(
+    as_json: JsonOpt = False,
+    measured_only: Annotated[bool, typer.Option("--measured", help=(
+        "Only the probes with measured data (a dataset pinned in data/)."))] = False,
+) -> None:
+    """List probes, their targets and kernels, where each has measured data (pinned
+    datasets per target: how many, and the newest's date), and which backends are
+    installed here (no device is opened: `probelab doctor` opens each and says what it
+    is)."""
+    from dataclasses import asdict
+
     from probelab.doctor import backend_presence
     from probelab.probe import catalog
 
     found = catalog()
     backends = backend_presence()
+    measured, unread = _measured()
     probes = [{"id": e.id, "version": e.version, "summary": e.summary,
-               "targets": list(e.targets), "kernels": e.kernels} for e in found.entries()]
+               "targets": list(e.targets), "kernels": e.kernels,
+               "measured": [asdict(m) for m in measured.get(e.id, [])]}
+              for e in found.entries() if measured.get(e.id) or not measured_only]
+    if unread:
+        say(f"note: no measured data shown: {unread} (`probelab verify` says more)", err=True)
     if as_json:
         emit_json({"probes": probes, "backends": backends, "broken": found.broken})
         return
-    from rich.text import Text  # cells as plain text: no markup to parse, 4 per probe
+    from rich.text import Text  # cells as plain text: no markup to parse, 5 per probe
 
-    table = Table("probe", "targets", "kernels", "summary")
-    for p in probes:
-        kernels = "; ".join(f"{v}: {', '.join(ks)}" for v, ks in p["kernels"].items())
-        table.add_row(*(Text(printable(cell)) for cell in
-                        (p["id"], ", ".join(p["targets"]), kernels, p["summary"])))
+    rows = [tuple(map(printable, (
+        p["id"], ", ".join(p["targets"]),
+        "; ".join(f"{v}: {', '.join(ks)}" for v, ks in p["kernels"].items()),
+        "\n".join(f"{m['target']}: {m['count']} ({m['latest'][:10]})"
+                  for m in p["measured"]) or "-", p["summary"]))) for p in probes]
+
+    # an id is never cut or wrapped, whatever the width (a terminal's, or 80 when piped);
+    # the other cells fold, never cut (the measured column is at least a date wide)
+    table = Table(Column("probe", no_wrap=True, min_width=max(
+                      (len(row[0]) for row in rows), default=0)),
+                  Column("targets", overflow="fold"), Column("kernels", overflow="fold"),
+                  Column("measured (latest)", overflow="fold", min_width=12),
+                  Column("summary", overflow="fold"))
+    for row in rows:
+        table.add_row(*map(Text, row))
     out.print(table)
     for name, status in backends.items():
         mark = "[green]found[/]" if status["found"] else "[yellow]not found[/]"
         out.print(f"backend {name}: {mark} — {safe(status['detail'])}")
     for folder, why in found.broken.items():
         err.print(f"[red]probe folder {safe(folder)} failed to load:[/] {safe(why)}")
+
+
+def _measured() -> "tuple[dict[str, list[Measured]], str | None]":
+    """The archive's pinned datasets per probe and target (probelab.manifest.measured),
+    and why none are known where the manifest cannot be read."""
+    from probelab import manifest
+
+    try:
+        return manifest.measured(manifest.read()), None
+    except IntegrityError as exc:
+        return {}, str(exc)
 
 
 @app.command(epilog=EPILOG)
@@ -186,8 +242,12 @@ def doctor(as_json: JsonOpt = False) -> None:
     if as_json:
         emit_json(report)
         return
-    # paths in full: a long one folds onto the next line, never cut short with "…"
-    table = Table("check", "status", Column("detail / fix", overflow="fold"))
+    # nothing cut short with "…", whatever the width: a check's name and its status are
+    # never wrapped, and a long path folds onto the next line
+    table = Table(Column("check", no_wrap=True, min_width=max(
+                      len(row["name"]) for row in report["checks"])),
+                  Column("status", no_wrap=True, min_width=len("not ok")),
+                  Column("detail / fix", overflow="fold"))
     for row in report["checks"]:
         status = "[green]ok[/]" if row["ok"] else "[yellow]not ok[/]"
         table.add_row(safe(row["name"]), status, safe(row["detail"]))
@@ -367,6 +427,7 @@ def prereg_new(probe: str, hypothesis_id: Annotated[str, typer.Argument(metavar=
 
 
 @prereg_app.command("seal", epilog=EPILOG)
+@in_lab_of("files")
 @guarded
 def prereg_seal(
     files: Annotated[list[Path], typer.Argument(help="Hypothesis TOML files.")],
@@ -476,6 +537,7 @@ def prereg_power(
 
 
 @app.command(epilog=EPILOG)
+@in_lab_of("prereg", "dataset_path")
 @guarded
 def check(
     prereg: Annotated[Path, typer.Argument(help="A sealed hypothesis file.")],
@@ -591,6 +653,7 @@ def _say_verified(result: dict[str, Any], verbose: bool) -> None:
 
 
 @app.command(epilog=EPILOG)
+@in_lab_of("dataset_path", "prereg")
 @guarded
 def plot(
     kinds: Annotated[list[str] | None, typer.Argument(
@@ -634,6 +697,7 @@ def plot(
 
 
 @app.command(epilog=EPILOG)
+@in_lab_of("paths")
 @guarded
 def report(
     paths: Annotated[list[Path], typer.Argument(help="Verdict JSON files, or datasets (their "
@@ -662,6 +726,7 @@ def report(
 
 
 @app.command(epilog=EPILOG)
+@in_lab_of("dataset_path", "by")
 @guarded
 def retire(
     dataset_path: Annotated[Path, typer.Argument(metavar="DATASET", help=(
@@ -694,6 +759,7 @@ def retire(
 
 
 @app.command("diff", epilog=EPILOG)
+@in_lab_of("a", "b")
 @guarded
 def diff_cmd(
     a: Annotated[str, typer.Argument(metavar="A", help="Dataset PATH or PATH:KERNEL.")],

@@ -307,6 +307,27 @@ def read_file(path: Path) -> bytes:
                          f"{exc}: not a dataset") from None
 
 
+class NotADataset(UsageError):
+    """A file that cannot be read as a dataset at all: `why` (empty, truncated, not HDF5,
+    corrupt)."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(f"{path} is not a probelab dataset ({why})")
+        self.why = why
+
+
+def _unopened(data: bytes, exc: Exception) -> str:
+    """Why HDF5 could not open `data`, in a reader's words."""
+    if not data:
+        return "empty"
+    if not isinstance(exc, OSError):
+        return f"{type(exc).__name__}: {exc}"
+    if cut := re.search(r"truncated file: eof = (\d+).* stored_eof = (\d+)", str(exc)):
+        return f"truncated: {int(cut[1]):,} of the {int(cut[2]):,} bytes its header declares"
+    return "not netCDF4/HDF5" if "signature not found" in str(exc) else \
+        "not netCDF4/HDF5, or truncated"
+
+
 @contextlib.contextmanager
 def _checked_file(data: bytes, path: Path, sized: bool = True) -> Iterator[h5py.File]:
     """The HDF5 file in `data`, open, once it is known to be a dataset the lab can read:
@@ -317,15 +338,12 @@ def _checked_file(data: bytes, path: Path, sized: bool = True) -> Iterator[h5py.
     try:
         handle = h5py.File(io.BytesIO(data), "r")
     except Exception as exc:  # truncated, not netCDF, not HDF5: one clear message
-        why = "empty" if not data else "not netCDF4/HDF5, or truncated" \
-            if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
-        raise UsageError(f"{path} is not a probelab dataset ({why})") from exc
+        raise NotADataset(path, _unopened(data, exc)) from exc
     with handle:
         try:
             why, (total, strings) = foreign_storage(handle), declared(handle)
         except Exception as exc:  # HDF5 metadata that cannot be walked: corrupt
-            raise UsageError(f"{path} is not a probelab dataset (corrupt HDF5 metadata: "
-                             f"{exc})") from exc
+            raise NotADataset(path, f"corrupt HDF5 metadata: {exc}") from exc
         if why:
             raise UsageError(f"{path} is not self-contained: {why}; a measured dataset holds "
                              "all its values in its own file")

@@ -14,7 +14,7 @@ import numpy as np
 import xarray as xr
 
 from probelab import dataset
-from probelab.check import Standing, standing
+from probelab.check import Standing, read_dataset, standing
 from probelab.errors import UsageError
 from probelab.paths import shown
 from probelab.probe import get_probe
@@ -84,7 +84,7 @@ def parse_spec(text: str) -> tuple[Path, str | None]:
 def load_side(text: str) -> Side:
     """A side read as check reads a dataset: once, bounded, its integrity judged."""
     path, kernel = parse_spec(text)
-    read = dataset.read_summarised(path)
+    read = read_dataset(path)
     side = Side(path, kernel, read.open(), standing(read))
     if kernel is not None and kernel not in side.kernels:
         raise UsageError(f"{path} has no kernel {kernel!r} (it has {', '.join(side.kernels)})")

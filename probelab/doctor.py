@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from probelab import targets
 from probelab.errors import LabError, UsageError
 from probelab.paths import lab_root, ledger_path
 from probelab.records import ToolRecord
@@ -82,18 +83,31 @@ def _toolchains() -> list[dict[str, Any]]:
         found = amdgpu.toolchains()
     except LabError as exc:
         return [*rows, _check("AMDGPU toolchain", False, str(exc))]
-    lab = ("gfx90a", "gfx942", "gfx950", "gfx1201", "gfx1250")
+    wanted = _amd_targets()
     for n, tc in enumerate(found):
         known = amdgpu.supported_targets(tc)
-        builds = ", ".join(t for t in lab if t in known)
-        lacks = ", ".join(t for t in lab if t not in known) or "none"
-        tools = ", ".join(f"{t} {'ok' if tc.has(t) else 'MISSING'}" for t in PIPELINE)
-        rows.append(_check(f"AMDGPU toolchain {tc.name}", True,
-                           f"{tc.version} ({tc.origin}) at {tc.path}"
-                           f"{' (the default)' if n == 0 else ''}; builds {builds}; not "
-                           f"{lacks}; {tools}"))
+        builds = [t for t in wanted or targets.AMD if t in known]
+        lacks = [t for t in wanted if t not in known]
+        said = [f"{tc.version} ({tc.origin}) at {tc.path}{' (the default)' if n == 0 else ''}",
+                *([f"builds {', '.join(builds)}"] if builds else []),
+                *([f"cannot build {', '.join(lacks)}"] if lacks else []),
+                ", ".join(f"{t} {'ok' if tc.has(t) else 'MISSING'}" for t in PIPELINE)]
+        rows.append(_check(f"AMDGPU toolchain {tc.name}", True, "; ".join(said)))
         rows += _tool_rows(tc.name, tc.tools(t for t in PIPELINE if tc.has(t)))
     return rows
+
+
+def _amd_targets() -> list[str]:
+    """The AMD targets this lab's probes name (their patterns without wildcards, features
+    dropped), in LLVM's order; none outside a lab (doctor then lists every one a toolchain
+    builds)."""
+    from probelab.probe import catalog
+
+    try:
+        named = {t.split(":")[0] for e in catalog().entries() for t in e.targets}
+    except UsageError:
+        return []
+    return [t for t in targets.AMD if t in named]
 
 
 def _tool_rows(toolchain: str, tools: dict[str, ToolRecord]) -> list[dict[str, Any]]:

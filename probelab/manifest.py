@@ -17,6 +17,7 @@ import hashlib
 import os
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,41 @@ def duplicates(entries: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
+@dataclass(frozen=True)
+class Measured:
+    """The pinned datasets of one probe on one target: how many, and when the newest was
+    measured (UTC, ISO 8601)."""
+
+    target: str
+    count: int
+    latest: str
+
+
+def measured(entries: list[dict[str, Any]]) -> dict[str, list[Measured]]:
+    """{probe: its pinned datasets per target, in target order}, from the pins alone (no
+    dataset is opened): each measured at the time its name says (TIME[.TOOLCHAIN].nc, as a
+    sweep names it), else when it was pinned."""
+    times: dict[tuple[str, str], list[str]] = {}
+    for entry in entries:
+        times.setdefault((entry["probe"], entry["target"]), []).append(_measured_at(entry))
+    out: dict[str, list[Measured]] = {}
+    for (probe, target), seen in sorted(times.items()):
+        out.setdefault(probe, []).append(Measured(target, len(seen), max(seen)))
+    return out
+
+
+def _measured_at(entry: dict[str, Any]) -> str:
+    stem = Path(entry["path"]).name.split(".")[0].split("-")[0]
+    try:
+        when = datetime.strptime(stem, "%Y%m%dT%H%M%SZ")
+    except ValueError:
+        try:
+            when = datetime.fromisoformat(entry["pinned_at"]).astimezone(UTC)
+        except ValueError:
+            return entry["pinned_at"]
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def archive_relative(path: Path) -> str | None:
     """`path` relative to the lab if it is a plain file inside data/ (no link anywhere on
     the way, data/ itself included, and no `..`), else None: only such a file can be the
@@ -134,10 +170,11 @@ def placement_problem(path: Path, prov: Provenance) -> str | None:
     return None
 
 
-def pin_problem(path: Path, content: str, entries: list[dict[str, Any]],
+def pin_problem(path: Path, content: str | None, entries: list[dict[str, Any]],
                 file_sha: str | None = None) -> str | None:
-    """Why the archive file at `path`, whose contents hash to `content` (and, where given,
-    whose bytes as read hash to `file_sha`), is not the dataset its pin names, or None."""
+    """Why the archive file at `path`, whose contents hash to `content` (None: they cannot
+    be read) and, where given, whose bytes as read hash to `file_sha`, is not the dataset
+    its pin names, or None."""
     rel = relative(path)
     pins = [e for e in entries if e["path"] == rel]
     if not pins:
@@ -149,6 +186,6 @@ def pin_problem(path: Path, content: str, entries: list[dict[str, Any]],
                 "is not a replication")
     if pins[0]["file_sha256"] != (file_sha or file_sha256(path)):
         return "its bytes differ from the file its pin names (edited after the sweep)"
-    if pins[0]["content_sha256"] != content:
+    if content is not None and pins[0]["content_sha256"] != content:
         return "its contents differ from those its pin names (edited after the sweep)"
     return None

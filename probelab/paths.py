@@ -1,7 +1,9 @@
 """Where the lab lives: probes, preregistrations, data, cache."""
 
+import contextlib
 import functools
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from probelab.errors import UsageError
@@ -13,16 +15,36 @@ def _is_lab(folder: Path) -> bool:
     return any((folder / m).is_dir() for m in _MARKERS)
 
 
+_given: tuple[str, ...] = ()  # the paths a command was given (lab_of), absolute
+
+
 def lab_root() -> Path:
     """$PROBELAB_ROOT, else the nearest folder up from the cwd with probes/ or
-    preregistrations/. Outside a lab this is a usage error: a command that judges an
-    archive must never report on an empty one ("0 checks, all intact"). Found once per
-    (variable, cwd) and process: checks ask it thousands of times."""
-    return _root(os.environ.get("PROBELAB_ROOT"), os.getcwd())
+    preregistrations/, else (a command given paths, outside any lab: `lab_of`) the one
+    holding them. Outside a lab this is a usage error: a command that judges an archive
+    must never report on an empty one ("0 checks, all intact"). Found once per (variable,
+    cwd, paths) and process: checks ask it thousands of times."""
+    return _root(os.environ.get("PROBELAB_ROOT"), os.getcwd(), _given)
+
+
+@contextlib.contextmanager
+def lab_of(paths: Iterable[Path | None]) -> Iterator[None]:
+    """Within: where neither $PROBELAB_ROOT nor the cwd is in a lab, the lab is the one that
+    holds `paths` (those in no lab aside); paths in two labs are refused."""
+    global _given
+    before, _given = _given, tuple(os.path.abspath(p) for p in paths if p is not None)
+    try:
+        yield
+    finally:
+        _given = before
+
+
+def _lab_above(path: Path) -> Path | None:
+    return next((f for f in (path, *path.parents) if _is_lab(f)), None)
 
 
 @functools.lru_cache(maxsize=64)
-def _root(env: str | None, cwd: str) -> Path:
+def _root(env: str | None, cwd: str, given: tuple[str, ...]) -> Path:
     if env:
         root = Path(env).resolve()
         if not _is_lab(root):
@@ -30,11 +52,17 @@ def _root(env: str | None, cwd: str) -> Path:
                              "or preregistrations/)")
         return root
     here = Path(cwd).resolve()
-    for folder in (here, *here.parents):
-        if _is_lab(folder):
-            return folder
+    if found := _lab_above(here):
+        return found
+    labs = dict.fromkeys(lab for p in given if (lab := _lab_above(Path(p).resolve())))
+    if len(labs) > 1:
+        raise UsageError(f"the paths given are in {len(labs)} labs ({', '.join(map(str, labs))}):"
+                         " a command works in one (cd into it, or set PROBELAB_ROOT)")
+    if labs:
+        return next(iter(labs))
     raise UsageError(f"not inside a probelab lab: no probes/ or preregistrations/ in {here} "
-                     "or above (cd into a lab, or set PROBELAB_ROOT)")
+                     f"or above{', nor above the paths given' if given else ''} (cd into a "
+                     "lab, or set PROBELAB_ROOT)")
 
 
 def probes_dir() -> Path:

@@ -32,9 +32,9 @@ def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scori
     what its sweep saved into the archive is refused (IntegrityError) unless `tampered`,
     and then every figure is marked TAMPERED; a measurement outside the archive is drawn,
     every figure marked UNPINNED."""
-    from probelab.check import check, standing
+    from probelab.check import check, read_dataset, standing
 
-    read = dataset.read_summarised(dataset_path)
+    read = read_dataset(dataset_path)
     probe = get_probe(read.prov["probe"])
     # judging the dataset (and checking the claim) is mostly git's time (its processes, the
     # history), so it runs while the figures' code is imported and the prediction made

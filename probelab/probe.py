@@ -7,7 +7,6 @@ per element type). The core only ever talks to those objects.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import importlib.util
 import sys
@@ -20,8 +19,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from probelab import targets
 from probelab.errors import UsageError
-from probelab.paths import probes_dir
+from probelab.paths import probes_dir, shown
 from probelab.probe_index import Entry
+from probelab.text import closest, either
 
 if TYPE_CHECKING:  # numpy and xarray are imported where used: discovery needs neither
     import numpy as np
@@ -307,7 +307,9 @@ def get_probe(probe_id: str) -> Probe:
     found = catalog()
     if (probe := found.get(probe_id)) is not None:
         return probe
-    known = sorted(found.probes)
-    near = difflib.get_close_matches(probe_id.replace("_", "-"), known, n=1)
-    hint = f"; did you mean {near[0]!r}?" if near else ""
-    raise UsageError(f"unknown probe {probe_id!r}{hint} (known: {', '.join(known) or 'none'})")
+    known = sorted({e.id for e in found.entries()})
+    near = [repr(k) for k in closest(probe_id.replace("_", "-"), known)]
+    hint = f"; did you mean {either(near)}?" if near else ""
+    raise UsageError(f"unknown probe {probe_id!r}{hint} (`probelab list` shows all "
+                     f"{len(known)})" if known else f"unknown probe {probe_id!r}: this lab "
+                     f"has no probes (none under {shown(found.base)})")

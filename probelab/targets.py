@@ -8,9 +8,8 @@ LLVM's AMDGPU backend (`llc -mcpu=help`, LLVM 19; gfx950, gfx1250 and gfx1251 fr
 named alone or as a target id with features (gfx942:sramecc+:xnack-).
 """
 
-import difflib
-
 from probelab.errors import UsageError
+from probelab.text import closest, either
 
 _SM = (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 107, 110,
        120, 121)
@@ -35,9 +34,8 @@ def vendor(target: str) -> str:
     for name, known in VENDORS.items():
         if base in known:
             return name
-    alike = [t for t in (*NVIDIA, *AMD) if len(t) == len(base)]  # gfx1299 -> gfx12xx
-    near = difflib.get_close_matches(base.lower(), alike or [*NVIDIA, *AMD], n=1)
-    hint = f"; did you mean {near[0]}?" if near else ""
+    near = closest(base.lower(), (*NVIDIA, *AMD))
+    hint = f"; did you mean {either(near)}?" if near else ""
     raise UsageError(f"unknown target {target!r}{hint} (known: NVIDIA sm_NN[a|f] from "
                      f"{NVIDIA[0]} to {NVIDIA[-1]}, e.g. sm_90; AMD LLVM's gfx processors, e.g. "
                      "gfx90a, gfx942, gfx950, gfx1201)")

@@ -22,6 +22,7 @@ from probelab.check import (
     REFUTED,
     TAMPERED,
     Judged,
+    Unreadable,
     check,
     claim_key,
     judge,
@@ -96,6 +97,8 @@ def run_unit(unit: Unit, record: Record, pins: list[dict[str, Any]] | None, writ
     for name in unit.datasets:
         try:
             judged[name] = judge(lab_root() / name, history=False, pins=pins)
+        except Unreadable as exc:  # named already, as each problem is
+            judged[name] = exc.why
         except LabError as exc:  # history: said for the whole archive
             judged[name] = f"{exc}"
     _prescore(judged, record)

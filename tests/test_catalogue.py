@@ -45,3 +45,26 @@ def test_every_amd_device_probe_is_in_the_awaiting_hardware_table() -> None:
         row = next((r for r in rows if f"`{probe.id}`" in r), None)
         assert row is not None, probe.id
         assert "--backend hip --check" in row, probe.id
+
+
+@needs_archive
+def test_a_rows_datasets_are_of_the_versions_it_says_and_its_earlier_ones_are_earlier() -> None:
+    """A row's dataset is of the probe version it states, and its earlier datasets (each of
+    the version it states) are listed once: other datasets of its folder, measured before
+    it, never the row's own dataset again."""
+    from probelab import dataset
+
+    text = PAGE.read_text()
+    said = set(re.findall(r"\]\((\.\./data/[^)]+\.nc)\) \(version (\d+)", text))
+    assert said
+    wrong = {(link, version) for link, version in said if str(dataset.stored_provenance(
+        (PAGE.parent / link).resolve()).get("probe_version")) != version}
+    assert wrong == set()
+    for cell in (c for line in text.splitlines() for c in line.split(" | ")
+                 if "earlier:" in c):
+        assert cell.count("earlier:") == 1, cell
+        own, earlier = cell.split("earlier:")
+        (mine,) = map(Path, re.findall(r"\]\((\.\./data/[^)]+\.nc)\)", own))
+        before = list(map(Path, re.findall(r"\]\((\.\./data/[^)]+\.nc)\)", earlier)))
+        assert before and len(set(before)) == len(before), cell
+        assert all(p.parent == mine.parent and p.name < mine.name for p in before), cell

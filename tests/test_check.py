@@ -326,6 +326,27 @@ def test_unreadable_dataset_in_archive_is_a_problem(toylab: ToyLab) -> None:
     assert any("broken.nc" in p for p in result["problems"])
 
 
+@pytest.mark.parametrize("pinned", [False, True], ids=["unpinned", "pinned"])
+def test_a_truncated_dataset_in_the_archive_is_said_truncated_then_what_its_pin_says(
+        toylab: ToyLab, pinned: bool) -> None:
+    sealed(toylab, "sum", "a + b")
+    data = measured_after_seal(toylab)
+    whole = data.read_bytes()
+    cut = data if pinned else data.with_name("20200101T000000Z.nc")
+    cut.write_bytes(whole[:len(whole) // 2])
+    pin = ("its bytes differ from the file its pin names" if pinned else
+           "no pin in data/MANIFEST.jsonl names it")
+    said = (f"data/toy/sm_90/{cut.name}: truncated or unreadable (truncated: "
+            f"{len(whole) // 2:,} of the {len(whole):,} bytes its header declares); {pin}")
+    assert any(p.startswith(said) for p in verify.verify_archive()["problems"])
+    result = invoke("check", toylab.root / "preregistrations/toy/sum.toml", cut)
+    assert result.exit_code == 3 and result.stderr.startswith(f"error: {said}")
+    garbage = cut.with_name("20200102T000000Z.nc")  # as a file that never was a dataset
+    garbage.write_bytes(b"not a dataset")
+    assert (f"data/toy/sm_90/{garbage.name}: truncated or unreadable (not netCDF4/HDF5); no "
+            "pin in data/MANIFEST.jsonl names it") in invoke("plot", garbage).stderr
+
+
 def test_stray_file_in_archive_is_a_note(toylab: ToyLab) -> None:
     sealed(toylab, "sum", "a + b")
     data = measured_after_seal(toylab)

@@ -57,6 +57,52 @@ def test_list_reports_a_broken_probe(toylab: ToyLab) -> None:
     assert [p["id"] for p in doc["probes"]] == ["toy"]
 
 
+LONG_ID = "a-probe-id-long-enough-to-be-cut-short-at-eighty"
+
+
+@pytest.fixture
+def long_probe(toylab: ToyLab):
+    """A second toy probe, of a long id."""
+    import sys
+
+    from toylab import TOY_PROBE
+
+    from probelab.probe import catalog
+
+    folder = toylab.root / "probes" / "long"
+    folder.mkdir()
+    (folder / "probe.py").write_text(TOY_PROBE.replace('id = "toy"', f'id = "{LONG_ID}"'))
+    catalog.cache_clear()
+    yield
+    sys.modules.pop("probelab_probe_long_probe", None)
+
+
+def test_list_never_cuts_an_id_and_says_where_each_probe_is_measured(
+        toylab: ToyLab, long_probe: None) -> None:
+    sim = toylab.sim_dataset()
+    for name in ("20260101T000000Z.nc", "20260102T030405Z.nc"):
+        toylab.as_measured(sim, name)
+    result = invoke("list")  # not a terminal: 80 columns, as when piped
+    assert result.exit_code == 0, result.stderr
+    assert "…" not in result.stdout
+    assert LONG_ID in result.stdout and "sm_90: 2" in result.stdout
+    assert "(2026-01-02)" in result.stdout
+    doc = json.loads(invoke("list", "--json").stdout)
+    assert {p["id"]: p["measured"] for p in doc["probes"]} == {
+        LONG_ID: [], "toy": [{"target": "sm_90", "count": 2, "latest": "2026-01-02T03:04:05Z"}]}
+    measured = json.loads(invoke("list", "--measured", "--json").stdout)
+    assert [p["id"] for p in measured["probes"]] == ["toy"]
+    assert LONG_ID not in invoke("list", "--measured").stdout
+
+
+def test_list_with_a_broken_manifest_lists_the_probes_and_says_why(toylab: ToyLab) -> None:
+    (toylab.data / "MANIFEST.jsonl").write_text("not json\n")
+    result = invoke("list", "--json")
+    assert result.exit_code == 0
+    assert [p["measured"] for p in json.loads(result.stdout)["probes"]] == [[]]
+    assert "no measured data shown: manifest line 1" in result.stderr
+
+
 def test_doctor_json(toylab: ToyLab) -> None:
     result = invoke("doctor", "--json")
     assert result.exit_code == 0, result.stderr
@@ -65,6 +111,53 @@ def test_doctor_json(toylab: ToyLab) -> None:
     names = {c["name"] for c in doc["checks"]}
     assert {"python", "lab root", "git", "ledger", "backend sim"} <= names
     assert all(set(c) == {"name", "ok", "detail"} for c in doc["checks"])
+
+
+def test_doctor_names_each_amd_target_the_lab_measures_and_cuts_nothing(
+        toylab: ToyLab, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from rich.console import Console
+    from toylab import copy_probe
+
+    from probelab import cli
+    from probelab.probe import catalog
+
+    copy_probe(toylab.root, "dot8_iu4")  # gfx1200 and gfx1201
+    sys.modules.pop("probelab_probe_dot8_iu4_probe", None)
+    catalog.cache_clear()
+    rows = [c for c in json.loads(invoke("doctor", "--json").stdout)["checks"]
+            if c["name"].startswith("AMDGPU toolchain")]
+    if not rows or not rows[0]["ok"]:
+        pytest.skip("no AMDGPU toolchain")
+    for row in rows:  # both clang-19 and clang-22 build them, as a sweep there does
+        assert "builds gfx1200, gfx1201;" in row["detail"] and "not none" not in row["detail"]
+        assert "gfx942" not in row["detail"]  # no probe of this lab targets it
+    monkeypatch.setattr(cli, "out", Console(soft_wrap=True, width=40))
+    result = invoke("doctor")
+    assert "AMDGPU toolchain" in result.stdout and "…" not in result.stdout
+    sys.modules.pop("probelab_probe_dot8_iu4_probe", None)
+
+
+def test_paths_inside_a_lab_are_found_from_anywhere_and_two_labs_refused(
+        toylab: ToyLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hyp = sealed(toylab, "sum", "a + b")
+    data = toylab.sim_dataset()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.delenv("PROBELAB_ROOT")
+    monkeypatch.chdir(elsewhere)
+    result = invoke("check", hyp.resolve(), data.resolve(), "--no-save")
+    assert result.exit_code == 1 and "NOT-EVIDENCE" in result.stdout, result.stderr
+    other = tmp_path / "other-lab"
+    (other / "preregistrations").mkdir(parents=True)
+    refused = invoke("check", hyp, other / "x.nc")
+    assert refused.exit_code == 2
+    assert refused.stderr == (f"error: the paths given are in 2 labs ({toylab.root.resolve()}, "
+                              f"{other.resolve()}): "
+                              "a command works in one (cd into it, or set PROBELAB_ROOT)\n")
+    assert "not inside a probelab lab" in invoke("check", elsewhere / "h.toml",
+                                                 elsewhere / "x.nc").stderr
 
 
 # ---- sweep --------------------------------------------------------------------------------

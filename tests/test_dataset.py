@@ -251,8 +251,8 @@ def test_truncated_file_is_a_usage_error(tmp_path: Path) -> None:
     path = dataset.save(sample(), tmp_path / "x.nc", PROV)
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
-    with pytest.raises(UsageError, match=r"x\.nc is not a probelab dataset \(not netCDF4/HDF5, "
-                       r"or truncated\)"):
+    with pytest.raises(UsageError, match=rf"x\.nc is not a probelab dataset \(truncated: "
+                       rf"{len(data) // 2:,} of the {len(data):,} bytes its header declares\)"):
         dataset.load(path)
 
 

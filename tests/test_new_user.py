@@ -53,6 +53,25 @@ def test_a_misspelt_probe_gets_a_suggestion(toylab: ToyLab) -> None:
     assert result.exit_code == 2 and "did you mean 'byte-perm'?" in result.stderr
 
 
+def test_an_unknown_probe_gets_the_closest_few_and_the_list_not_every_id(toylab: ToyLab) -> None:
+    with_probe(toylab, "byte_perm")
+    result = invoke("sweep", "byte-prem", "--backend", "sim")
+    assert result.exit_code == 2
+    assert "did you mean 'byte-perm'? (`probelab list` shows all 2)" in result.stderr
+    assert "toy" not in result.stderr  # not like it: not named
+    assert "`probelab list`" in invoke("sweep", "nothing-like-any").stderr
+
+
+def test_an_unknown_architecture_suggests_the_plain_one_before_its_variants(
+        toylab: ToyLab) -> None:
+    with_probe(toylab, "byte_perm")
+    result = invoke("asm", "byte-perm", "--arch", "sm_999")
+    assert result.exit_code == 2
+    assert "did you mean sm_90, sm_90a or sm_89?" in result.stderr
+    assert "did you mean gfx1251, gfx1250 or gfx1201?" in invoke(
+        "asm", "byte-perm", "--arch", "gfx1299").stderr
+
+
 def test_swapped_check_arguments_are_named(toylab: ToyLab) -> None:
     hyp = toylab.write_hyp("sum", "a + b")
     prereg.seal(hyp)
