@@ -24,6 +24,7 @@ from probelab.hypothesis import (
     Hypothesis,
     load_hypothesis,
     read_capped,
+    unobserved,
 )
 from probelab.paths import data_dir, lab_root, relative, shown
 from probelab.prereg import Record, retired_observables
@@ -343,6 +344,8 @@ def not_applicable(h: Hypothesis, ds: "xr.Dataset | Judged") -> str | None:
         if retired:
             return (f"it predicts {retired}, which {h.probe} no longer observes, and this "
                     "dataset does not have them (sealed for an earlier version of the probe)")
+        if why := unobserved(h, get_probe(h.probe).observables):
+            return f"it {why}"
         return f"the dataset has no {absent} (measured before the probe observed them)"
     target = str(prov.get("target"))
     if not h.about_target(target):

@@ -9,6 +9,7 @@ from toylab import DELETE, ToyLab, invoke
 
 from probelab import check, ledger, prereg, scoring, verify
 from probelab.errors import Exit, LabError, UsageError
+from probelab.hypothesis import load_hypothesis
 
 N_CELLS = 16 * 8
 
@@ -262,6 +263,23 @@ def test_dataset_of_another_probe_is_a_usage_error(toylab: ToyLab) -> None:
     data = toylab.as_measured(toylab.sim_dataset(), probe="byte-perm")
     with pytest.raises(UsageError, match="byte-perm"):
         check.check(hyp, data)
+
+
+def test_an_observable_the_probe_does_not_have_is_named_as_seal_names_it(
+        toylab: ToyLab) -> None:
+    """A typo'd observable is the file's fault, not the dataset's age (issue 35, item 4)."""
+    typo = toylab.write_hyp("typo", "a + b")
+    typo.write_text(typo.read_text().replace("value =", "valeu ="))
+    data = measured_after_seal(toylab)
+    words = "predicts ['valeu'], but the probe observes ['value']"
+    seal = invoke("prereg", "seal", typo)
+    assert seal.exit_code == 2 and words in seal.stderr
+    result = invoke("check", typo, data)
+    assert result.exit_code == 2 and words in result.stderr
+    assert "measured before" not in result.stderr and result.stdout == ""
+    # a sealed file whose probe lost the observable (undeclared) is left out in those words
+    assert check.not_applicable(load_hypothesis(typo), check.judge(data)) == \
+        f"it {words}"
 
 
 def test_kernel_absent_from_dataset_is_a_usage_error(toylab: ToyLab) -> None:
