@@ -27,7 +27,7 @@ from probelab.hypothesis import (
     unobserved,
 )
 from probelab.paths import data_dir, lab_root, relative, shown
-from probelab.prereg import Record, retired_observables
+from probelab.prereg import Record, evaluate, retired_observables
 from probelab.probe import get_probe
 from probelab.records import Provenance, Verdict
 from probelab.scoring import score_claims
@@ -455,10 +455,21 @@ def _edited_seal(hypothesis_path: Path, judged: Judged,
             "reasons": ["file edited after sealing: it no longer hashes to its ledger entry"]}
 
 
+def _sealed_entry(path: Path, h: Hypothesis, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ledger entry of a sealed file. A file never sealed has no verdict to give: its
+    own errors are said first, as seal would say them (an expression that does not compile,
+    an observable or kernel its probe does not have), then that it is not sealed."""
+    if entry := ledger.find(entries, relative(path)):
+        return entry
+    evaluate(h)
+    raise UsageError(f"{path} is not sealed: run `probelab prereg seal {path}`")
+
+
 def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = None,
           record: Record | None = None) -> Verdict:
-    """The verdict of a sealed hypothesis on a dataset. `judged` and `record` are the dataset
-    and the sealed record as already read, for a run of checks (otherwise read here)."""
+    """The verdict of a sealed hypothesis on a dataset (a file never sealed: UsageError, after
+    its own errors). `judged` and `record` are the dataset and the sealed record as already
+    read, for a run of checks (otherwise read here)."""
     try:
         record, ledger_error = record or Record.read(), None
     except HistoryError:
@@ -470,6 +481,7 @@ def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = Non
     if edited := _edited_seal(hypothesis_path, judged, entries):
         return edited
     h = load_hypothesis(hypothesis_path)
+    entry = _sealed_entry(hypothesis_path, h, entries) if record else None
     prov = judged.prov
     if judged.problem:  # before any provenance field is believed
         return {"hypothesis": _hypothesis_doc(h, hypothesis_path, []),
@@ -486,9 +498,7 @@ def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = Non
                     "dataset": _dataset_doc(judged), "reasons": []}
     if record is None:
         return doc | {"verdict": TAMPERED, "reasons": [f"ledger: {ledger_error}"]}
-    entry = ledger.find(entries, doc["hypothesis"]["path"])
-    if entry is None:
-        return doc | {"verdict": POST_HOC, "reasons": ["this file was never sealed"]}
+    assert entry is not None  # an unsealed file was refused above
     doc["hypothesis"] |= {"ledger_hash": entry["hash"], "sealed_at": entry["sealed_at"]}
     grid_sealed = doc["dataset"]["grid_sha256"] == entry["grid_sha256"]
     doc["dataset"]["grid_matches_seal"] = grid_sealed

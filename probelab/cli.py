@@ -488,7 +488,8 @@ def check(
     """Score a dataset against a sealed hypothesis: literally and under each translation.
 
     Refuses to count (exit 3) a hypothesis edited after sealing, a broken ledger, or a seal
-    that is not provably older than the measurement. Simulated data are NOT-EVIDENCE.
+    that is not provably older than the measurement. Simulated data are NOT-EVIDENCE. A
+    file never sealed is refused (exit 2) after its own errors: `prereg seal` it first.
     """
     from probelab.check import EXIT, save_verdict
     from probelab.check import check as run_check

@@ -182,14 +182,23 @@ def test_dataset_taken_before_the_seal_is_post_hoc(toylab: ToyLab) -> None:
     assert doc["kernels"]["add"]["status"] == check.CONFIRMED
 
 
-def test_unsealed_file_is_post_hoc(toylab: ToyLab) -> None:
+def test_an_unsealed_file_is_one_line_after_its_own_errors(toylab: ToyLab) -> None:
+    """Never sealed: one line naming the fix (exit 2), not a POST-HOC report; an error of
+    the file itself (an expression that calls) is said first, as seal says it (issue 35,
+    item 3)."""
     sealed(toylab, "other", "a")
     hyp = toylab.write_hyp("sum", "a + b")
     toylab.git("add", "-A")
     toylab.git("commit", "-q", "-m", "committed, never sealed")
-    doc = check.check(hyp, measured_after_seal(toylab))
-    assert doc["verdict"] == check.POST_HOC
-    assert doc["reasons"] == ["this file was never sealed"]
+    data = measured_after_seal(toylab)
+    result = invoke("check", hyp, data)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"error: {hyp} is not sealed: run `probelab prereg seal {hyp}`\n"
+    broken = toylab.write_hyp("broken", "open(1)")
+    said = invoke("prereg", "seal", broken).stderr
+    result = invoke("check", broken, data)
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", said)
+    assert "function calls" in said
 
 
 def test_unknown_git_head_is_post_hoc(toylab: ToyLab) -> None:
