@@ -51,13 +51,43 @@ def _measured_at(prov: Provenance) -> datetime | None:
 
 def _changed_since(seal: str | None, judged: "Judged", record: Record) -> list[str]:
     """The files of the probe's folder and of probelab that changed between the seal and the
-    measured commit: a verdict decoded by code written after its seal says so (a reviewer
-    judges whether the change could have been made to fit). Which files could shape the
-    data is read from the measured commit itself, never from today's probe code."""
-    if seal is None or judged.head is None:
+    measured commit, where the seal commit is an ancestor of it: a verdict decoded by code
+    written after its seal says so (a reviewer judges whether the change could have been
+    made to fit). Otherwise the seal is not before the measurement, and `_unordered` words
+    the difference by the commits' real order."""
+    head = judged.head
+    if seal is None or head is None or not record.history.is_ancestor(seal, head):
         return []
-    return codetree.changed_between(seal, judged.head,
-                                    measuring_code(judged.prov, judged.head, record))
+    return _code_between(seal, head, judged.prov, record)
+
+
+def _code_between(seal: str, head: str, prov: Provenance, record: Record) -> list[str]:
+    """The files that could shape a dataset's data that differ between the seal commit and
+    the measured commit `head`, whichever came first. Which files could shape the data is
+    read from the measured commit itself, never from today's probe code."""
+    return codetree.changed_between(seal, head, measuring_code(prov, head, record))
+
+
+def _unordered(seal: str, head: str, prov: Provenance, record: Record) -> list[str]:
+    """Why a seal commit that is not an ancestor of the measured commit shows no order, and
+    the measuring code that differs between the two, each worded by their real order: sealed
+    after the data were taken (the measured commit is the seal's ancestor), or neither
+    descending from the other."""
+    after = record.history.is_ancestor(head, seal)
+    said = [f"seal commit {seal[:12]} is not an ancestor of the measured commit {head[:12]}"
+            + (": it was sealed after the data were taken" if after else "")]
+    if changed := _code_between(seal, head, prov, record):
+        how = ("changed between the measurement and the seal" if after else
+               "differs between the measured commit and the seal commit (neither descends "
+               "from the other)")
+        said.append(f"the probe's code {how}: {len(changed)} "
+                    f"file{'s' * (len(changed) != 1)} ({_listed(changed)})")
+    return said
+
+
+def _listed(files: list[str]) -> str:
+    """The first few of `files`, for a one-line reason."""
+    return ", ".join(files[:5]) + (", ..." if len(files) > 5 else "")
 
 
 def probe_folders(prov: Provenance, commit: str) -> tuple[str, ...]:
@@ -180,8 +210,7 @@ def _order_problems(entry: dict, judged: "Judged", record: Record) -> tuple[list
         problems.append("the dataset records no git commit (as a full commit id), so the "
                         "order cannot be shown")
     elif not record.history.is_ancestor(commit, head):
-        problems.append(f"seal commit {commit[:12]} is not an ancestor of the measured commit "
-                        f"{head[:12]}")
+        problems += _unordered(commit, head, prov, record)
     elif record.history.commit_time(commit) > measured.timestamp():
         problems.append(f"seal commit {commit[:12]} was made after the measurement")
     return problems + (_code_problems(prov, head, record) if head else []), commit
@@ -203,7 +232,7 @@ def _code_problems(prov: Provenance, head: str, record: Record) -> list[str]:
     if not differing:
         return []  # None: the commit is unknown, said above
     return [f"the code that ran is not commit {head[:12]}'s: {len(differing)} files differ "
-            f"({', '.join(differing[:5])}{', ...' if len(differing) > 5 else ''})"]
+            f"({_listed(differing)})"]
 
 
 def observed_dims(variables: Mapping[str, tuple[str, ...]], prov: Provenance, probe_id: str
