@@ -218,7 +218,8 @@ def sweep(
     allow_blind: Annotated[bool, typer.Option("--allow-blind", help="Measure even when the "
                                               "stimulus cannot tell two sealed rivals apart "
                                               "(see `prereg power`); the dataset records the "
-                                              "blind pairs.")] = False,
+                                              "blind pairs. A simulated sweep only warns.")
+                           ] = False,
     toolchain: Annotated[str | None, typer.Option(
         help="Static probes: the compiler that is measured, by name (clang-19, clang-22; "
              "`probelab doctor` lists them) or `all`: one dataset per (target, toolchain). "
@@ -230,9 +231,10 @@ def sweep(
     there and fed from memory, runs every kernel REPEATS times with poisoned outputs and
     guard words, and writes data/PROBE/TARGET/TIME.nc atomically. Nothing is written if
     any step fails; a stimulus blind to two sealed rivals is refused unless --allow-blind
-    (see `prereg power`). With --check, the verdicts follow at once, and each sealed
-    hypothesis left out says why (exit 3 if any is tampered or post hoc, 1 if the data are
-    simulated, as `check` says; refuted rivals are results, not failures: 0).
+    (see `prereg power`; a simulated sweep warns and goes on, recording them). With
+    --check, the verdicts follow at once, and each sealed hypothesis left out says why
+    (exit 3 if any is tampered or post hoc, 1 if the data are simulated, as `check` says;
+    refuted rivals are results, not failures: 0).
 
     A static probe is measured on a compiler: without --target, on every target it lists;
     with --toolchain all, under every toolchain found. A (target, toolchain) pair the
