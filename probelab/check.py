@@ -24,10 +24,11 @@ from probelab.hypothesis import (
     Hypothesis,
     load_hypothesis,
     read_capped,
+    retired_observables,
     unobserved,
 )
 from probelab.paths import data_dir, lab_root, relative, shown
-from probelab.prereg import Record, evaluate, retired_observables
+from probelab.prereg import Record, evaluate
 from probelab.probe import get_probe
 from probelab.records import Provenance, Verdict
 from probelab.scoring import score_claims

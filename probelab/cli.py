@@ -372,16 +372,24 @@ def prereg_new(probe: str, hypothesis_id: Annotated[str, typer.Argument(metavar=
 @guarded
 def prereg_seal(
     files: Annotated[list[Path], typer.Argument(help="Hypothesis TOML files.")],
+    allow_blind: Annotated[bool, typer.Option("--allow-blind", help="Seal even a file the "
+                                              "probe's stimulus cannot tell from a sealed "
+                                              "rival or from one of its near misses; the "
+                                              "seal commit records the pairs.")] = False,
 ) -> None:
     """Seal hypotheses before measuring: evaluate, hash, append to the ledger, git commit.
 
     Each seal is its own commit whose message carries the ledger entry's hash. A sealed
     file is never edited; to change a hypothesis write a new file with parent = old id.
+    A file that predicts the same as a sealed rival (or as one of its own near misses) on
+    every cell both claim of the probe's stimulus is refused (exit 2, nothing written): it
+    would make every measured sweep of the probe blind for good (see `prereg power`). If it
+    restates the rival, declare agrees_with = ["<id>"]; --allow-blind seals it anyway.
     """
     from probelab.prereg import seal
 
     for path in files:
-        entry = seal(path)
+        entry = seal(path, allow_blind)
         say(f"sealed {entry['probe']}/{entry['hypothesis']} {entry['hash']}")
 
 
@@ -411,9 +419,8 @@ def prereg_list(as_json: JsonOpt = False) -> None:
     """List hypothesis files: sealed or not, and which sealed ones their probe has retired
     (sealed for an earlier version: still scored on data that observed them)."""
     from probelab import ledger
-    from probelab.hypothesis import load_hypothesis
+    from probelab.hypothesis import load_hypothesis, retired_observables
     from probelab.paths import ledger_path, prereg_dir, relative
-    from probelab.prereg import retired_observables
 
     entries = {e["path"]: e for e in ledger.read(ledger_path())}
     rows = []

@@ -436,6 +436,24 @@ def table_shapes(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tupl
             for o in h.predict}
 
 
+def retired_observables(h: Hypothesis) -> list[str]:
+    """What a hypothesis predicts that its probe declares retired (`Probe.retired`:
+    observables an earlier version had): it was sealed for that version. The seal stays
+    valid; the claim no longer applies. An observable that is simply gone, undeclared, is
+    not retired: evaluating the claim then fails, and `prereg verify` says so.
+
+    A probe may retire only what it no longer observes (UsageError otherwise): retiring a
+    live observable would turn every verdict on it into a note."""
+    from probelab.probe import get_probe
+
+    probe = get_probe(h.probe)
+    retired = set(getattr(probe, "retired", {}))
+    if live := sorted(retired & set(probe.observables)):
+        raise UsageError(f"{probe.id} declares {live} retired but still observes them: an "
+                         "observable is retired only by a new probe version that drops it")
+    return sorted(set(h.predict) & retired)
+
+
 def unobserved(h: Hypothesis, observables: Mapping[str, tuple[str, ...]]) -> str | None:
     """Why a file cannot be evaluated on a probe with `observables`, in the words seal and
     check both use: it predicts an observable the probe does not have (a typo, or one gone

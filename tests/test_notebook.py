@@ -92,6 +92,23 @@ def test_notebook_survives_drafts_and_hypotheses_that_do_not_apply(sealed_lab, m
     assert "does not apply" in text and "v-perm-seeds (literal" not in text
 
 
+@pytest.mark.slow
+def test_notebook_runs_on_simulated_data_with_a_blind_pair_sealed(sealed_lab, monkeypatch):
+    """A restatement of ptx-prmt-default sealed as a rival (--allow-blind): the simulated
+    sweep warns of the blind pair and the notebook runs on (issue 35, item 2)."""
+    from probelab import prereg
+
+    root = sealed_lab("byte_perm", "byte-perm", "ptx-prmt-default")
+    folder = root / "preregistrations" / "byte-perm"
+    again = folder / "prmt-again.toml"
+    again.write_text((folder / "ptx-prmt-default.toml").read_text().replace(
+        'id = "ptx-prmt-default"', 'id = "prmt-again"'))
+    prereg.seal(again, allow_blind=True)
+    text = _run_simulated_in(root, monkeypatch)
+    assert "warning: the stimulus cannot tell apart prmt-again and ptx-prmt-default" in text
+    assert "== prmt-again vs" in text and "verdict: NOT-EVIDENCE" in text
+
+
 LANE_MAPS = ROOT / "notebooks" / "lane_maps.ipynb"
 
 

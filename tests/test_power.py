@@ -122,6 +122,35 @@ def test_a_declared_restatement_is_not_blind_and_the_sweep_proceeds(toylab: ToyL
     assert dataset.provenance(dataset.load(Path(result.stdout.strip())))["blind_pairs"] == []
 
 
+def test_a_restatement_without_agrees_with_is_refused_at_seal(toylab: ToyLab,
+                                                             monkeypatch) -> None:
+    """`b + a` restates the sealed `a + b` on every cell: sealed as a rival, it would stop
+    every measured sweep of the probe for good. Refused in one line naming the fix, with
+    nothing written; declared, it seals; with --allow-blind the seal commit records the pair
+    and sweeps then behave as for any blind pair (issue 35, item 2)."""
+    prereg.seal(toylab.write_hyp("sum", "a + b"))
+    again = toylab.write_hyp("sum2", "b + a")
+    commits, ledger = toylab.commit_count(), toylab.ledger.read_bytes()
+    result = invoke("prereg", "seal", again)
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert "sum2.toml would make every sweep of toy blind: it predicts the same as sealed " \
+        'sum on every cell both claim (if it restates it, declare agrees_with = ["sum"])' in line
+    assert line.endswith("or seal it anyway with --allow-blind (the seal commit records it)")
+    assert (toylab.commit_count(), toylab.ledger.read_bytes()) == (commits, ledger)
+    assert "UNSEALED preregistrations/toy/sum2.toml" in invoke("prereg", "list").stdout
+
+    result = invoke("prereg", "seal", "--allow-blind", again)
+    assert result.exit_code == 0, result.stderr
+    assert "blind-to: sum (sealed with --allow-blind)" in toylab.git("log", "-1", "--format=%B")
+    assert measured_sweep(toylab, monkeypatch).exit_code == 3
+    declared = toylab.write_hyp("sum3", "a + b")
+    declared.write_text(declared.read_text().replace(
+        'coordinates = "raw"', 'coordinates = "raw"\nagrees_with = ["sum", "sum2"]'))
+    assert invoke("prereg", "seal", declared).exit_code == 0
+    assert "blind-to" not in toylab.git("log", "-1", "--format=%B")
+
+
 def test_agrees_with_must_name_a_sealed_hypothesis(toylab: ToyLab) -> None:
     path = toylab.write_hyp("bitor", "a | b")
     path.write_text(path.read_text().replace('coordinates = "raw"',
@@ -136,7 +165,11 @@ def test_a_declared_near_miss_the_stimulus_cannot_see_is_caught(toylab: ToyLab,
     toy grid (a < 16) never visits."""
     path = toylab.write_hyp("sum", "a + b")
     path.write_text(path.read_text() + '\n[near_misses.at99]\nvalue = "a + b + (a == 99)"\n')
-    prereg.seal(path)
+    result = invoke("prereg", "seal", path)
+    assert result.exit_code == 2
+    assert "its near miss at99 predicts the same as it on every cell (change the near " \
+        "miss)" in result.stderr
+    prereg.seal(path, allow_blind=True)
     (pair,), _ = power(toylab.probe())
     assert (pair.a, pair.b, pair.kind, pair.blind) == ("sum", "sum~at99", "near miss", True)
     result = measured_sweep(toylab, monkeypatch)
@@ -229,7 +262,8 @@ def test_the_gate_is_cached_and_any_input_that_shapes_it_recomputes(rivals: ToyL
     assert _gate(rivals) == ([["bitor", "sum"]], True)  # a repeated sweep pays nothing
     monkeypatch.setattr(rivals.probe(), "stimulus", randomised)  # another grid
     assert _gate(rivals) == ([], False)
-    prereg.seal(rivals.write_hyp("sum2", "b + a"))  # a new seal: blind to sum on any grid
+    # a new seal, blind to sum on any grid
+    prereg.seal(rivals.write_hyp("sum2", "b + a"), allow_blind=True)
     blind, hit = _gate(rivals)
     assert not hit and ["sum", "sum2"] in blind
 
