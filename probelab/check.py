@@ -24,9 +24,11 @@ from probelab.hypothesis import (
     Hypothesis,
     load_hypothesis,
     read_capped,
+    retired_observables,
+    unobserved,
 )
 from probelab.paths import data_dir, lab_root, relative, shown
-from probelab.prereg import Record, retired_observables
+from probelab.prereg import Record, evaluate
 from probelab.probe import get_probe
 from probelab.records import Provenance, Verdict
 from probelab.scoring import score_claims
@@ -50,13 +52,43 @@ def _measured_at(prov: Provenance) -> datetime | None:
 
 def _changed_since(seal: str | None, judged: "Judged", record: Record) -> list[str]:
     """The files of the probe's folder and of probelab that changed between the seal and the
-    measured commit: a verdict decoded by code written after its seal says so (a reviewer
-    judges whether the change could have been made to fit). Which files could shape the
-    data is read from the measured commit itself, never from today's probe code."""
-    if seal is None or judged.head is None:
+    measured commit, where the seal commit is an ancestor of it: a verdict decoded by code
+    written after its seal says so (a reviewer judges whether the change could have been
+    made to fit). Otherwise the seal is not before the measurement, and `_unordered` words
+    the difference by the commits' real order."""
+    head = judged.head
+    if seal is None or head is None or not record.history.is_ancestor(seal, head):
         return []
-    return codetree.changed_between(seal, judged.head,
-                                    measuring_code(judged.prov, judged.head, record))
+    return _code_between(seal, head, judged.prov, record)
+
+
+def _code_between(seal: str, head: str, prov: Provenance, record: Record) -> list[str]:
+    """The files that could shape a dataset's data that differ between the seal commit and
+    the measured commit `head`, whichever came first. Which files could shape the data is
+    read from the measured commit itself, never from today's probe code."""
+    return codetree.changed_between(seal, head, measuring_code(prov, head, record))
+
+
+def _unordered(seal: str, head: str, prov: Provenance, record: Record) -> list[str]:
+    """Why a seal commit that is not an ancestor of the measured commit shows no order, and
+    the measuring code that differs between the two, each worded by their real order: sealed
+    after the data were taken (the measured commit is the seal's ancestor), or neither
+    descending from the other."""
+    after = record.history.is_ancestor(head, seal)
+    said = [f"seal commit {seal[:12]} is not an ancestor of the measured commit {head[:12]}"
+            + (": it was sealed after the data were taken" if after else "")]
+    if changed := _code_between(seal, head, prov, record):
+        how = ("changed between the measurement and the seal" if after else
+               "differs between the measured commit and the seal commit (neither descends "
+               "from the other)")
+        said.append(f"the probe's code {how}: {len(changed)} "
+                    f"file{'s' * (len(changed) != 1)} ({_listed(changed)})")
+    return said
+
+
+def _listed(files: list[str]) -> str:
+    """The first few of `files`, for a one-line reason."""
+    return ", ".join(files[:5]) + (", ..." if len(files) > 5 else "")
 
 
 def probe_folders(prov: Provenance, commit: str) -> tuple[str, ...]:
@@ -179,8 +211,7 @@ def _order_problems(entry: dict, judged: "Judged", record: Record) -> tuple[list
         problems.append("the dataset records no git commit (as a full commit id), so the "
                         "order cannot be shown")
     elif not record.history.is_ancestor(commit, head):
-        problems.append(f"seal commit {commit[:12]} is not an ancestor of the measured commit "
-                        f"{head[:12]}")
+        problems += _unordered(commit, head, prov, record)
     elif record.history.commit_time(commit) > measured.timestamp():
         problems.append(f"seal commit {commit[:12]} was made after the measurement")
     return problems + (_code_problems(prov, head, record) if head else []), commit
@@ -202,7 +233,7 @@ def _code_problems(prov: Provenance, head: str, record: Record) -> list[str]:
     if not differing:
         return []  # None: the commit is unknown, said above
     return [f"the code that ran is not commit {head[:12]}'s: {len(differing)} files differ "
-            f"({', '.join(differing[:5])}{', ...' if len(differing) > 5 else ''})"]
+            f"({_listed(differing)})"]
 
 
 def observed_dims(variables: Mapping[str, tuple[str, ...]], prov: Provenance, probe_id: str
@@ -343,6 +374,8 @@ def not_applicable(h: Hypothesis, ds: "xr.Dataset | Judged") -> str | None:
         if retired:
             return (f"it predicts {retired}, which {h.probe} no longer observes, and this "
                     "dataset does not have them (sealed for an earlier version of the probe)")
+        if why := unobserved(h, get_probe(h.probe).observables):
+            return f"it {why}"
         return f"the dataset has no {absent} (measured before the probe observed them)"
     target = str(prov.get("target"))
     if not h.about_target(target):
@@ -478,10 +511,21 @@ def _edited_seal(hypothesis_path: Path, judged: Judged,
             "reasons": ["file edited after sealing: it no longer hashes to its ledger entry"]}
 
 
+def _sealed_entry(path: Path, h: Hypothesis, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ledger entry of a sealed file. A file never sealed has no verdict to give: its
+    own errors are said first, as seal would say them (an expression that does not compile,
+    an observable or kernel its probe does not have), then that it is not sealed."""
+    if entry := ledger.find(entries, relative(path)):
+        return entry
+    evaluate(h)
+    raise UsageError(f"{path} is not sealed: run `probelab prereg seal {path}`")
+
+
 def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = None,
           record: Record | None = None) -> Verdict:
-    """The verdict of a sealed hypothesis on a dataset. `judged` and `record` are the dataset
-    and the sealed record as already read, for a run of checks (otherwise read here)."""
+    """The verdict of a sealed hypothesis on a dataset (a file never sealed: UsageError, after
+    its own errors). `judged` and `record` are the dataset and the sealed record as already
+    read, for a run of checks (otherwise read here)."""
     try:
         record, ledger_error = record or Record.read(), None
     except HistoryError:
@@ -493,6 +537,7 @@ def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = Non
     if edited := _edited_seal(hypothesis_path, judged, entries):
         return edited
     h = load_hypothesis(hypothesis_path)
+    entry = _sealed_entry(hypothesis_path, h, entries) if record else None
     prov = judged.prov
     if judged.problem:  # before any provenance field is believed
         return {"hypothesis": _hypothesis_doc(h, hypothesis_path, []),
@@ -509,9 +554,7 @@ def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = Non
                     "dataset": _dataset_doc(judged), "reasons": []}
     if record is None:
         return doc | {"verdict": TAMPERED, "reasons": [f"ledger: {ledger_error}"]}
-    entry = ledger.find(entries, doc["hypothesis"]["path"])
-    if entry is None:
-        return doc | {"verdict": POST_HOC, "reasons": ["this file was never sealed"]}
+    assert entry is not None  # an unsealed file was refused above
     doc["hypothesis"] |= {"ledger_hash": entry["hash"], "sealed_at": entry["sealed_at"]}
     grid_sealed = doc["dataset"]["grid_sha256"] == entry["grid_sha256"]
     doc["dataset"]["grid_matches_seal"] = grid_sealed

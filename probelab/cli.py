@@ -278,7 +278,8 @@ def sweep(
     allow_blind: Annotated[bool, typer.Option("--allow-blind", help="Measure even when the "
                                               "stimulus cannot tell two sealed rivals apart "
                                               "(see `prereg power`); the dataset records the "
-                                              "blind pairs.")] = False,
+                                              "blind pairs. A simulated sweep only warns.")
+                           ] = False,
     toolchain: Annotated[str | None, typer.Option(
         help="Static probes: the compiler that is measured, by name (clang-19, clang-22; "
              "`probelab doctor` lists them) or `all`: one dataset per (target, toolchain). "
@@ -290,9 +291,10 @@ def sweep(
     there and fed from memory, runs every kernel REPEATS times with poisoned outputs and
     guard words, and writes data/PROBE/TARGET/TIME.nc atomically. Nothing is written if
     any step fails; a stimulus blind to two sealed rivals is refused unless --allow-blind
-    (see `prereg power`). With --check, the verdicts follow at once, and each sealed
-    hypothesis left out says why (exit 3 if any is tampered or post hoc, 1 if the data are
-    simulated, as `check` says; refuted rivals are results, not failures: 0).
+    (see `prereg power`; a simulated sweep warns and goes on, recording them). With
+    --check, the verdicts follow at once, and each sealed hypothesis left out says why
+    (exit 3 if any is tampered or post hoc, 1 if the data are simulated, as `check` says;
+    refuted rivals are results, not failures: 0).
 
     A static probe is measured on a compiler: without --target, on every target it lists;
     with --toolchain all, under every toolchain found. A (target, toolchain) pair the
@@ -431,16 +433,24 @@ def prereg_new(probe: str, hypothesis_id: Annotated[str, typer.Argument(metavar=
 @guarded
 def prereg_seal(
     files: Annotated[list[Path], typer.Argument(help="Hypothesis TOML files.")],
+    allow_blind: Annotated[bool, typer.Option("--allow-blind", help="Seal even a file the "
+                                              "probe's stimulus cannot tell from a sealed "
+                                              "rival or from one of its near misses; the "
+                                              "seal commit records the pairs.")] = False,
 ) -> None:
     """Seal hypotheses before measuring: evaluate, hash, append to the ledger, git commit.
 
     Each seal is its own commit whose message carries the ledger entry's hash. A sealed
     file is never edited; to change a hypothesis write a new file with parent = old id.
+    A file that predicts the same as a sealed rival (or as one of its own near misses) on
+    every cell both claim of the probe's stimulus is refused (exit 2, nothing written): it
+    would make every measured sweep of the probe blind for good (see `prereg power`). If it
+    restates the rival, declare agrees_with = ["<id>"]; --allow-blind seals it anyway.
     """
     from probelab.prereg import seal
 
     for path in files:
-        entry = seal(path)
+        entry = seal(path, allow_blind)
         say(f"sealed {entry['probe']}/{entry['hypothesis']} {entry['hash']}")
 
 
@@ -470,9 +480,8 @@ def prereg_list(as_json: JsonOpt = False) -> None:
     """List hypothesis files: sealed or not, and which sealed ones their probe has retired
     (sealed for an earlier version: still scored on data that observed them)."""
     from probelab import ledger
-    from probelab.hypothesis import load_hypothesis
+    from probelab.hypothesis import load_hypothesis, retired_observables
     from probelab.paths import ledger_path, prereg_dir, relative
-    from probelab.prereg import retired_observables
 
     entries = {e["path"]: e for e in ledger.read(ledger_path())}
     rows = []
@@ -550,7 +559,8 @@ def check(
     """Score a dataset against a sealed hypothesis: literally and under each translation.
 
     Refuses to count (exit 3) a hypothesis edited after sealing, a broken ledger, or a seal
-    that is not provably older than the measurement. Simulated data are NOT-EVIDENCE.
+    that is not provably older than the measurement. Simulated data are NOT-EVIDENCE. A
+    file never sealed is refused (exit 2) after its own errors: `prereg seal` it first.
     """
     from probelab.check import EXIT, save_verdict
     from probelab.check import check as run_check

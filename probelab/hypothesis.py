@@ -436,15 +436,40 @@ def table_shapes(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tupl
             for o in h.predict}
 
 
+def retired_observables(h: Hypothesis) -> list[str]:
+    """What a hypothesis predicts that its probe declares retired (`Probe.retired`:
+    observables an earlier version had): it was sealed for that version. The seal stays
+    valid; the claim no longer applies. An observable that is simply gone, undeclared, is
+    not retired: evaluating the claim then fails, and `prereg verify` says so.
+
+    A probe may retire only what it no longer observes (UsageError otherwise): retiring a
+    live observable would turn every verdict on it into a note."""
+    from probelab.probe import get_probe
+
+    probe = get_probe(h.probe)
+    retired = set(getattr(probe, "retired", {}))
+    if live := sorted(retired & set(probe.observables)):
+        raise UsageError(f"{probe.id} declares {live} retired but still observes them: an "
+                         "observable is retired only by a new probe version that drops it")
+    return sorted(set(h.predict) & retired)
+
+
+def unobserved(h: Hypothesis, observables: Mapping[str, tuple[str, ...]]) -> str | None:
+    """Why a file cannot be evaluated on a probe with `observables`, in the words seal and
+    check both use: it predicts an observable the probe does not have (a typo, or one gone
+    from the probe); None where it predicts none such."""
+    if unknown := sorted(set(h.predict) - set(observables)):
+        return f"predicts {unknown}, but the probe observes {sorted(observables)}"
+    return None
+
+
 def _plan_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple[str, ...]]
                 ) -> tuple[xr.Dataset, dict[str, _Plan]]:
     """The grid (with the file's model) and, per observable, what evaluating it runs; every
     refusal (unknown names, an expression that does not compile, cost, values alive) is
     raised here, before anything is evaluated."""
-    unknown = set(h.predict) - set(observables)
-    if unknown:
-        raise UsageError(f"{h.path}: predicts {sorted(unknown)}, but the probe observes "
-                         f"{sorted(observables)}")
+    if why := unobserved(h, observables):
+        raise UsageError(f"{h.path}: {why}")
     grid = _with_model(h, grid)
     known = set(_integer_coords(grid))
     for name, mapping in h.translations.items():

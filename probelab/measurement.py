@@ -32,19 +32,26 @@ class SweepResult:
     provenance: dict
 
 
-def blindness_gate(probe: Probe, grid: xr.Dataset, target: str, allow_blind: bool) -> list:
+def blindness_gate(probe: Probe, grid: xr.Dataset, target: str, allow_blind: bool,
+                   simulated: bool = False) -> list:
     """Refuse a stimulus that cannot tell two sealed rivals (or a hypothesis and one of its
-    near misses) apart; with `allow_blind`, return those pairs for the record instead."""
+    near misses) apart; with `allow_blind`, return those pairs for the record instead. A
+    `simulated` sweep is never evidence, so it only warns (one line on stderr) and records
+    them: a probe design can still be tried out on the simulated device."""
     from probelab.power import blind_names
 
     blind, _ = blind_names(probe, grid, target)
     if blind and not allow_blind:
         named = "; ".join(f"{a} and {b}" for a, b in blind)
-        raise IntegrityError(
-            f"the stimulus cannot tell apart {named}: they predict the same value on every "
-            f"cell both claim, so no data could confirm one and refute the other. Change the "
-            f"stimulus (see `probelab prereg power {probe.id}`), or measure anyway with "
-            "--allow-blind, which records the blind pairs in the dataset")
+        cannot = (f"the stimulus cannot tell apart {named}: they predict the same value on "
+                  "every cell both claim, so no data could confirm one and refute the other")
+        if not simulated:
+            raise IntegrityError(
+                f"{cannot}. Change the stimulus (see `probelab prereg power {probe.id}`), or "
+                "measure anyway with --allow-blind, which records the blind pairs in the "
+                "dataset")
+        print(f"warning: {cannot}; simulated data are never evidence, so the sweep goes on "
+              "and the dataset records the blind pairs", file=sys.stderr)
     return blind
 
 

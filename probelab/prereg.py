@@ -6,6 +6,7 @@ Sealed files are never edited: an amendment is a new file whose `parent` names t
 """
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,31 +20,17 @@ from probelab.hypothesis import (
     is_plain_id,
     load_hypothesis,
     read_capped,
+    retired_observables,
 )
 from probelab.paths import lab_root, ledger_path, prereg_dir, relative
 from probelab.probe import Probe, get_probe, supports
+from probelab.rivals import blind_at_seal
 
 SEAL_TAG = "probelab-seal:"
 
 
 def _kernel_names(probe: Probe) -> set[str]:
     return {k.name for vendor in targets.VENDORS for k in probe.kernels(vendor)}
-
-
-def retired_observables(h: Hypothesis) -> list[str]:
-    """What a hypothesis predicts that its probe declares retired (`Probe.retired`:
-    observables an earlier version had): it was sealed for that version. The seal stays
-    valid; the claim no longer applies. An observable that is simply gone, undeclared, is
-    not retired: evaluating the claim then fails, and `prereg verify` says so.
-
-    A probe may retire only what it no longer observes (UsageError otherwise): retiring a
-    live observable would turn every verdict on it into a note."""
-    probe = get_probe(h.probe)
-    retired = set(getattr(probe, "retired", {}))
-    if live := sorted(retired & set(probe.observables)):
-        raise UsageError(f"{probe.id} declares {live} retired but still observes them: an "
-                         "observable is retired only by a new probe version that drops it")
-    return sorted(set(h.predict) & retired)
 
 
 def evaluate(h: Hypothesis, claims: Evaluations | None = None) -> tuple[Probe, str, str]:
@@ -122,7 +109,29 @@ def _refuse_foreign_targets(h: Hypothesis) -> None:
                          "could never be scored")
 
 
-def seal(path: Path) -> dict[str, Any]:
+def _refuse_blind(h: Hypothesis, probe: Probe, allow_blind: bool) -> list[str]:
+    """What `h` would be blind to once sealed (`rivals.blind_at_seal`), refused unless
+    `allow_blind`: such a pair would stop every measured sweep of the probe for good, since a
+    sealed file is never edited and `agrees_with` is sealed with its file."""
+    blind = blind_at_seal(probe, h, sealed_hypotheses(probe.id))
+    if blind and not allow_blind:
+        rivals = [p.b for p in blind if p.kind == "rivals"]
+        said = [f"it predicts the same as sealed {', '.join(rivals)} on every cell both "
+                f"claim (if it restates {'it' if len(rivals) == 1 else 'them'}, declare "
+                f"agrees_with = {json.dumps(rivals)})"] if rivals else []
+        said += [f"its near miss {p.b.partition('~')[2]} predicts the same as it on every "
+                 "cell (change the near miss)" for p in blind if p.kind == "near miss"]
+        raise UsageError(f"{relative(h.path)} would make every sweep of {probe.id} blind: "
+                         f"{'; '.join(said)}; or seal it anyway with --allow-blind (the seal "
+                         "commit records it)")
+    return [p.b for p in blind]
+
+
+def seal(path: Path, allow_blind: bool = False) -> dict[str, Any]:
+    """Seal the hypothesis at `path`: refused (nothing written) where it is malformed, in
+    the wrong place, already sealed, or blind to a sealed rival or to one of its own near
+    misses on the probe's stimulus (unless `allow_blind`: the seal commit then records
+    them); otherwise its ledger entry, committed."""
     if path.is_symlink():  # git would commit the link, not the file it names
         raise UsageError(f"{path} is a symbolic link; seal the file itself")
     h = load_hypothesis(path)
@@ -132,7 +141,7 @@ def seal(path: Path) -> dict[str, Any]:
     if Path(rel).stem != h.id:  # verdicts, `prereg list` and notebooks name files by id
         raise UsageError(f"{rel}: its id is {h.id!r}, so the file is {h.id}.toml")
     _refuse_foreign_targets(h)
-    _, grid_hash, table_hash = evaluate(h)
+    probe, grid_hash, table_hash = evaluate(h)
     lp = ledger_path()
     entries = ledger_entries()
     if any(e["path"] == rel for e in entries):
@@ -145,6 +154,7 @@ def seal(path: Path) -> dict[str, Any]:
     if unknown := sorted(set(h.agrees_with) - sealed_ids):
         raise UsageError(f"agrees_with {unknown}: not sealed hypotheses of {h.probe} (seal "
                          "what a file restates first)")
+    blind = _refuse_blind(h, probe, allow_blind)
     if gitinfo.git("status", "--porcelain", "--", relative(lp), check=False):
         raise IntegrityError("the ledger has uncommitted changes; commit or restore it first")
     before = lp.read_bytes() if lp.exists() else None
@@ -155,6 +165,8 @@ def seal(path: Path) -> dict[str, Any]:
     })
     message = (f"prereg: seal {h.probe}/{h.id}\n\n{SEAL_TAG} {entry['hash']}\n"
                f"file-sha256: {h.sha256}\ntable-sha256: {table_hash}\n")
+    if blind:
+        message += f"blind-to: {', '.join(blind)} (sealed with --allow-blind)\n"
     try:
         gitinfo.git("add", "--", rel, relative(lp))
         gitinfo.git(*_identity(), "commit", "-q", "-m", message, "--", rel, relative(lp))
@@ -172,6 +184,24 @@ def ledger_entries() -> list[dict[str, Any]]:
     """The ledger, checked: chain intact, and no seal in this history missing from it.
     Raises HistoryError first when the history itself cannot be trusted to show order."""
     return _ledger_and_seals()[0]
+
+
+def sealed_hypotheses(probe_id: str) -> list[Hypothesis]:
+    """The probe's sealed hypotheses, as sealed. A file that no longer hashes to its seal is
+    an IntegrityError: the rivals cannot be judged from an edited record."""
+    found = []
+    for entry in (e for e in ledger_entries() if e["probe"] == probe_id):
+        path = lab_root() / entry["path"]
+        try:
+            h = load_hypothesis(path)
+        except LabError as exc:
+            raise IntegrityError(f"sealed hypothesis {entry['path']} cannot be read ({exc}); "
+                                 "`probelab prereg verify` says more") from exc
+        if h.sha256 != entry["file_sha256"]:
+            raise IntegrityError(f"sealed hypothesis {entry['path']} was edited after sealing; "
+                                 "`probelab prereg verify` says more")
+        found.append(h)
+    return found
 
 
 def _ledger_and_seals() -> tuple[list[dict[str, Any]], dict[str, list[str]]]:

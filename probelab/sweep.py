@@ -84,7 +84,7 @@ def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | N
     if declared := getattr(probe, "declared_bytes", None):  # known before the device runs
         dataset.refuse_declared(declared(stimulus), probe.id, "not swept")
     step("checking that the stimulus can tell the sealed rivals apart")
-    blind = blindness_gate(probe, stimulus, device.target, allow_blind)
+    blind = blindness_gate(probe, stimulus, device.target, allow_blind, backend.simulated)
     launch = probe.launch(stimulus)
     records, codes = _compile_and_gate(backend, kernels, device.target, step)
     poisons = [POISONS[r % len(POISONS)] for r in range(repeats)]

@@ -8,6 +8,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from toylab import REPO, TOY_MODULE, CodeCopy, ToyLab, copy_probe, make_toylab
 
+from probelab import prereg
 from probelab.probe import catalog
 
 
@@ -109,8 +110,8 @@ def sealed_lab(toylab: ToyLab):
         toylab.git("add", "-A")
         toylab.git("commit", "-q", "-m", f"{folder} and its hypotheses")
         _forget(copied)
-        for name in names:
-            toylab.seal(folder_of / f"{name}.toml")
+        for name in names:  # as the repository sealed them: some before seal saw blindness
+            prereg.seal(folder_of / f"{name}.toml", allow_blind=True)
         return toylab.root
 
     yield make

@@ -9,6 +9,7 @@ from toylab import DELETE, ToyLab, invoke
 
 from probelab import check, ledger, prereg, scoring, verify
 from probelab.errors import Exit, LabError, UsageError
+from probelab.hypothesis import load_hypothesis
 
 N_CELLS = 16 * 8
 
@@ -181,14 +182,23 @@ def test_dataset_taken_before_the_seal_is_post_hoc(toylab: ToyLab) -> None:
     assert doc["kernels"]["add"]["status"] == check.CONFIRMED
 
 
-def test_unsealed_file_is_post_hoc(toylab: ToyLab) -> None:
+def test_an_unsealed_file_is_one_line_after_its_own_errors(toylab: ToyLab) -> None:
+    """Never sealed: one line naming the fix (exit 2), not a POST-HOC report; an error of
+    the file itself (an expression that calls) is said first, as seal says it (issue 35,
+    item 3)."""
     sealed(toylab, "other", "a")
     hyp = toylab.write_hyp("sum", "a + b")
     toylab.git("add", "-A")
     toylab.git("commit", "-q", "-m", "committed, never sealed")
-    doc = check.check(hyp, measured_after_seal(toylab))
-    assert doc["verdict"] == check.POST_HOC
-    assert doc["reasons"] == ["this file was never sealed"]
+    data = measured_after_seal(toylab)
+    result = invoke("check", hyp, data)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"error: {hyp} is not sealed: run `probelab prereg seal {hyp}`\n"
+    broken = toylab.write_hyp("broken", "open(1)")
+    said = invoke("prereg", "seal", broken).stderr
+    result = invoke("check", broken, data)
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", said)
+    assert "function calls" in said
 
 
 def test_unknown_git_head_is_post_hoc(toylab: ToyLab) -> None:
@@ -262,6 +272,23 @@ def test_dataset_of_another_probe_is_a_usage_error(toylab: ToyLab) -> None:
     data = toylab.as_measured(toylab.sim_dataset(), probe="byte-perm")
     with pytest.raises(UsageError, match="byte-perm"):
         check.check(hyp, data)
+
+
+def test_an_observable_the_probe_does_not_have_is_named_as_seal_names_it(
+        toylab: ToyLab) -> None:
+    """A typo'd observable is the file's fault, not the dataset's age (issue 35, item 4)."""
+    typo = toylab.write_hyp("typo", "a + b")
+    typo.write_text(typo.read_text().replace("value =", "valeu ="))
+    data = measured_after_seal(toylab)
+    words = "predicts ['valeu'], but the probe observes ['value']"
+    seal = invoke("prereg", "seal", typo)
+    assert seal.exit_code == 2 and words in seal.stderr
+    result = invoke("check", typo, data)
+    assert result.exit_code == 2 and words in result.stderr
+    assert "measured before" not in result.stderr and result.stdout == ""
+    # a sealed file whose probe lost the observable (undeclared) is left out in those words
+    assert check.not_applicable(load_hypothesis(typo), check.judge(data)) == \
+        f"it {words}"
 
 
 def test_kernel_absent_from_dataset_is_a_usage_error(toylab: ToyLab) -> None:

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from toylab import copy_probe
 
 nbformat = pytest.importorskip("nbformat")
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,29 +66,47 @@ def test_notebook_reproduces_the_recorded_verdicts(monkeypatch):
         assert shown + doc["verdict"] in text, shown
 
 
-@pytest.mark.slow
-def test_notebook_survives_drafts_and_hypotheses_that_do_not_apply(tmp_path, monkeypatch):
-    """In a lab of its own: a broken unsealed draft is reported and skipped, and a hypothesis
-    about other targets gets no mismatch map."""
-    import shutil
-
+def _run_simulated_in(root: Path, monkeypatch) -> str:
+    """Run the byte-perm notebook on simulated data in the lab at `root`; its printed text."""
     pytest.importorskip("ipykernel", reason="ipykernel is needed to run the notebook")
     nbclient = pytest.importorskip("nbclient")
-    copy_probe(tmp_path, "byte_perm")
-    folder = tmp_path / "preregistrations" / "byte-perm"
-    folder.mkdir(parents=True)
-    shutil.copy(ROOT / "preregistrations" / "byte-perm" / "v-perm-seeds.toml", folder)
-    (folder / "draft.toml").write_text('schema = 1\nid = "draft"\n[predict\n')
     monkeypatch.setenv("PROBELAB_NOTEBOOK_SIM", "1")
-    monkeypatch.setenv("PROBELAB_ROOT", str(tmp_path))
+    monkeypatch.setenv("PROBELAB_ROOT", str(root))
     nb = nbformat.read(NOTEBOOK, as_version=4)
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+                            resources={"metadata": {"path": str(root)}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
-    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    return "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+
+
+@pytest.mark.slow
+def test_notebook_survives_drafts_and_hypotheses_that_do_not_apply(sealed_lab, monkeypatch):
+    """In a lab of its own: a broken unsealed draft is reported and skipped, and a sealed
+    hypothesis about other targets gets no mismatch map."""
+    root = sealed_lab("byte_perm", "byte-perm", "v-perm-seeds")
+    (root / "preregistrations" / "byte-perm" / "draft.toml").write_text(
+        'schema = 1\nid = "draft"\n[predict\n')
+    text = _run_simulated_in(root, monkeypatch)
     assert "== draft vs" in text and "not checked:" in text
     assert "does not apply" in text and "v-perm-seeds (literal" not in text
+
+
+@pytest.mark.slow
+def test_notebook_runs_on_simulated_data_with_a_blind_pair_sealed(sealed_lab, monkeypatch):
+    """A restatement of ptx-prmt-default sealed as a rival (--allow-blind): the simulated
+    sweep warns of the blind pair and the notebook runs on (issue 35, item 2)."""
+    from probelab import prereg
+
+    root = sealed_lab("byte_perm", "byte-perm", "ptx-prmt-default")
+    folder = root / "preregistrations" / "byte-perm"
+    again = folder / "prmt-again.toml"
+    again.write_text((folder / "ptx-prmt-default.toml").read_text().replace(
+        'id = "ptx-prmt-default"', 'id = "prmt-again"'))
+    prereg.seal(again, allow_blind=True)
+    text = _run_simulated_in(root, monkeypatch)
+    assert "warning: the stimulus cannot tell apart prmt-again and ptx-prmt-default" in text
+    assert "== prmt-again vs" in text and "verdict: NOT-EVIDENCE" in text
 
 
 LANE_MAPS = ROOT / "notebooks" / "lane_maps.ipynb"

@@ -8,9 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
+from click.testing import Result
 from toylab import ToyLab, invoke
 
 from probelab import dataset, prereg
+from probelab.backends import ops_sim
 from probelab.check import check
 from probelab.hypothesis import load_hypothesis, predict
 from probelab.power import power
@@ -34,6 +36,13 @@ def randomised() -> xr.Dataset:
                               "b": ("b", rng.integers(0, 2**16, 8).astype(np.uint32))})
 
 
+def measured_sweep(lab: ToyLab, monkeypatch) -> Result:
+    """`sweep toy` as a measurement would run: the simulated device posing as hardware (a
+    test's device only), saving outside the archive, where a measurement may be saved."""
+    monkeypatch.setattr(ops_sim.SimBackend, "simulated", False)
+    return invoke("sweep", "toy", "--backend", "sim", "--out", lab.root.parent / "measured")
+
+
 @pytest.fixture
 def rivals(toylab: ToyLab) -> ToyLab:
     prereg.seal(toylab.write_hyp("sum", "a + b"))
@@ -46,12 +55,26 @@ def test_a_regular_stimulus_blind_to_two_rivals_stops_the_sweep(rivals: ToyLab,
     monkeypatch.setattr(rivals.probe(), "stimulus", regular(16))
     (pair,), _ = power(rivals.probe())
     assert pair.blind and pair.compared == 128 and pair.differing == 0
-    result = invoke("sweep", "toy", "--backend", "sim")
+    result = measured_sweep(rivals, monkeypatch)
     assert result.exit_code == 3
     assert "cannot tell apart bitor and sum" in result.stderr
-    assert not (rivals.root / "sim-data").exists()  # nothing ran, nothing written
+    assert not (rivals.root.parent / "measured").exists()  # nothing ran, nothing written
     power_cli = invoke("prereg", "power", "toy")
     assert power_cli.exit_code == 3 and "bitor / sum (rivals): BLIND" in power_cli.stdout
+
+
+def test_a_simulated_sweep_warns_of_blindness_and_goes_on(rivals: ToyLab,
+                                                          monkeypatch) -> None:
+    """Simulated data are never evidence: a blind pair is one line on stderr, not a stop
+    (issue 35, item 2), and the dataset records it as --allow-blind would."""
+    monkeypatch.setattr(rivals.probe(), "stimulus", regular(16))
+    result = invoke("sweep", "toy", "--backend", "sim")
+    assert result.exit_code == 0, result.stderr
+    (warning,) = [line for line in result.stderr.splitlines() if "bitor and sum" in line]
+    assert warning.startswith("warning: the stimulus cannot tell apart bitor and sum")
+    assert "simulated data are never evidence" in warning
+    prov = dataset.provenance(dataset.load(Path(result.stdout.strip())))
+    assert prov["blind_pairs"] == [["bitor", "sum"]]
 
 
 def test_allow_blind_measures_and_records_the_pair(rivals: ToyLab, monkeypatch) -> None:
@@ -99,6 +122,35 @@ def test_a_declared_restatement_is_not_blind_and_the_sweep_proceeds(toylab: ToyL
     assert dataset.provenance(dataset.load(Path(result.stdout.strip())))["blind_pairs"] == []
 
 
+def test_a_restatement_without_agrees_with_is_refused_at_seal(toylab: ToyLab,
+                                                             monkeypatch) -> None:
+    """`b + a` restates the sealed `a + b` on every cell: sealed as a rival, it would stop
+    every measured sweep of the probe for good. Refused in one line naming the fix, with
+    nothing written; declared, it seals; with --allow-blind the seal commit records the pair
+    and sweeps then behave as for any blind pair (issue 35, item 2)."""
+    prereg.seal(toylab.write_hyp("sum", "a + b"))
+    again = toylab.write_hyp("sum2", "b + a")
+    commits, ledger = toylab.commit_count(), toylab.ledger.read_bytes()
+    result = invoke("prereg", "seal", again)
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert "sum2.toml would make every sweep of toy blind: it predicts the same as sealed " \
+        'sum on every cell both claim (if it restates it, declare agrees_with = ["sum"])' in line
+    assert line.endswith("or seal it anyway with --allow-blind (the seal commit records it)")
+    assert (toylab.commit_count(), toylab.ledger.read_bytes()) == (commits, ledger)
+    assert "UNSEALED preregistrations/toy/sum2.toml" in invoke("prereg", "list").stdout
+
+    result = invoke("prereg", "seal", "--allow-blind", again)
+    assert result.exit_code == 0, result.stderr
+    assert "blind-to: sum (sealed with --allow-blind)" in toylab.git("log", "-1", "--format=%B")
+    assert measured_sweep(toylab, monkeypatch).exit_code == 3
+    declared = toylab.write_hyp("sum3", "a + b")
+    declared.write_text(declared.read_text().replace(
+        'coordinates = "raw"', 'coordinates = "raw"\nagrees_with = ["sum", "sum2"]'))
+    assert invoke("prereg", "seal", declared).exit_code == 0
+    assert "blind-to" not in toylab.git("log", "-1", "--format=%B")
+
+
 def test_agrees_with_must_name_a_sealed_hypothesis(toylab: ToyLab) -> None:
     path = toylab.write_hyp("bitor", "a | b")
     path.write_text(path.read_text().replace('coordinates = "raw"',
@@ -107,15 +159,20 @@ def test_agrees_with_must_name_a_sealed_hypothesis(toylab: ToyLab) -> None:
     assert result.exit_code == 2 and "not sealed hypotheses of toy" in result.stderr
 
 
-def test_a_declared_near_miss_the_stimulus_cannot_see_is_caught(toylab: ToyLab) -> None:
+def test_a_declared_near_miss_the_stimulus_cannot_see_is_caught(toylab: ToyLab,
+                                                                 monkeypatch) -> None:
     """`a + b` and its near miss `a + b + (a == 99)` differ only where a is 99: a cell the
     toy grid (a < 16) never visits."""
     path = toylab.write_hyp("sum", "a + b")
     path.write_text(path.read_text() + '\n[near_misses.at99]\nvalue = "a + b + (a == 99)"\n')
-    prereg.seal(path)
+    result = invoke("prereg", "seal", path)
+    assert result.exit_code == 2
+    assert "its near miss at99 predicts the same as it on every cell (change the near " \
+        "miss)" in result.stderr
+    prereg.seal(path, allow_blind=True)
     (pair,), _ = power(toylab.probe())
     assert (pair.a, pair.b, pair.kind, pair.blind) == ("sum", "sum~at99", "near miss", True)
-    result = invoke("sweep", "toy", "--backend", "sim")
+    result = measured_sweep(toylab, monkeypatch)
     assert result.exit_code == 3 and "sum and sum~at99" in result.stderr
 
 
@@ -205,7 +262,8 @@ def test_the_gate_is_cached_and_any_input_that_shapes_it_recomputes(rivals: ToyL
     assert _gate(rivals) == ([["bitor", "sum"]], True)  # a repeated sweep pays nothing
     monkeypatch.setattr(rivals.probe(), "stimulus", randomised)  # another grid
     assert _gate(rivals) == ([], False)
-    prereg.seal(rivals.write_hyp("sum2", "b + a"))  # a new seal: blind to sum on any grid
+    # a new seal, blind to sum on any grid
+    prereg.seal(rivals.write_hyp("sum2", "b + a"), allow_blind=True)
     blind, hit = _gate(rivals)
     assert not hit and ["sum", "sum2"] in blind
 
@@ -231,7 +289,7 @@ def test_a_corrupt_cache_entry_is_recomputed_never_read_as_the_gate(rivals: ToyL
     raw = entry.read_bytes()
     entry.write_bytes(raw[:64] + b"[]")  # "not blind", under the old digest
     assert _gate(rivals) == ([["bitor", "sum"]], False)
-    result = invoke("sweep", "toy", "--backend", "sim")
+    result = measured_sweep(rivals, monkeypatch)
     assert result.exit_code == 3 and "cannot tell apart bitor and sum" in result.stderr
 
 

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
-from toylab import ToyLab
+from toylab import ToyLab, invoke
 
 from probelab import ledger, prereg
 from probelab.errors import IntegrityError, UsageError
@@ -136,6 +136,22 @@ def test_amendment_with_sealed_parent(toylab: ToyLab) -> None:
     entry = prereg.seal(toylab.write_hyp("v2", "a + b", parent="v1"))
     assert entry["parent"] == "v1" and entry["seq"] == 2
     assert all(r["ok"] for r in prereg.verify_seals())
+
+
+def test_a_mistaken_seal_is_superseded_in_the_open(toylab: ToyLab) -> None:
+    """README's procedure for a mistaken seal: it stays, and a corrected file naming it as
+    `parent` is sealed beside it. `verify` scores both (the slip refuted: a result, exit 0);
+    deleting the slip instead is a problem (exit 3)."""
+    slip = toylab.write_hyp("sum", "a * b")
+    prereg.seal(slip)
+    prereg.seal(toylab.write_hyp("sum-v2", "a + b", parent="sum"))
+    toylab.as_measured(toylab.sim_dataset())
+    result = invoke("verify", "--json")
+    assert result.exit_code == 0, result.stdout
+    verdicts = {c["hypothesis"]: c["verdict"] for c in json.loads(result.stdout)["checks"]}
+    assert verdicts == {"sum": "REFUTED on 126 of 128 cells", "sum-v2": "CONFIRMED"}
+    slip.unlink()
+    assert invoke("verify").exit_code == 3
 
 
 def test_seal_refuses_a_ledger_with_uncommitted_changes(toylab: ToyLab) -> None:

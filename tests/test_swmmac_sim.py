@@ -100,7 +100,7 @@ def test_contract_words_and_the_rest_are_labelled_and_kept_apart() -> None:
 def test_version_3_files_are_sealed_for_an_earlier_version() -> None:
     """Every version 3 file predicts `superposed`, which version 4 retires: they stay sealed
     and are never scored on version 4's data."""
-    from probelab.prereg import retired_observables
+    from probelab.hypothesis import retired_observables
 
     for name in ("raw-law-lanes", "swap-only-lanes", "xor-only-lanes", "ck-rule-lanes"):
         path = ROOT / "preregistrations" / "swmmac-iu4" / f"{name}.toml"

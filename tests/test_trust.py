@@ -193,12 +193,13 @@ HOSTILE = {
 def test_hostile_expressions_are_refused_without_running_anything(toylab: ToyLab,
                                                                   source: str) -> None:
     """Sealing evaluates the expression (and refuses it: exit 2, nothing sealed); checking
-    the unsealed file says POST-HOC before any expression is looked at (exit 3)."""
+    the unsealed file refuses it in the same words (exit 2), before saying it is unsealed."""
     data = toylab.sim_dataset()
     path = toylab.write_hyp("evil", source)
     seal = invoke("prereg", "seal", path)
     assert seal.exit_code == 2 and "error:" in seal.stderr, (seal.stdout, seal.stderr)
-    assert invoke("check", path, data).exit_code == 3
+    check = invoke("check", path, data)
+    assert (check.exit_code, check.stderr) == (2, seal.stderr)
     assert not (toylab.root / "PWNED").exists() and not toylab.ledger.exists()
 
 

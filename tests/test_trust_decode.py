@@ -86,6 +86,39 @@ def test_a_decode_committed_after_the_seal_is_named_in_the_verdict(toylab: ToyLa
     assert "the probe's code changed between the seal and the measurement" in shown.stdout
 
 
+def test_a_decode_changed_before_a_later_seal_is_said_in_that_order(toylab: ToyLab) -> None:
+    """Measured, then the decode edited and committed, then sealed: POST-HOC, and the change
+    lies between the measurement and the seal, never "between the seal and the
+    measurement" (issue 35, item 8)."""
+    data = toylab.as_measured(toylab.sim_dataset())
+    edit_probe(toylab, HONEST, HONEST.replace("values)", "values + 1)"))
+    committed(toylab, "decode edited after the data were taken")
+    hyp = sealed(toylab, "plus-one", "a + b + 1")
+    result = invoke("check", hyp, data)
+    assert result.exit_code == 3 and "**POST-HOC**" in result.stdout
+    assert "is not an ancestor of the measured commit" in result.stdout
+    assert "it was sealed after the data were taken" in result.stdout
+    assert ("the probe's code changed between the measurement and the seal: 1 file "
+            "(probes/toy/probe.py)") in result.stdout
+    assert "between the seal and the measurement" not in result.stdout
+    assert check(hyp, data)["hypothesis"]["code_changed_since_seal"] == []
+
+
+def test_a_decode_changed_on_another_line_of_history_is_said_so(toylab: ToyLab) -> None:
+    """Sealed on one branch, the decode edited and measured on another: neither commit
+    descends from the other, and the reasons say so (issue 35, item 8)."""
+    toylab.git("checkout", "-q", "-b", "seals")
+    hyp = sealed(toylab, "plus-one", "a + b + 1")
+    toylab.git("checkout", "-q", "main")
+    toylab.git("checkout", "seals", "--", "preregistrations")  # the file and its ledger
+    edit_probe(toylab, HONEST, HONEST.replace("values)", "values + 1)"))
+    committed(toylab, "decode edited on another line")
+    reasons = check(hyp, toylab.as_measured(toylab.sim_dataset()))["reasons"]
+    assert "sealed after" not in " ".join(reasons)
+    assert ("the probe's code differs between the measured commit and the seal commit "
+            "(neither descends from the other): 1 file (probes/toy/probe.py)") in reasons
+
+
 def test_a_decode_change_that_flips_a_verdict_is_a_problem(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "plus-one", "a + b + 1")
     first = toylab.as_measured(toylab.sim_dataset())

@@ -15,7 +15,7 @@ from toylab import ToyLab, invoke
 from probelab import dataset, ledger, prereg
 from probelab.errors import UsageError
 from probelab.expr import compile_program
-from probelab.hypothesis import evaluate_claim, parse_hypothesis
+from probelab.hypothesis import evaluate_claim, parse_hypothesis, retired_observables
 from probelab.verify import verify_archive
 
 ESC = "\x1b"
@@ -75,7 +75,7 @@ def test_the_bounds_leave_room_for_every_sealed_hypothesis(repo_lab) -> None:
     claims = Evaluations()  # each probe's grid made once, as a verify makes it
     for entry in ledger.read(lab_root() / "preregistrations" / "LEDGER.jsonl"):
         h = parse_hypothesis(Path(entry["path"]), (lab_root() / entry["path"]).read_bytes())
-        if not prereg.retired_observables(h):
+        if not retired_observables(h):
             prereg.evaluate(h, claims)  # raises if it is too costly
 
 

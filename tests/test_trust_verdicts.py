@@ -24,7 +24,7 @@ def test_an_unsealed_check_saves_no_verdict_into_the_archive(toylab: ToyLab) -> 
     data = toylab.as_measured(toylab.sim_dataset())
     unsealed = toylab.write_hyp("late", "a + b")
     result = invoke("check", unsealed, data)
-    assert result.exit_code == 3 and "verdict not saved: a POST-HOC verdict" in result.stderr
+    assert result.exit_code == 2 and "late.toml is not sealed" in result.stderr
     assert not verdict_path(data, "late").exists()
     verified = verify_archive(write=True)
     assert not verdict_path(data, "late").exists() and not verified["problems"]
