@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from toolchains import nvidia_tools
+from toolchains import amd_tools, nvidia_tools
 from toylab import ToyLab, copy_probe, invoke, without_history
 
 from probelab import prereg
@@ -257,3 +257,31 @@ def test_a_lab_inside_another_repository_has_no_history_of_its_own(
     doc = json.loads(invoke("check", vendored / hyp.relative_to(toylab.root),
                             vendored / data.relative_to(toylab.root), "--json").stdout)
     assert doc["verdict"] == "POST-HOC" and "of its own" in " ".join(doc["reasons"])
+
+
+# ---- issue 35: what following the README leaves behind ------------------------------------
+
+
+def test_a_sweep_into_the_archive_says_so_in_its_last_line(own_lab, tmp_path: Path) -> None:
+    """A sweep that adds to data/ says what it added, last; one with --out adds nothing
+    there and says nothing of it; --check with --out (no verdict could count) is refused
+    before anything is built."""
+    amd_tools()
+    root = own_lab("builtin_modifiers", "byte_perm")
+    (root / "data").mkdir()
+    trial = invoke("sweep", "byte-perm", "--backend", "sim", "--out", tmp_path / "try")
+    assert trial.exit_code == 0, trial.stderr
+    assert trial.stdout.splitlines()[-1].startswith(str(tmp_path / "try"))
+    refused = invoke("sweep", "builtin-modifiers", "--target", "gfx942", "--check", "--out",
+                     tmp_path / "try")
+    assert refused.exit_code == 2 and "--check is for the archive" in refused.stderr
+    assert not any((root / "data").iterdir()) and not (tmp_path / "try" / "builtin-modifiers"
+                                                       ).exists()
+    (toolchain,) = [t.name for t in amd_tools().select(None)]
+    added = invoke("sweep", "builtin-modifiers", "--target", "gfx942", "--toolchain", toolchain)
+    assert added.exit_code == 0, added.stderr
+    *_, path, last = added.stdout.splitlines()
+    assert Path(path).parent == root / "data" / "builtin-modifiers" / "gfx942"
+    assert last.startswith("added to the archive: 1 dataset in data/builtin-modifiers/gfx942/, "
+                           "pinned in data/MANIFEST.jsonl, and 0 verdicts beside them")
+    assert Path(path).name in (root / "data" / "MANIFEST.jsonl").read_text()
