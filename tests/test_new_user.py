@@ -4,9 +4,13 @@ cannot honour, unknown targets, exit codes, a copy without history, plots and re
 import json
 import shutil
 import subprocess
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from toolchains import amd_tools, nvidia_tools
 from toylab import ToyLab, copy_probe, invoke, without_history
 
@@ -285,3 +289,48 @@ def test_a_sweep_into_the_archive_says_so_in_its_last_line(own_lab, tmp_path: Pa
     assert last.startswith("added to the archive: 1 dataset in data/builtin-modifiers/gfx942/, "
                            "pinned in data/MANIFEST.jsonl, and 0 verdicts beside them")
     assert Path(path).name in (root / "data" / "MANIFEST.jsonl").read_text()
+
+
+def _dev_requirements() -> list[Requirement]:
+    """probelab's own requirements and its [dev] extra's, its self-references expanded."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    todo, found = [*project["dependencies"], *extras["dev"]], []
+    while todo:
+        req = Requirement(todo.pop())
+        if canonicalize_name(req.name) == "probelab":
+            todo += [r for extra in req.extras for r in extras[extra]]
+        else:
+            found.append(req)
+    return found
+
+
+def _installed_tree(requirements: list[Requirement]) -> set[str]:
+    """The names of every distribution the requirements bring in, from what is installed."""
+    names, todo = set(), [(req, frozenset(req.extras)) for req in requirements]
+    while todo:
+        req, extras = todo.pop()
+        name = canonicalize_name(req.name)
+        if (name, extras) in names:
+            continue
+        names.add((name, extras))
+        for sub in map(Requirement, metadata.requires(name) or []):
+            if sub.marker is None or any(sub.marker.evaluate({"extra": e})
+                                         for e in {"", *extras}):
+                todo.append((sub, frozenset(sub.extras)))
+    return {name for name, _ in names}
+
+
+def test_the_install_is_pinned_by_a_constraints_file_within_pyproject_ranges() -> None:
+    """constraints.txt pins the exact release of every package [dev] installs (so a fresh
+    install draws the committed figures byte for byte), each within pyproject's range, and
+    the README's install and CI use it."""
+    pins = {canonicalize_name(name): version for name, version in (
+        line.split("==") for line in (REPO / "constraints.txt").read_text().splitlines()
+        if line and not line.startswith("#"))}
+    requirements = _dev_requirements()
+    assert _installed_tree(requirements) <= set(pins)
+    for req in requirements:
+        assert req.specifier.contains(pins[canonicalize_name(req.name)]), req
+    for text in ((REPO / "README.md").read_text(), (REPO / ".ci" / "run").read_text()):
+        assert "-c constraints.txt -e '.[dev]'" in text
