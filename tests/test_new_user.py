@@ -340,7 +340,6 @@ def test_the_install_is_pinned_by_a_constraints_file_within_pyproject_ranges() -
         assert "-c constraints.txt -e '.[dev]'" in text
 
 
-
 # ---- the README, followed in a fresh clone -------------------------------------------------
 
 README = REPO / "README.md"
@@ -386,7 +385,11 @@ def not_walked(words: list[str]) -> str | None:
 def fresh_clone(dest: Path) -> Path:
     """A clone of this repository at its HEAD, with the working tree's changes to tracked
     files outside data/ committed on top: the README and code as they are now."""
-    if git(REPO, "rev-parse", "--is-shallow-repository") != "false":
+    try:
+        shallow = git(REPO, "rev-parse", "--is-shallow-repository") != "false"
+    except RuntimeError:
+        pytest.skip("a copy without git history: nothing to clone")
+    if shallow:
         pytest.skip("a shallow clone: `probelab verify` needs the whole history")
     git(REPO.parent, "clone", "-q", "--no-checkout", str(REPO), str(dest))
     git(dest, "fetch", "-q", str(REPO), "HEAD")
