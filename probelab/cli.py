@@ -254,8 +254,43 @@ def doctor(as_json: JsonOpt = False) -> None:
     out.print(table)
 
 
+def says_what_it_added(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A sweep that adds datasets to the archive says so in its last line (stdout; with
+    --json, the document says it), also after an error: which folders, how many datasets
+    (each pinned) and verdicts."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if not kwargs.get("as_json") and (added := _added_to_archive()):
+                say(added)
+
+    return wrapper
+
+
+def _added_to_archive() -> str | None:
+    """What this command added to the archive, in one line (None if nothing): its datasets
+    under data/, each pinned in the manifest, and the verdicts saved beside them."""
+    from probelab.paths import data_dir, relative
+
+    root = data_dir().resolve()
+    added = [path for path in written if path.resolve().is_relative_to(root)]
+    datasets = [path for path in added if path.suffix == ".nc"]
+    if not datasets:
+        return None
+    verdicts = sum(path.name.endswith(".verdict.json") for path in added)
+    folders = ", ".join(sorted({f"{relative(path.parent)}/" for path in datasets}))
+    return (f"added to the archive: {len(datasets)} dataset{'s' * (len(datasets) > 1)} in "
+            f"{folders}, pinned in data/MANIFEST.jsonl, and {verdicts} "
+            f"verdict{'s' * (verdicts != 1)} beside them; commit them (git add data), or "
+            "sweep with --out DIR to try a probe without adding to the archive")
+
+
 @app.command(epilog=EPILOG)
 @guarded
+@says_what_it_added
 def sweep(
     probe: Annotated[str, typer.Argument(help="Probe id, e.g. byte-perm (see `probelab list`).")],
     backend: Annotated[str | None, typer.Option(
@@ -299,10 +334,20 @@ def sweep(
     A static probe is measured on a compiler: without --target, on every target it lists;
     with --toolchain all, under every toolchain found. A (target, toolchain) pair the
     toolchain cannot build is said and skipped (exit 4 if no pair could be built).
+
+    A sweep that adds to the archive (data/) says so in its last line; --out DIR tries a
+    probe without touching it (no verdict counts there: --check is for the archive).
     """
     from probelab.backends import prewarm
+    from probelab.paths import data_dir
     from probelab.probe import get_probe
 
+    if check_after and out_dir is not None and backend != "sim" \
+            and out_dir.resolve() != data_dir().resolve():
+        raise UsageError("--check is for the archive: a measured dataset counts only in "
+                         f"{shown(data_dir())}/, where it is pinned, so no verdict on one under "
+                         "--out would count; sweep without --out to check it, or without "
+                         "--check to try the probe")
     static = getattr(get_probe(probe), "static", False)
     if not static:
         if toolchain is not None:
@@ -972,6 +1017,7 @@ def fleet_verify(
 
 @fleet_app.command("sweep", epilog=EPILOG)
 @guarded
+@says_what_it_added
 def fleet_sweep(
     probes: Annotated[list[str], typer.Argument(help="Probe ids (see `probelab list`).")],
     targets: Annotated[list[str] | None, typer.Option(

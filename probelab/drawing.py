@@ -91,9 +91,10 @@ def save_figure(fig: Figure, stem: Path) -> list[Path]:
     """Write `stem`.png and `stem`.svg atomically (parents created), close `fig`, return paths.
 
     The bytes are reproducible (no date, fixed SVG ids), and a file that already holds them
-    is left alone, so redrawing an unchanged figure never dirties a checkout. The suffix is
-    appended, never substituted: a stem such as `selector-map.prmt` keeps its dot. Within
-    `saving_behind`, the PNG is encoded and both files written on its thread.
+    (a PNG: the same picture, whatever its encoder) is left alone, so redrawing an unchanged
+    figure never dirties a checkout. The suffix is appended, never substituted: a stem such
+    as `selector-map.prmt` keeps its dot. Within `saving_behind`, the PNG is encoded and
+    both files written on its thread.
     """
     paths = [stem.with_name(f"{stem.name}.{fmt}") for fmt in FORMATS]
     try:
@@ -130,8 +131,30 @@ class _Canvas(io.RawIOBase):
 
 def _write_new(paths: list[Path], contents: list[bytes]) -> None:
     for path, data in zip(paths, contents, strict=True):
-        if not (path.is_file() and path.read_bytes() == data):
+        if not _holds(path, data):
             atomic_write_bytes(path, data)
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether the file at `path` already shows `data`: the same bytes, or for a PNG the same
+    picture (its pixels decoded alike; the lab writes no metadata). Other releases of Pillow
+    and its zlib encode one picture in other bytes: a checkout is not dirtied by them."""
+    if not path.is_file():  # none there yet (or no regular file: the write says why)
+        return False
+    held = path.read_bytes()
+    return held == data or (path.suffix == ".png" and _same_pixels(held, data))
+
+
+def _same_pixels(a: bytes, b: bytes) -> bool:
+    """Two PNG files decode to the same RGBA pixels (False if either is no PNG)."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        first, second = (np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+                         for png in (a, b))
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
+        return False
+    return first.shape == second.shape and bool((first == second).all())
 
 
 T = TypeVar("T")

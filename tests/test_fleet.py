@@ -145,6 +145,10 @@ def test_a_static_probe_runs_on_the_node_with_the_toolchain(cluster) -> None:
     assert o.path.name in pins  # measured on a compiler: pinned in the driver's archive
     local = run_sweep("builtin-modifiers", target="gfx1201", out_root=root.parent / "local")
     assert same_data(o.path, local.path)
+    said = invoke("fleet", "sweep", "builtin-modifiers", "--targets", "gfx1201", "--no-check")
+    assert said.exit_code == 0, said.stderr  # the command line says what the archive gained
+    assert said.stdout.splitlines()[-1].startswith(
+        "added to the archive: 1 dataset in data/builtin-modifiers/gfx1201/, pinned")
 
 
 def test_a_pair_no_node_serves_is_reported_and_nothing_runs(cluster) -> None:

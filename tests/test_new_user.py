@@ -2,13 +2,21 @@
 cannot honour, unknown targets, exit codes, a copy without history, plots and reports."""
 
 import json
+import os
+import re
+import shlex
 import shutil
 import subprocess
+import sys
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
-from toolchains import nvidia_tools
-from toylab import ToyLab, copy_probe, invoke, without_history
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from toolchains import amd_tools, nvidia_tools
+from toylab import ToyLab, copy_probe, git, invoke, without_history
 
 from probelab import prereg
 from probelab.probe import catalog
@@ -276,3 +284,229 @@ def test_a_lab_inside_another_repository_has_no_history_of_its_own(
     doc = json.loads(invoke("check", vendored / hyp.relative_to(toylab.root),
                             vendored / data.relative_to(toylab.root), "--json").stdout)
     assert doc["verdict"] == "POST-HOC" and "of its own" in " ".join(doc["reasons"])
+
+
+# ---- issue 35: what following the README leaves behind ------------------------------------
+
+
+def test_a_sweep_into_the_archive_says_so_in_its_last_line(own_lab, tmp_path: Path) -> None:
+    """A sweep that adds to data/ says what it added, last; one with --out adds nothing
+    there and says nothing of it; --check with --out (no verdict could count) is refused
+    before anything is built."""
+    amd_tools()
+    root = own_lab("builtin_modifiers", "byte_perm")
+    (root / "data").mkdir()
+    trial = invoke("sweep", "byte-perm", "--backend", "sim", "--out", tmp_path / "try")
+    assert trial.exit_code == 0, trial.stderr
+    assert trial.stdout.splitlines()[-1].startswith(str(tmp_path / "try"))
+    refused = invoke("sweep", "builtin-modifiers", "--target", "gfx942", "--check", "--out",
+                     tmp_path / "try")
+    assert refused.exit_code == 2 and "--check is for the archive" in refused.stderr
+    assert not any((root / "data").iterdir()) and not (tmp_path / "try" / "builtin-modifiers"
+                                                       ).exists()
+    (toolchain,) = [t.name for t in amd_tools().select(None)]
+    added = invoke("sweep", "builtin-modifiers", "--target", "gfx942", "--toolchain", toolchain)
+    assert added.exit_code == 0, added.stderr
+    *_, path, last = added.stdout.splitlines()
+    assert Path(path).parent == root / "data" / "builtin-modifiers" / "gfx942"
+    assert last.startswith("added to the archive: 1 dataset in data/builtin-modifiers/gfx942/, "
+                           "pinned in data/MANIFEST.jsonl, and 0 verdicts beside them")
+    assert Path(path).name in (root / "data" / "MANIFEST.jsonl").read_text()
+
+
+def _dev_requirements() -> list[Requirement]:
+    """probelab's own requirements and its [dev] extra's, its self-references expanded."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    todo, found = [*project["dependencies"], *extras["dev"]], []
+    while todo:
+        req = Requirement(todo.pop())
+        if canonicalize_name(req.name) == "probelab":
+            todo += [r for extra in req.extras for r in extras[extra]]
+        else:
+            found.append(req)
+    return found
+
+
+def _installed_tree(requirements: list[Requirement]) -> set[str]:
+    """The names of every distribution the requirements bring in, from what is installed."""
+    names, todo = set(), [(req, frozenset(req.extras)) for req in requirements]
+    while todo:
+        req, extras = todo.pop()
+        name = canonicalize_name(req.name)
+        if (name, extras) in names:
+            continue
+        names.add((name, extras))
+        for sub in map(Requirement, metadata.requires(name) or []):
+            if sub.marker is None or any(sub.marker.evaluate({"extra": e})
+                                         for e in {"", *extras}):
+                todo.append((sub, frozenset(sub.extras)))
+    return {name for name, _ in names}
+
+
+def test_the_install_is_pinned_by_a_constraints_file_within_pyproject_ranges() -> None:
+    """constraints.txt pins the exact release of every package [dev] installs (so a fresh
+    install draws the committed figures byte for byte), each within pyproject's range, and
+    the README's install and CI use it."""
+    pins = {canonicalize_name(name): version for name, version in (
+        line.split("==") for line in (REPO / "constraints.txt").read_text().splitlines()
+        if line and not line.startswith("#"))}
+    requirements = _dev_requirements()
+    assert _installed_tree(requirements) <= set(pins)
+    for req in requirements:
+        assert req.specifier.contains(pins[canonicalize_name(req.name)]), req
+    for text in ((REPO / "README.md").read_text(), (REPO / ".ci" / "run").read_text()):
+        assert "-c constraints.txt -e '.[dev]'" in text
+
+
+# ---- the README, followed in a fresh clone -------------------------------------------------
+
+README = REPO / "README.md"
+ADDED = re.compile(r"added to the archive: (\d+) datasets? in (.+), pinned in "
+                   r"data/MANIFEST\.jsonl, and (\d+) verdicts?")
+STAND_INS = ("apt-get", "python3", ".", "pip", "git", "ray", "jupyter")  # set-up, or commits
+
+
+def readme_commands() -> list[list[str]]:
+    """Every command of the README's bash blocks in order, as words: continued lines
+    joined, comments dropped, `a && b` two commands."""
+    commands = []
+    for block in re.findall(r"^```bash\n(.*?)^```", README.read_text(), re.S | re.M):
+        for line in block.replace("\\\n", " ").splitlines():
+            words = shlex.split(line, comments=True)
+            while words:
+                cut = words.index("&&") if "&&" in words else len(words)
+                commands.append(words[:cut])
+                words = words[cut + 1:]
+    return commands
+
+
+def not_walked(words: list[str]) -> str | None:
+    """Why the walk leaves a README command out (None: it runs it): a placeholder to fill,
+    set-up this test's own environment stands in for, or what this machine may lack."""
+    from probelab.probe import get_probe
+
+    if any(re.search(r"<[^>]*>", word) for word in words):
+        return "a placeholder"
+    if words[0] in STAND_INS or words[0].startswith("scripts/"):
+        return "set-up, a commit, Ray or a device machine's script"
+    if words[:3] == ["python", "-m", "pytest"]:
+        return None if any(w.startswith("tests/") for w in words) else "the whole suite"
+    assert words[0] == "probelab", f"a README command the walk cannot place: {words}"
+    if words[1] == "fleet":
+        return "a Ray cluster"
+    if words[1] == "sweep" and not getattr(get_probe(words[2]), "static", False) \
+            and "sim" not in words:
+        return "a GPU"
+    return None
+
+
+def fresh_clone(dest: Path) -> Path:
+    """A clone of this repository at its HEAD, with the working tree's changes to tracked
+    files outside data/ committed on top: the README and code as they are now."""
+    try:
+        shallow = git(REPO, "rev-parse", "--is-shallow-repository") != "false"
+    except RuntimeError:
+        pytest.skip("a copy without git history: nothing to clone")
+    if shallow:
+        pytest.skip("a shallow clone: `probelab verify` needs the whole history")
+    git(REPO.parent, "clone", "-q", "--no-checkout", str(REPO), str(dest))
+    git(dest, "fetch", "-q", str(REPO), "HEAD")
+    git(dest, "checkout", "-q", "--detach", "FETCH_HEAD")
+    changed = subprocess.run(["git", "diff", "HEAD", "--binary", "--", ".", ":!data"],
+                             cwd=REPO, capture_output=True, check=True).stdout
+    if changed:
+        subprocess.run(["git", "apply", "--index"], cwd=dest, input=changed, check=True)
+        git(dest, "-c", "user.name=walk", "-c", "user.email=walk@localhost", "commit", "-q",
+            "-m", "the working tree")
+    return dest
+
+
+@pytest.mark.slow  # the README's commands: a cold verify, plots, three static sweeps
+def test_following_the_readme_leaves_only_what_a_command_says_it_added(
+        tmp_path: Path, repo_lab) -> None:
+    """Issue 35: every README command that needs no GPU, Ray or placeholder, run in a fresh
+    clone by a user of their own (an empty home: no cache), leaves `git status` clean but
+    for what a command's last line says it added to the archive; the install's own leftovers
+    (.venv/, the egg-info) are ignored by git."""
+    amd_tools()  # the static probes and `asm` need an AMDGPU clang
+    clone, home = fresh_clone(tmp_path / "clone"), tmp_path / "home"
+    (home / "tmp").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PROBELAB_", "GIT_", "XDG_")) and k != "MPLCONFIGDIR"}
+    env |= {"HOME": str(home), "TMPDIR": str(home / "tmp"), "PYTHONPATH": str(clone),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"}
+    walked, folders, datasets = [], [], 0
+    for words in readme_commands():
+        if not_walked(words):
+            continue
+        argv = [sys.executable if w == "python" else re.sub(r"^~(?=/)", str(home), w)
+                for w in words]
+        done = subprocess.run(argv, cwd=clone, env=env, capture_output=True, text=True)
+        assert done.returncode in (0, 1), f"{shlex.join(words)}: {done.stderr[-2000:]}"
+        walked.append(shlex.join(words))
+        if said := ADDED.match((done.stdout.splitlines() or [""])[-1]):
+            datasets += int(said[1])
+            folders += said[2].split(", ")
+            assert "--check" not in words or int(said[3]) > 0  # counted verdicts, saved
+    assert {"probelab verify", "probelab sweep builtin-modifiers --toolchain all --check"} \
+        <= set(walked) and any(w.startswith("probelab plot") for w in walked)
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                            cwd=clone, capture_output=True, text=True, check=True).stdout
+    added = [line[3:] for line in status.splitlines() if line != " M data/MANIFEST.jsonl"]
+    assert all(line.startswith("?? ") for line in status.splitlines()
+               if line != " M data/MANIFEST.jsonl"), status
+    assert all(path.startswith(tuple(folders)) for path in added), status
+    assert sum(path.endswith(".nc") for path in added) == datasets
+    assert (" M data/MANIFEST.jsonl" in status) == bool(datasets)
+    leftovers = [".venv/bin/python", "probelab.egg-info/PKG-INFO"]  # the install's
+    ignored = subprocess.run(["git", "check-ignore", *leftovers], cwd=clone,
+                             capture_output=True, text=True).stdout.split()
+    assert ignored == leftovers
+
+
+
+def readme_section(title: str) -> str:
+    return README.read_text().split(f"\n## {title}\n")[1].split("\n## ")[0]
+
+
+def latest_result(kind: str) -> dict:
+    """The newest bench result of a kind (bench/results/DATE-KIND.json)."""
+    return json.loads(max((REPO / "bench" / "results").glob(f"*-{kind}.json")).read_text())
+
+
+def test_the_readme_says_what_set_up_verify_and_the_tests_cost() -> None:
+    """Issue 35 item 12: install time and size, verify cold and warm, the default and the
+    slow tests on 2 cores, as docs/benchmarks.md measured them, and a quick subset."""
+    set_up, tests = readme_section("Set up and run (fresh Debian 12 machine, no GPU needed)"), \
+        readme_section("Run the tests")
+    install = re.search(r"\*\*(\d+) min (\d+) s\*\*, the venv\s+\*\*(\d+) MB\*\*",
+                        (REPO / "docs" / "benchmarks.md").read_text())
+    assert install, "docs/benchmarks.md: the install's time and size"
+    minutes = round(int(install[1]) + int(install[2]) / 60)
+    assert f"install takes about {minutes} min and {install[3]} MB" in " ".join(set_up.split())
+    verify = latest_result("verify-cpu")["sizes"]["x1"]
+    assert f"{verify['cold_s']:.0f} s" in set_up and f"{verify['warm_median_s']:.1f} s" in set_up
+    runs = latest_result("tests-cpu")["runs"]
+    default, slow = runs["default"]["s"] / 60, runs["slow"]["s"] / 60
+    for figure in (default, slow, default + slow):
+        assert f"{figure:.1f} min" in tests
+    (quick,) = [w for w in readme_commands() if w[:3] == ["python", "-m", "pytest"]
+                and not_walked(w) is None]
+    assert all((REPO / w).is_file() for w in quick if w.startswith("tests/"))
+
+
+def test_the_readme_says_how_a_new_hypothesis_counts(repo_lab) -> None:
+    """Issue 35 item 13: one sentence says that a new hypothesis counts only on data
+    measured after its seal, and names the sweep that gives a counted verdict without a GPU
+    (a static probe's, into the archive: the walk above runs it) and the one on a GPU."""
+    from probelab.probe import get_probe
+
+    text = " ".join(readme_section("Try it without a GPU").split())
+    (sentence,) = [s for s in re.split(r"(?<=\.)\s+(?=[A-Z])", text)
+                   if "counts only on data measured after its seal" in s]
+    static, gpu = re.findall(r"`(probelab sweep [^`]+)`", sentence)
+    probe = static.split()[2]
+    assert get_probe(probe).static and "--check" in static and "--out" not in static
+    assert shlex.split(static) in readme_commands()
+    assert gpu == "probelab sweep PROBE --check" and "on a GPU" in sentence

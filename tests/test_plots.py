@@ -210,6 +210,30 @@ def test_figures_are_reproducible_and_an_unchanged_one_is_left_alone(sim, tmp_pa
     assert {p: os.stat(p).st_mtime_ns for p in first} == stamps
 
 
+def test_a_png_of_the_same_picture_in_other_bytes_is_left_alone(sim, tmp_path):
+    """Another encoder (another Pillow or zlib release, RGBA instead of a palette, a dpi
+    chunk) writes the same picture in other bytes: the file is left as it is. A PNG whose
+    pixels differ, or a file that is no PNG, is rewritten."""
+    import io
+    import os
+
+    from PIL import Image
+
+    draw = PLOTS_MODULE.PLOTS["selector-map"]
+    png, _ = save_figure(draw(sim)["prmt"], tmp_path / "selector")
+    pixels = np.asarray(Image.open(png).convert("RGBA"))
+    ours = png.read_bytes()
+    for other in (pixels, 255 - pixels, None):
+        out = io.BytesIO(b"not a png")
+        if other is not None:
+            Image.fromarray(np.ascontiguousarray(other)).save(out, "PNG", dpi=(150, 150))
+        png.write_bytes(out.getvalue())
+        os.utime(png, ns=(0, 0))
+        save_figure(draw(sim)["prmt"], tmp_path / "selector")
+        assert (os.stat(png).st_mtime_ns == 0) is (other is pixels)
+        assert (png.read_bytes() == ours) is (other is not pixels)
+
+
 def test_figures_saved_behind_are_the_same_and_all_written_when_the_block_ends(sim, tmp_path):
     from probelab.errors import CannotWrite
 
