@@ -129,6 +129,7 @@ def test_asm_cli_json_and_exit_codes():
     assert runner.invoke(app, ["asm", "builtin-modifiers", "--arch", "sm_90"]).exit_code == 2
 
 
+@pytest.mark.slow
 def test_static_sweep_records_builds_and_modifiers(tmp_path, own_lab):
     from probelab import dataset
     from probelab.sweep import run_sweep

@@ -504,6 +504,7 @@ def test_sweep_help_says_how_few_repeats_are_refused(toylab: ToyLab) -> None:
     assert refused.exit_code == 2 and "--repeats must be at least 2" in refused.stderr
 
 
+@pytest.mark.slow
 def test_the_command_process_flushes_everything_and_keeps_its_exit_code(toylab: ToyLab) -> None:
     """`probelab` leaves without the interpreter's teardown (cli.leave): what it printed
     must still arrive whole, and its exit code must be the command's."""

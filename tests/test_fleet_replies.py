@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from quick import quick_first
 
 from probelab import dataset, fleet
 from probelab.errors import IntegrityError
@@ -29,7 +30,7 @@ def fleet_cli(*args: str, timeout: float) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.parametrize("command", [["status"], ["sweep", "toy"], ["verify"]],
+@pytest.mark.parametrize("command", quick_first([["status"], ["sweep", "toy"], ["verify"]]),
                          ids=["status", "sweep", "verify"])
 def test_an_address_nothing_listens_at_is_said_at_once(toylab, command) -> None:
     pytest.importorskip("ray")
@@ -67,6 +68,7 @@ def silent_address(request) -> Iterator[str]:
         conn.close()
 
 
+@pytest.mark.slow
 def test_an_address_that_listens_but_is_no_ray_cluster_ends_within_the_bound(
         toylab, silent_address) -> None:
     pytest.importorskip("ray")

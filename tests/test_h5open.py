@@ -60,7 +60,8 @@ def test_a_file_it_does_not_read_is_left_to_xarray(tmp_path: Path) -> None:
         h5open.open_bytes(path.read_bytes())
 
 
-@pytest.mark.parametrize("path", ARCHIVE[::9], ids=lambda p: p.parent.parent.name)
+@pytest.mark.parametrize("path", [p for p in ARCHIVE if p.stat().st_size < 2**20][::9],
+                         ids=lambda p: p.parent.parent.name)
 def test_archive_datasets_read_as_xarray_reads_them(path: Path) -> None:
     data = path.read_bytes()
     _same(_xarray(data), h5open.open_bytes(data))

@@ -439,6 +439,7 @@ def test_a_folder_source_reached_through_a_link_is_refused(toylab: ToyLab,
 # ---- a sweep on a tree without the archive; the fleet's path --------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("archive", ["absent", "an empty manifest"])
 def test_a_sweep_needs_no_archive_and_its_import_counts(toylab: ToyLab, monkeypatch,
                                                         archive) -> None:

@@ -234,6 +234,7 @@ def test_canonical_labels_are_the_documented_ones_for_documented_units() -> None
                 np.testing.assert_array_equal(found, getattr(layouts[s.name], n))
 
 
+@pytest.mark.slow
 def test_a_shape_too_big_for_one_id_digit_is_carried_in_digit_waves() -> None:
     """1,024 A slots once exceeded the f64 encoding (C's scale was 1024); now their ids
     travel in two digit waves, as they do for 1,024 f16 A slots into an f16 accumulator

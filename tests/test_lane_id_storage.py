@@ -179,6 +179,7 @@ def _archive(probe_ids) -> list[Path]:
     return sorted(p for pid in probe_ids for p in (ROOT / "data" / pid).glob("*/*.nc"))
 
 
+@pytest.mark.slow
 @needs_archive
 def test_the_float_layout_is_what_the_archive_holds() -> None:
     """engine.stored names every data variable of the archive's lane-id datasets whose grid
@@ -215,6 +216,7 @@ def test_the_changed_probes_keep_the_stimulus_their_hypotheses_were_sealed_on() 
         assert recorded == {dataset.grid_sha256(probe.stimulus())}, pid
 
 
+@pytest.mark.slow
 @needs_archive
 def test_an_archive_dataset_of_the_float_form_still_decodes_and_plots() -> None:
     """wgmma-f16-f32-wide version 1 (d_bnamed stored as float64): its raw waves read as

@@ -47,6 +47,7 @@ def test_register_table_rows_are_register_and_lane_block(sim_path: Path) -> None
     assert operands(ds, "m8n8k4") == ["a", "b", "d"]  # C held as D: drawn once, as C/D
 
 
+@pytest.mark.slow
 def test_plot_lanemap_writes_both_views_per_kernel(sim_path: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["plot", "lanemap", str(sim_path), "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output

@@ -289,6 +289,7 @@ def test_a_lab_inside_another_repository_has_no_history_of_its_own(
 # ---- issue 35: what following the README leaves behind ------------------------------------
 
 
+@pytest.mark.slow
 def test_a_sweep_into_the_archive_says_so_in_its_last_line(own_lab, tmp_path: Path) -> None:
     """A sweep that adds to data/ says what it added, last; one with --out adds nothing
     there and says nothing of it; --check with --out (no verdict could count) is refused

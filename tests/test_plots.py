@@ -234,6 +234,7 @@ def test_a_png_of_the_same_picture_in_other_bytes_is_left_alone(sim, tmp_path):
         assert (png.read_bytes() == ours) is (other is not pixels)
 
 
+@pytest.mark.slow
 def test_figures_saved_behind_are_the_same_and_all_written_when_the_block_ends(sim, tmp_path):
     from probelab.errors import CannotWrite
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from quick import quick_first
 
 from probelab.errors import UsageError
 from probelab.hypothesis import parse_hypothesis, predict
@@ -55,7 +56,7 @@ def expected_met(law: Law, value: np.ndarray) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", quick_first(KINDS))
 def test_a_hidden_law_is_recovered(kind: str) -> None:
     probe = get_probe(f"mma-sp-{kind}")
     units = probe.design.units[:2]  # the smaller shape, selectors 0 and 1
@@ -87,7 +88,7 @@ def hypothesis(probe_id: str, name: str):
     return parse_hypothesis(path, path.read_bytes())
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", quick_first(KINDS))
 def test_the_sealed_ptx_reading_predicts_a_ptx_unit_and_its_rival_does_not(kind: str) -> None:
     """A unit built from this file's transcription of PTX: the ptx hypothesis predicts every
     decoded cell; the own-lane rival misses gov_lane and its near misses miss somewhere."""

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from quick import quick_first
 from toylab import ToyLab, invoke
 
 from probelab import cache, storage
@@ -145,7 +146,7 @@ def test_a_sim_data_folder_linked_into_data_is_refused(toylab: ToyLab) -> None:
     assert _files(toylab.data) == []
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("signum", quick_first([signal.SIGTERM, signal.SIGINT]))
 def test_a_real_process_stopped_mid_sweep_leaves_no_dataset_and_says_so(
         toylab: ToyLab, signum: int) -> None:
     """A whole process, stopped by a signal from outside while it writes its dataset (the

@@ -56,6 +56,7 @@ def test_511_chained_lets_are_refused_before_any_is_evaluated() -> None:
     assert "too large to evaluate" in why
 
 
+@pytest.mark.slow
 def test_comparison_chains_times_translations_are_refused_by_their_cost() -> None:
     chain = " < ".join(["a", "b"] * 300)  # 599 comparisons
     lets = "\n".join(f'l{i} = "{chain}"' for i in range(8))
@@ -212,6 +213,7 @@ def test_a_sealed_file_replaced_by_a_link_to_a_device_is_tampered(toylab: ToyLab
     assert any("not a regular file" in p for p in verify_archive()["problems"])
 
 
+@pytest.mark.slow
 def test_hashing_a_dataset_stays_in_bounded_memory(toylab: ToyLab) -> None:
     """100 MB of uint8 (widened to int64 for the hash) is hashed chunk by chunk."""
     path = toylab.root / "sim-data" / "wide.nc"
