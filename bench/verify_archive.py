@@ -175,7 +175,7 @@ def largest(lab: Path) -> dict[str, Any]:
     retired ones apart."""
     os.environ["PROBELAB_ROOT"] = str(lab)
     retired = {lab / e["path"] for e in retirement.read()}
-    rows = [(dataset.declared(p)[0], p.stat().st_size, p.relative_to(lab).as_posix())
+    rows = [(dataset.declared_bytes(p), p.stat().st_size, p.relative_to(lab).as_posix())
             for p in (lab / "data").rglob("*.nc") if p not in retired]
     declared, on_disk = max(rows), max(rows, key=lambda r: r[1])
     return {"declared_bytes": declared[0], "declared_path": declared[2],
