@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import secrets
 import shutil
 import statistics
 import subprocess
@@ -76,7 +77,10 @@ def grow(lab: Path, factor: int, cache: Path) -> None:
             when = datetime.fromisoformat(prov["utc"]) + timedelta(hours=k)
             rest = Path(pin["path"]).name.split(".", 1)[1]  # nc, or TOOLCHAIN.nc (static)
             path = (lab / pin["path"]).with_name(f"{when:%Y%m%dT%H%M%SZ}.{rest}")
-            dataset.save(ds, path, prov | {"utc": when.isoformat()}, exclusive=True)
+            again = {"utc": when.isoformat()}
+            if "run" in prov:  # another run of the sweep, not a copy of this one (verify_unit)
+                again["run"] = prov["run"] | {"nonce": secrets.token_hex(16)}
+            dataset.save(ds, path, prov | again, exclusive=True)
             manifest.pin(path, dataset.stored_provenance(path)[dataset.CONTENT_KEY],
                          pin["probe"], pin["target"])
             git(lab, "add", "--", str(path.relative_to(lab)), "data/" + manifest.NAME)
