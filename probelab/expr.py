@@ -14,6 +14,10 @@ every value keeps its own broadcast shape (an expression of the selector alone i
 once per selector, not once per cell of a selector x operand grid), both branches of a
 conditional are computed and merged with ``where``, and errors travel as a per-cell fault
 code beside the values, so a cell that faults where Python would not evaluate fails nothing.
+
+A program may be given named constant integer tables (`compile_program`'s `tables`: a layout
+given as an explicit table, probelab.layouts); ``NAME[i, j]`` reads one, one index per axis,
+and only in that form: a table is no value, and an index outside its axis is a fault.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ MAX_BRACKET_DEPTH = 64
 MAX_NODES = 2000
 MAX_DEPTH = 100
 MAX_DEFINITIONS = 512
+MAX_TABLE_AXES = 8
+_TABLE = "[table]"  # where evaluation keeps a table among the values: no name looks like it
 _INT64_MAX = 2**63 - 1
 _ASCII_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -104,6 +110,7 @@ class Program:
     # syntax nodes per definition: a definition is computed over the axes its operands span
     # (broadcast views are compacted), so it costs its nodes x the cells of those axes
     per_definition: tuple[int, ...] = ()
+    tables: tuple[tuple[str, np.ndarray], ...] = field(default=(), repr=False, compare=False)
 
     def evaluate(self, env: Mapping[str, np.ndarray | int],
                  keep: Iterable[str] | None = None, compact: bool = False
@@ -116,7 +123,7 @@ class Program:
         `env` must give every coordinate as integers (any integer or bool dtype; uint64 values
         are reinterpreted as two's complement); other keys are ignored."""
         wanted = None if keep is None else set(keep)
-        values = {}
+        values = {_TABLE + name: table for name, table in self.tables}
         for name in self.coordinates:
             if name not in env:
                 raise ExprError(f"coordinate {name!r} is missing")
@@ -145,10 +152,14 @@ class Program:
 
 
 def compile_program(
-    definitions: Sequence[tuple[str, str]] | Mapping[str, str], names: Iterable[str]
+    definitions: Sequence[tuple[str, str]] | Mapping[str, str], names: Iterable[str],
+    tables: Mapping[str, np.ndarray] | None = None
 ) -> Program:
     """Validate everything up front (syntax, whitelist, names, limits) and raise ExprError
-    before any evaluation."""
+    before any evaluation. `tables`: constant integer arrays the definitions may read as
+    ``NAME[i, ...]`` (their names are no values: a table and a value may share one)."""
+    constants = tuple((name, _table(name, value)) for name, value in (tables or {}).items())
+    axes = {name: value.ndim for name, value in constants}
     items = list(definitions.items() if isinstance(definitions, Mapping) else definitions)
     if len(items) > MAX_DEFINITIONS:
         raise ExprError(f"{len(items)} definitions; at most {MAX_DEFINITIONS} are allowed")
@@ -167,13 +178,24 @@ def compile_program(
             _check_name(name, coordinates, all_names[:i])
             tree = _parse(source)
             count, deepest = _check_tree(tree, set(coordinates) | set(all_names[:i]), name,
-                                         all_names[i + 1 :])
+                                         all_names[i + 1 :], axes)
         except ExprError as e:
             raise ExprError(f"definition {name!r}: {e}") from None
         trees.append(tree)
         counts.append(count)
         nodes, depth = nodes + count, max(depth, deepest)
-    return Program(tuple(pairs), coordinates, tuple(trees), nodes, depth, tuple(counts))
+    return Program(tuple(pairs), coordinates, tuple(trees), nodes, depth, tuple(counts),
+                   constants)
+
+
+def _table(name: object, value: np.ndarray) -> np.ndarray:
+    if not is_ascii_name(name) or name.startswith("_"):
+        raise ExprError(f"table {name!r}: the name must be ASCII letters, digits and '_'")
+    table = np.array(value, dtype=np.int64)  # a copy of its own, read-only: a constant
+    if not 1 <= table.ndim <= MAX_TABLE_AXES or 0 in table.shape:
+        raise ExprError(f"table {name!r}: 1 to {MAX_TABLE_AXES} axes, none empty")
+    table.flags.writeable = False
+    return table
 
 
 def is_ascii_name(name: object) -> bool:
@@ -221,8 +243,8 @@ def _parse(source: object) -> ast.expr:
         raise ExprError(f"cannot parse: {type(e).__name__}: {e}") from None
 
 
-def _check_tree(tree: ast.expr, known: set[str], name: str, later: list[str]
-                ) -> tuple[int, int]:
+def _check_tree(tree: ast.expr, known: set[str], name: str, later: list[str],
+                tables: Mapping[str, int]) -> tuple[int, int]:
     """Enforce size limits and the whitelist iteratively, so even deep trees cannot recurse.
     Returns (number of nodes, deepest nesting)."""
     count = deepest = 0
@@ -234,13 +256,26 @@ def _check_tree(tree: ast.expr, known: set[str], name: str, later: list[str]
             raise ExprError(f"more than {MAX_NODES} syntax nodes")
         if depth > MAX_DEPTH:
             raise ExprError(f"expression nests deeper than {MAX_DEPTH}")
-        _check_node(node, known, name, later)
-        children = list(ast.iter_child_nodes(node))
+        _check_node(node, known, name, later, tables)
+        # a lookup's table name and index tuple are syntax of the lookup, not values
+        children = _indices(node) if isinstance(node, ast.Subscript) else \
+            list(ast.iter_child_nodes(node))
         stack.extend((child, depth + 1) for child in reversed(children))
     return count, deepest
 
 
-def _check_node(node: ast.AST, known: set[str], name: str, later: list[str]) -> None:
+def _indices(node: ast.Subscript) -> list[ast.expr]:
+    return list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+
+
+def _check_node(node: ast.AST, known: set[str], name: str, later: list[str],
+                tables: Mapping[str, int]) -> None:
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
+            node.value.id in tables:
+        if len(_indices(node)) != tables[node.value.id]:  # the indices are checked as nodes
+            raise ExprError(f"table {node.value.id!r} takes {tables[node.value.id]} integer "
+                            "indices, NAME[i, ...]")
+        return
     if not isinstance(node, _ALLOWED):
         what = _REJECTED.get(type(node), type(node).__name__)
         if isinstance(node, ast.Attribute):
@@ -269,7 +304,8 @@ def _check_node(node: ast.AST, known: set[str], name: str, later: list[str]) -> 
 
 
 # Fault codes: what Python would raise at a cell (0: nothing).
-_FAULTS = {1: "integer division or modulo by zero", 2: "shift amount outside [0, 63]"}
+_FAULTS = {1: "integer division or modulo by zero", 2: "shift amount outside [0, 63]",
+           3: "table index outside the table"}
 Value = tuple[np.ndarray, np.ndarray | None]  # (int64 values, int8 fault codes or None)
 
 
@@ -306,6 +342,8 @@ def _compute(node: ast.expr, values: dict[str, np.ndarray]) -> Value:
         return _UNARY[type(node.op)](operand), fault
     if isinstance(node, ast.BinOp):
         return _binop(node, values)
+    if isinstance(node, ast.Subscript):
+        return _lookup(node, values)
     if isinstance(node, ast.IfExp):
         (test, tf), (body, bf), (orelse, of) = (_compute(n, values) for n in
                                                  (node.test, node.body, node.orelse))
@@ -366,3 +404,15 @@ def _binop(node: ast.BinOp, values: dict[str, np.ndarray]) -> Value:
             here = np.where(bad, 1 if division else 2, 0).astype(np.int8)
             right = np.where(bad, 1 if division else 0, right)
     return _BINOPS[op](left, right), _first(lf, rf, here)
+
+
+def _lookup(node: ast.Subscript, values: dict[str, np.ndarray]) -> Value:
+    table = values[_TABLE + node.value.id]  # a Name: _check_node saw to it
+    computed = [_compute(index, values) for index in _indices(node)]
+    indices = [_int(index) for index, _ in computed]
+    bad = np.bool_(False)
+    for index, size in zip(indices, table.shape, strict=True):
+        bad = bad | (index < 0) | (index >= size)
+    here = np.where(bad, 3, 0).astype(np.int8) if np.any(bad) else None
+    found = table[tuple(np.where(bad, 0, index) for index in indices)]
+    return np.asarray(found), _first(*(fault for _, fault in computed), here)

@@ -9,6 +9,9 @@
     targets = ["gfx12*"]                 # optional: the ISA targets it is about (default all)
     where = "family == 0"                # optional: the cells it is about (default all)
     parent = "old-id"                    # optional: this file amends a sealed one
+    [layout.a_idx]                       # optional: layouts in CuTe's, Triton's or a table's
+    cute = "((4,8),(2,2)):((32,1),(16,8))"  # own notation (probelab.layouts), each made a
+    of = ["a_lane", "a_reg"]             # helper (or `out = [...]`, several) before [let]
     [let]                                # optional helper definitions, in order
     src = "(y << 32) | x"
     [predict]                            # observable = expression over stimulus coordinates
@@ -41,7 +44,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xarray as xr
 
-from probelab import bounded
+from probelab import bounded, layouts
 from probelab.blocks import blocks
 from probelab.errors import UsageError
 from probelab.expr import ExprError, Program, compile_program
@@ -68,7 +71,8 @@ LITERAL = "literal"
 _REQUIRED = {"schema": int, "id": str, "probe": str, "claim": str, "coordinates": str,
              "predict": dict}
 _OPTIONAL = {"kernels": list, "targets": list, "where": str, "parent": str, "let": dict,
-             "translations": dict, "near_misses": dict, "agrees_with": list, "model": dict}
+             "translations": dict, "near_misses": dict, "agrees_with": list, "model": dict,
+             "layout": dict}
 MODEL = "model"  # the name expressions read a [model]'s prediction by
 
 
@@ -91,6 +95,9 @@ class Hypothesis:
     agrees_with: tuple[str, ...] = ()
     # a numeric model the lab evaluates (probelab.numerics.spec): {"family": ..., params}
     model: Mapping[str, object] | None = None
+    # the constant tables [layout]'s explicit tables are read from (as NAME[i, ..., output]);
+    # their [layout]s are in `lets`, first; the tables are pinned by sha256 in `raw`
+    tables: Mapping[str, np.ndarray] = field(default_factory=dict, compare=False)
 
     @property
     def sha256(self) -> str:
@@ -207,16 +214,25 @@ def _parse(path: Path, raw: bytes) -> Hypothesis:
     predict = _strings(doc["predict"], "predict")
     if not predict:
         raise UsageError(f"{path}: [predict] names no observable")
+    lets = tuple(_strings(doc.get("let", {}), "let").items())
+    tables: dict[str, np.ndarray] = {}
+    if "layout" in doc:  # helpers every [let] and [predict] may use
+        try:
+            layout_lets, tables = layouts.expand(doc["layout"], path.parent,
+                                                 {name for name, _ in lets})
+        except UsageError as exc:
+            raise UsageError(f"{path}: {exc}") from None
+        lets = (*layout_lets, *lets)
     return Hypothesis(
         path=path, raw=raw, id=doc["id"], probe=doc["probe"], claim=doc["claim"],
         coordinates=doc["coordinates"], predict=predict,
-        lets=tuple(_strings(doc.get("let", {}), "let").items()),
+        lets=lets,
         translations={k: _strings(v, f"translations.{k}") for k, v in translations.items()},
         kernels=tuple(kernels) if kernels is not None else None,
         targets=tuple(targets) if targets is not None else None, where=doc.get("where"),
         parent=doc.get("parent"),
         near_misses={k: _strings(v, f"near_misses.{k}") for k, v in near.items()},
-        agrees_with=tuple(agrees), model=doc.get("model"),
+        agrees_with=tuple(agrees), model=doc.get("model"), tables=tables,
     )
 
 
@@ -490,7 +506,7 @@ def _plan_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple
             axes = {name: set(grid.variables[name].dims) for name in env}
             extra = [("in_scope", h.where)] if h.where is not None else []
             targets = [("predicted", source), *extra]
-            program = compile_program([*_needed(h.lets, targets), *targets], env)
+            program = compile_program([*_needed(h.lets, targets), *targets], env, h.tables)
             steps, programs = {}, [program]
             for scoring in h.scorings():
                 mapping = h.translations.get(scoring, {})
@@ -706,6 +722,9 @@ def _claim_key(h: Hypothesis, grid: "xr.Dataset | GridPrint",
 
     fields = (str(h.path), items(h.predict), h.lets, h.where, items(h.translations),
               items(h.near_misses), items(h.model or {}))
+    if h.tables:  # a file without a table keeps the key it always had
+        fields += (tuple((name, t.shape, hashlib.sha256(t.tobytes()).hexdigest())
+                         for name, t in h.tables.items()),)
     names = {*h.predict, *(name for mapping in h.translations.values() for name in mapping)}
     seen = {n: tuple(observables[n]) if n in observables else None for n in names}
     dims = {d for n in h.predict for d in seen[n] or ()}
@@ -722,7 +741,7 @@ def _validate(h: Hypothesis, known: set[str]) -> None:
     try:
         # a helper may name any coordinate of the grid, and may share its name with one
         # that only other observables have (where it is used, it is the helper)
-        compile_program(h.lets, known - helpers)
+        compile_program(h.lets, known - helpers, h.tables)
         with_lets = [*(known - helpers), *helpers]
         sources = [*h.predict.values(), *([h.where] if h.where is not None else []),
                    *(src for table in h.near_misses.values() for src in table.values())]

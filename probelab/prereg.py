@@ -65,6 +65,10 @@ coordinates = "raw"
 {chr(10).join(lines)}
 # Expressions: integers, + - * // % << >> & | ^ ~, comparisons, and/or/not, a if c else b.
 
+# [layout.idx]                 # a layout in CuTe's notation, made the helper idx (or Triton's
+# cute = "(4,8):(8,1)"         # linear = {{...}}, or a table = "f.csv": probelab/layouts.py)
+# of = ["lane", "reg"]         # one expression per top-level mode
+
 [let]
 # helper = "x & 0xFF"
 

@@ -453,3 +453,32 @@ def test_random_expressions_match_python_reference(tree):
             program.evaluate(env)
         return
     assert program.evaluate(env)["f"].tolist() == want
+
+
+# --- constant tables (a layout given as an explicit table: probelab.layouts) ---------------
+
+TABLE = np.arange(12).reshape(3, 4) * 10
+
+
+def test_a_table_is_read_one_index_per_axis_and_faults_only_where_read() -> None:
+    x = np.arange(-2, 6)
+    program = compile_program([("f", "t[x % 3, x // 3] if 0 <= x < 6 else -1")], ["x"],
+                              {"t": TABLE})
+    assert program.evaluate({"x": x})["f"].tolist() == [-1, -1, 0, 40, 80, 10, 50, 90]
+    outside = compile_program([("f", "t[x, 0]")], ["x"], {"t": TABLE})
+    with pytest.raises(ExprError, match="table index outside the table"):
+        outside.evaluate({"x": x})
+
+
+@pytest.mark.parametrize(("source", "why"), [
+    ("t[x]", "takes 2 integer indices"), ("t", "unknown name 't'"), ("u[x, 0]", "subscripts"),
+    ("t[0:1, 0]", "Slice"), ("t[x, y]", "unknown name 'y'"), ("x[0]", "subscripts"),
+])
+def test_a_table_is_only_a_lookup(source: str, why: str) -> None:
+    with pytest.raises(ExprError, match=why):
+        compile_program([("f", source)], ["x"], {"t": TABLE})
+
+
+def test_without_tables_a_subscript_is_refused_as_ever() -> None:
+    with pytest.raises(ExprError, match="not allowed: subscripts"):
+        compile_program([("f", "t[0, 0]")], ["t"])
