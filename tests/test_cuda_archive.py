@@ -58,7 +58,9 @@ def test_a_measured_sweep_is_pinned_and_counts_until_edited(lab: Path) -> None:
     assert run.returncode == 0, run.stderr
     path = Path(run.stdout.splitlines()[0])
     assert path.parent == lab / "data" / "byte-perm" / path.parent.name
-    verdicts = [line.split(":")[1].split()[0] for line in run.stdout.splitlines()[1:]]
+    *said, last = run.stdout.splitlines()[1:]  # the verdicts, then what the sweep added
+    assert last.startswith("added to the archive: 1 dataset"), run.stdout
+    verdicts = [line.split(":")[1].split()[0] for line in said]
     assert sorted(verdicts) and set(verdicts) <= {"CONFIRMED", "REFUTED"}, run.stdout
     (pin,) = [json.loads(line) for line in
               (lab / "data" / "MANIFEST.jsonl").read_text().splitlines()]
