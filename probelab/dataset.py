@@ -329,17 +329,24 @@ def _unopened(data: bytes, exc: Exception) -> str:
 
 
 @contextlib.contextmanager
+def _opened(data: bytes, path: Path) -> Iterator[h5py.File]:
+    """The HDF5 file in `data`, open, unchecked (`_checked_file` checks it)."""
+    try:
+        handle = h5py.File(io.BytesIO(data), "r")
+    except Exception as exc:  # truncated, not netCDF, not HDF5: one clear message
+        raise NotADataset(path, _unopened(data, exc)) from exc
+    with handle:
+        yield handle
+
+
+@contextlib.contextmanager
 def _checked_file(data: bytes, path: Path, sized: bool = True) -> Iterator[h5py.File]:
     """The HDF5 file in `data`, open, once it is known to be a dataset the lab can read:
     self-contained (`foreign_storage`), and with `sized` (its values are to be read)
     declaring at most MAX_DATASET_BYTES of variables, MAX_STRING_ELEMENTS of text, and no
     more than MAX_WHOLE_BYTES in what is read whole (a few KB of file can declare a 4 GiB
     variable, or one chunk of it)."""
-    try:
-        handle = h5py.File(io.BytesIO(data), "r")
-    except Exception as exc:  # truncated, not netCDF, not HDF5: one clear message
-        raise NotADataset(path, _unopened(data, exc)) from exc
-    with handle:
+    with _opened(data, path) as handle:
         try:
             why, (total, strings) = foreign_storage(handle), declared(handle)
         except Exception as exc:  # HDF5 metadata that cannot be walked: corrupt
@@ -554,7 +561,11 @@ def read_summarised(path: Path) -> Read:
         summary = Summary.from_json(cached_bytes("summary", key, summarise)[0])
     except (ValueError, TypeError):  # not what this code writes: made again, never trusted
         summary = Summary.from_json(summarise())
-    with _checked_file(data, path) as handle:  # on every read: a summary kept is no check
+    # A summary exists only where these exact bytes passed `_checked_file` under this code
+    # (summarise opens them through `_load`), and only the cache's owner can file one (its
+    # entries are bound to a secret, probelab.cache): walking the file again proves nothing
+    # more, and was most of a warm verify.
+    with _opened(data, path) as handle:
         prov = parse_provenance(handle.attrs.get("provenance"))
     return Read(path, file_sha, prov, summary, data, opened)
 
