@@ -73,3 +73,71 @@ def test_every_archive_dataset_reads_as_xarray_reads_it(path: Path) -> None:
     data = path.read_bytes()
     _same(_xarray(data), h5open.open_bytes(data), values_up_to=0 if path.stat().st_size > 4e6
           and dataset.declared_bytes(path) > 1e9 else 64e6)
+
+
+def _counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the HDF5 variables decoded from here on, one per read."""
+    reads: list[str] = []
+    original = h5py.Dataset.__getitem__
+
+    def counting(self, key):
+        reads.append(self.name.lstrip("/"))
+        return original(self, key)
+
+    monkeypatch.setattr(h5py.Dataset, "__getitem__", counting)
+    return reads
+
+
+@pytest.mark.parametrize("slab", ["whole", "per kernel"])
+def test_a_slab_hashing_decoded_is_handed_once_to_the_scorer_that_reads_it_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slab: str) -> None:
+    """Within `keeping`, judging a dataset (its content hash) keeps the slabs of the wanted
+    variables it decodes, read as a claim's scorer reads them (whole, or a kernel at a time
+    where large), and the scorer's read of the same slab takes it instead of decoding it
+    again: once, read only, the file's own values; the hash is the same either way, other
+    variables are not kept, and nothing is kept beyond the budget or outside `keeping`."""
+    from probelab import scoring
+
+    rng = np.random.default_rng(7)
+    obs = rng.integers(0, 9, (3, 64, 32)).astype(np.uint32)
+    ds = xr.Dataset({"obs": (("kernel", "i", "j"), obs),
+                     "other": (("kernel", "i"), rng.integers(0, 9, (3, 64)))},
+                    coords={"kernel": ["a", "b", "c"]})
+    path = dataset.save(ds, tmp_path / "x.nc", {"probe": "toy", "simulated": True})
+    if slab == "per kernel":  # a kernel's values fit a slab, the whole variable does not
+        for module in (dataset, scoring):
+            monkeypatch.setattr(module, "SLAB_BYTES", obs[0].nbytes)
+    caches = iter(range(4))
+
+    def judged() -> dataset.Read:  # as a cold verify reads it: no summary kept yet
+        monkeypatch.setenv("PROBELAB_CACHE", str(tmp_path / f"cache{next(caches)}"))
+        return dataset.read_summarised(path)
+
+    def scorer_reads(read: dataset.Read) -> list[np.ndarray]:
+        observed = scoring._Observed(read.open(), scoring._Room(1 << 30))
+        return [observed.values("obs", k, (), per_kernel=True) for k in range(3)]
+
+    plain = judged().summary.content
+    reads = _counted_reads(monkeypatch)
+    with h5open.keeping({"obs"}, budget=obs.nbytes) as keeper:
+        read = judged()
+        hashed = reads.count("obs")
+        taken = scorer_reads(read)
+        assert reads.count("obs") == hashed, "the scorer decoded a slab hashing had decoded"
+        assert np.array_equal(np.stack(taken), obs)
+        assert not any(t.flags.writeable for t in taken)
+        assert keeper.free == obs.nbytes  # handed over: the keeper holds nothing now
+        assert "other" not in keeper.wanted and reads.count("other") == 1
+        keeper.stop()  # as verify does once its datasets are judged: a read again is its own
+        scorer_reads(read)
+        assert keeper.free == obs.nbytes
+        decodes = reads.count("obs") - hashed  # a scorer's own reads, nothing kept
+        assert decodes == (1 if slab == "whole" else 3), "a slab was handed twice"
+    assert read.summary.content == plain
+    with h5open.keeping({"obs"}, budget=obs.nbytes // 4):  # no room: decoded again
+        before = reads.count("obs")
+        scorer_reads(judged())
+        assert reads.count("obs") == before + hashed + decodes
+    before = reads.count("obs")  # outside `keeping`: nothing kept (hashed whole: it is small)
+    scorer_reads(judged())
+    assert reads.count("obs") == before + 1 + decodes
