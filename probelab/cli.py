@@ -917,6 +917,137 @@ def import_cmd(
         + (f" ({done.already} already pinned here)" if done.already else ""))
 
 
+layout_app = typer.Typer(help="Measured lane maps as CuTe layouts, linear layouts, CSV and "
+                         "JSON; a layout checked against them.", epilog=EPILOG,
+                         no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(layout_app, name="layout")
+ProbeArg = Annotated[str | None, typer.Argument(
+    metavar="PROBE", help="A lane-id probe (its newest pinned dataset that is not retired).",
+    show_default=False)]
+DatasetOpt = Annotated[Path | None, typer.Option(
+    "--dataset", help="Read this dataset instead of the probe's newest.", show_default=False)]
+KernelOpt = Annotated[str | None, typer.Option(help="One kernel (default: every one).",
+                                               show_default=False)]
+PreregOpt = Annotated[Path | None, typer.Option(
+    help="Number the map as this sealed file's table (its a_m, a_k, b_k, b_n, d_m, d_n), "
+         "for the kernels its literal scoring CONFIRMS; default: the dataset's own "
+         "(canonical) labels.", show_default=False)]
+
+
+SealedOpt = Annotated[Path | None, typer.Option(
+    help="Instead of a dataset, the map this sealed file's table PREDICTS on its probe's grid "
+         "(for a layout nobody has measured yet, e.g. an AMD probe's calculator-layout.toml); "
+         "said to be a prediction wherever it is shown.", show_default=False)]
+
+
+def _layout_source(probe: str | None, dataset: Path | None, kernel: str | None,
+                   operand: str | None, prereg: Path | None, sealed: Path | None) -> Any:
+    from probelab.layout_export import sealed_source, source
+
+    if sealed is None:
+        return source(probe, dataset, kernel, operand, prereg)
+    if dataset is not None or prereg is not None:
+        raise UsageError("--sealed reads a sealed file's table, not a dataset: give it without "
+                         "--dataset and --prereg")
+    src = sealed_source(sealed, kernel, operand)
+    if probe is not None and probe != src.probe:
+        raise UsageError(f"{sealed} is about {src.probe}, not {probe}")
+    return src
+
+
+def _operand(value: str | None) -> str | None:
+    if value is not None and value.lower() not in ("a", "b", "c", "d"):
+        raise UsageError(f"--operand {value}: one of A, B, C, D")
+    return None if value is None else value.lower()
+
+
+@layout_app.command("show", epilog=EPILOG)
+@in_lab_of("dataset", "prereg", "sealed", "out_dir")
+@guarded
+def layout_show(
+    probe: ProbeArg = None,
+    dataset: DatasetOpt = None,
+    kernel: KernelOpt = None,
+    operand: Annotated[str | None, typer.Option(help="A, B, C or D (default: every one; C "
+                                                "only where it is not held as D).",
+                                                show_default=False)] = None,
+    form: Annotated[str, typer.Option("--as", help="cute, linear, csv or json.")] = "cute",
+    prereg: PreregOpt = None,
+    sealed: SealedOpt = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Write one file per map into "
+                                                 "this folder instead of printing.",
+                                                 show_default=False)] = None,
+) -> None:
+    """Print a probe's measured lane maps, (thread, value) -> (row, col), in the field's
+    notations: the smallest CuTe layout (thread, value) -> index (column-major, as CuTe's MMA
+    atoms index A, B as (n, k), C/D) and the F2-linear layout (Triton's register/lane/warp
+    bases), each found from the data and proved on every cell ("reproduces N/N cells"), or
+    the reason the map has no such form; csv and json give every cell.
+
+    Example: probelab layout show mma-f16-f32 --kernel f16_f32_m16n8k16 --operand A
+    --prereg preregistrations/mma-f16-f32/ptx-fragments.toml"""
+    from probelab.layout_export import FORMS, show_text, write_each
+
+    if form not in FORMS:
+        raise UsageError(f"--as {form}: one of {', '.join(FORMS)}")
+    src = _layout_source(probe, dataset, kernel, _operand(operand), prereg, sealed)
+    if out_dir is not None:
+        for path in write_each(src, form, out_dir):
+            say(shown(path))
+        return
+    out.print(show_text(src, form), end="", markup=False, highlight=False)
+
+
+@layout_app.command("compare", epilog=EPILOG)
+@in_lab_of("dataset", "prereg", "sealed", "linear", "table", "figure")
+@guarded
+def layout_compare(
+    probe: ProbeArg = None,
+    operand: Annotated[str, typer.Option(help="A, B, C or D.", show_default=False)] = "",
+    cute: Annotated[str | None, typer.Option(help='A CuTe layout (thread, value) -> index, '
+                                             'e.g. "((4,8),(2,2,2)):((32,1),(16,8,128))".',
+                                             show_default=False)] = None,
+    linear: Annotated[Path | None, typer.Option(help="A linear layout as JSON: {dim: [[row, "
+                                                "col], ...]} for register, lane (and warp).",
+                                                show_default=False)] = None,
+    table: Annotated[Path | None, typer.Option(help="A CSV table lane,value,row,col (a "
+                                               "calculator's or CK's, one row per slot).",
+                                               show_default=False)] = None,
+    dataset: DatasetOpt = None,
+    kernel: KernelOpt = None,
+    prereg: PreregOpt = None,
+    sealed: SealedOpt = None,
+    figure: Annotated[Path | None, typer.Option(help="Where the mismatch map goes (PNG and "
+                                                "SVG; default: beside nothing, not drawn).",
+                                                show_default=False)] = None,
+) -> None:
+    """Score a layout against a measured lane map: exit 0 when it reproduces every cell,
+    1 with the first differing cells (and, with --figure, a map of them) when it does not.
+    In the dataset's own labels the comparison is up to one renumbering of each axis (all a
+    lane-id experiment determines); with --prereg, literal in that confirmed table's
+    numbering.
+
+    Example: probelab layout compare mma-f16-f32 --kernel f16_f32_m16n8k16 --operand A
+    --cute '((4,8),(2,2,2)):((32,1),(16,8,128))'"""
+    from probelab.layout_export import compare, compare_text, mismatch_figure, their_layout
+
+    chosen = _operand(operand or None)
+    if chosen is None:
+        raise UsageError("give --operand A, B, C or D")
+    layout = their_layout(cute, linear, table)
+    src = _layout_source(probe, dataset, kernel, chosen, prereg, sealed)
+    if len(src.maps) != 1:
+        kernels = ", ".join(m.kernel for m in src.maps)
+        raise UsageError(f"{len(src.maps)} kernels have that map ({kernels}): give --kernel")
+    score = compare(layout, src.maps[0])
+    out.print(compare_text(src, layout, score), end="", markup=False, highlight=False)
+    if score.matches != score.cells:
+        if figure is not None:
+            for path in mismatch_figure(src, score, figure):
+                say(shown(path))
+        raise typer.Exit(1)
+
+
 fleet_app = typer.Typer(help="Sweep probes across the machines of a Ray cluster "
                         "(pip install 'probelab[fleet]'; docs: README, 'A fleet').",
                         epilog=EPILOG, no_args_is_help=True, rich_markup_mode=None)

@@ -303,7 +303,7 @@ def lane_map_figures(ds: xr.Dataset, tables=None, scoring: str = "literal",
     if hypothesis is None:
         kernels = {str(k): None for k in ds["kernel"].values if recovered(ds, str(k))}
     else:
-        kernels = _numberings(ds, hypothesis, about["literal_confirmed"])
+        kernels = numberings(ds, hypothesis, about["literal_confirmed"])
     figures: dict[str, Figure | Table] = {}
     numbered = hypothesis.id if hypothesis is not None else None
     for kernel, numbering in kernels.items():
@@ -317,7 +317,7 @@ def lane_map_figures(ds: xr.Dataset, tables=None, scoring: str = "literal",
     return figures
 
 
-def _numberings(ds: xr.Dataset, hypothesis, confirmed: list[str]) -> dict[str, Numbering]:
+def numberings(ds: xr.Dataset, hypothesis, confirmed: list[str]) -> dict[str, Numbering]:
     from probelab.hypothesis import helper_values
 
     kernels = [k for k in confirmed if recovered(ds, k)]

@@ -1,0 +1,302 @@
+"""Measured lane maps in the field's notations (`probelab layout show|compare`).
+
+A lane map is what a lane-id dataset records of one operand of one kernel: the variables
+`<op>_row` and `<op>_col` over (kernel, <op>_lane, <op>_reg), (thread, value) -> (row,
+col), -1 where a slot holds nothing, in the dataset's canonical labels (rows and k numbered
+by first appearance over A's slots, columns over B's: a lane-id experiment determines a map
+up to a renumbering of each axis, and the attrs say which numbering it is). The dataset
+describes itself: nothing here reads probe code.
+
+From a map this finds, and proves cell by cell:
+- the smallest CuTe layout (thread, value) -> index, the index column-major over the
+  operand's matrix as CuTe's MMA atoms number it (A: m + M*k, B: n + N*k, C and D: m + M*n;
+  include/cute/atom/mma_traits_sm80.hpp, NVIDIA/cutlass), each top-level mode split into
+  sub-modes colexicographically (probelab.layouts) — or why none exists;
+- the F2-linear layout (Triton's LinearLayout: `register`, `lane` and, past 32 threads,
+  `warp` bases, each vector (row, col)) — or why the map is not F2-linear.
+
+A user's layout is scored against a map up to that renumbering (`compare`): the one
+bijection per axis is built in slot order, and a cell mismatches where the layout breaks it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+from probelab.errors import UsageError
+from probelab.layouts import Cute, Layout, Linear, Table, evaluate
+
+OPERANDS = ("a", "b", "c", "d")
+AXES = {"a": ("row", "k"), "b": ("k", "col"), "c": ("row", "col"), "d": ("row", "col")}
+LANES_PER_WARP = 32
+
+
+@dataclass(frozen=True)
+class LaneMap:
+    """One operand's measured map: rows[lane, value], cols[lane, value] (-1: nothing)."""
+
+    kernel: str
+    operand: str
+    rows: np.ndarray
+    cols: np.ndarray
+    numbering: str  # the dataset's own words for its labels
+    documented: bool = False  # labelled as a documented table: compared literally
+
+    @property
+    def lanes(self) -> int:
+        return self.rows.shape[0]
+
+    @property
+    def values(self) -> int:
+        return self.rows.shape[1]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """The operand matrix's extents: its labels' count per axis."""
+        return int(self.rows.max()) + 1, int(self.cols.max()) + 1
+
+    @property
+    def held(self) -> int:
+        return int((self.rows >= 0).sum())
+
+    def index(self) -> np.ndarray:
+        """CuTe's index of each slot's element (column-major; B as (n, k)), -1: none."""
+        rows, cols = self.shape
+        index = self.cols + cols * self.rows if self.operand == "b" else \
+            self.rows + rows * self.cols
+        return np.where(self.rows >= 0, index, -1)
+
+    def cells_of_index(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`index` (CuTe's) back to (row, col) of this operand's matrix."""
+        rows, cols = self.shape
+        if self.operand == "b":
+            return index // cols, index % cols
+        return index % rows, index // rows
+
+
+def lane_maps(ds: xr.Dataset, kernel: str | None = None, operand: str | None = None
+              ) -> list[LaneMap]:
+    """The dataset's lane maps (recovered kernels only; C only where it is not held as D)."""
+    kernels = [str(k) for k in ds["kernel"].values]
+    if not any(f"{o}_row" in ds.data_vars for o in OPERANDS):
+        raise UsageError("this dataset records no lane map ((lane, value) -> (row, col) as "
+                         "<operand>_row/_col, a lane-id probe's): nothing to show")
+    if kernel is not None and kernel not in kernels:
+        raise UsageError(f"no kernel {kernel!r} in this dataset (it has {', '.join(kernels)})")
+    if operand is not None and f"{operand}_row" not in ds.data_vars:
+        raise UsageError(f"no lane map of operand {operand.upper()} in this dataset")
+    found = []
+    for at, name in enumerate(kernels):
+        if kernel not in (None, name) or _refused(ds, at):
+            continue
+        for op in OPERANDS:
+            if operand not in (None, op) or f"{op}_row" not in ds.data_vars:
+                continue
+            rows, cols = (ds[f"{op}_{axis}"].values[at].astype(np.int64)
+                          for axis in ("row", "col"))
+            count = value_count(ds, op, at)
+            rows, cols = rows[:, :count], cols[:, :count]
+            if op == "c" and operand is None and _same_as_d(ds, at, rows, cols, count):
+                continue
+            words = str(ds[f"{op}_row"].attrs.get("description", ""))
+            numbering = "canonical labels (numbered by first appearance in slot order)" \
+                if "canonical" in words else "the dataset's labels"
+            found.append(LaneMap(name, op, rows, cols, numbering))
+    if not found:
+        raise UsageError("no recovered lane map of that kernel and operand in this dataset")
+    return found
+
+
+def _refused(ds: xr.Dataset, at: int) -> bool:
+    """A kernel whose outputs formed no lane map has none to show."""
+    return "recovered" in ds.data_vars and int(ds["recovered"].values[at]) != 1
+
+
+def value_count(ds: xr.Dataset, op: str, at: int) -> int:
+    """The kernel's own value count (the value dim is padded to the widest kernel's)."""
+    count = f"{'d' if op == 'c' else op}_regs"
+    return int(ds[count].values[at]) if count in ds.coords else ds.sizes[f"{op}_reg"]
+
+
+def _same_as_d(ds: xr.Dataset, at: int, rows: np.ndarray, cols: np.ndarray, count: int
+               ) -> bool:
+    d = [ds[f"d_{axis}"].values[at][:, :count] for axis in ("row", "col")]
+    return np.array_equal(rows, d[0]) and np.array_equal(cols, d[1])
+
+
+# -- CuTe ------------------------------------------------------------------------------------
+
+def cute_of(m: LaneMap) -> Cute | str:
+    """The smallest CuTe layout (thread, value) -> index reproducing the map, or why none
+    does (proved by `reproduces`)."""
+    if m.held != m.rows.size:
+        lane, value = np.argwhere(m.rows < 0)[0]
+        return (f"not a CuTe layout: slot (lane {lane}, value {value}) holds nothing, and a "
+                "layout maps every (thread, value)")
+    index = m.index()
+    if index[0, 0] != 0:
+        return (f"not a CuTe layout: (thread 0, value 0) holds index {index[0, 0]}, and a "
+                "layout without an offset maps it to 0")
+    by_lane, by_value = index[:, 0], index[0, :]
+    if not np.array_equal(index, by_lane[:, None] + by_value[None, :]):
+        lane, value = np.argwhere(index != by_lane[:, None] + by_value[None, :])[0]
+        return (f"not a CuTe layout: the index is no sum of a thread part and a value part "
+                f"(lane {lane}, value {value} holds {index[lane, value]}, not "
+                f"{by_lane[lane]} + {by_value[value]})")
+    modes = []
+    for name, f in (("thread", by_lane), ("value", by_value)):
+        found = _modes(f.tolist())
+        if found is None:
+            return (f"not a CuTe layout: the {name} mode ({len(f)} long) splits into no "
+                    "sub-modes of constant strides")
+        modes.append(found)
+    shape = tuple(_collapse([s for s, _ in mode]) for mode in modes)
+    stride = tuple(_collapse([d for _, d in mode]) for mode in modes)
+    return Cute(shape, stride)
+
+
+def _modes(f: list[int]) -> list[tuple[int, int]] | None:
+    """f over 0..n-1 as colexicographic sub-modes [(size, stride), ...], fewest first (each
+    sub-mode as long as it can be), or None."""
+    n = len(f)
+    if n == 1:
+        return [(1, 0)]
+
+    def split(base: int) -> list[tuple[int, int]] | None:
+        if base == n:
+            return []
+        rest, stride = n // base, f[base]
+        for size in (d for d in range(rest, 1, -1) if rest % d == 0):
+            if all(f[base * i] == i * stride for i in range(size)) and \
+                    all(f[x] == f[x % base] + f[x - x % base] for x in range(base * size)) \
+                    and (more := split(base * size)) is not None:
+                return [(size, stride), *more]
+        return None
+
+    return split(1)
+
+
+def _collapse(values: list[int]) -> int | tuple[int, ...]:
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+# -- F2-linear -------------------------------------------------------------------------------
+
+def linear_of(m: LaneMap) -> Linear | str:
+    """The F2-linear layout (Triton's: register, lane and, past 32 threads, warp bases;
+    vectors (row, col)) reproducing the map, or why the map is not F2-linear."""
+    for name, count in (("threads", m.lanes), ("values", m.values)):
+        if count & (count - 1):
+            return f"not F2-linear: {count} {name} is not a power of two"
+    if m.held != m.rows.size:
+        lane, value = np.argwhere(m.rows < 0)[0]
+        return f"not F2-linear: slot (lane {lane}, value {value}) holds nothing"
+    if m.rows[0, 0] or m.cols[0, 0]:
+        return (f"not F2-linear: (lane 0, value 0) holds ({m.rows[0, 0]}, {m.cols[0, 0]}), "
+                "and a linear map sends 0 to 0")
+    dims = [("register", [(m.rows[0, 1 << b], m.cols[0, 1 << b])
+                          for b in range(m.values.bit_length() - 1)])]
+    lanes = [(m.rows[1 << b, 0], m.cols[1 << b, 0]) for b in range(m.lanes.bit_length() - 1)]
+    dims += [("lane", lanes[:5])] + ([("warp", lanes[5:])] if len(lanes) > 5 else [])
+    layout = Linear(tuple((dim, tuple((int(r), int(c)) for r, c in vectors) or ((0, 0),))
+                          for dim, vectors in dims), 2)
+    found = reproduces(layout, m)
+    if found.matches != found.cells:
+        cell = found.first[0]
+        return (f"not F2-linear: the XOR of its bases misses (lane {cell[0]}, value {cell[1]}),"
+                f" which holds ({cell[2]}, {cell[3]}), not ({cell[4]}, {cell[5]})")
+    return layout
+
+
+# -- scoring ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Score:
+    """How a layout reads a map: cells matching of those the map holds, and where it does
+    not (lane, value, the measured row, col — relabelled: in the layout's numbering as the
+    slots before set it up, -1 where they set none — and the layout's row, col), first
+    ones first."""
+
+    matches: int
+    cells: int
+    mismatched: np.ndarray  # bool (lanes, values)
+    first: list[tuple[int, int, int, int, int, int]]
+    relabelled: bool  # scored up to a renumbering of each axis
+
+
+def cells_of(layout: Layout, m: LaneMap) -> tuple[np.ndarray, np.ndarray]:
+    """(row, col) the layout gives each (lane, value) slot of the map's shape."""
+    lane = np.arange(m.lanes)[:, None]
+    value = np.arange(m.values)[None, :]
+    if isinstance(layout, Linear):
+        by_dim = {"register": value, "lane": lane, "warp": lane >> 5}
+        if "warp" in layout.dims:
+            by_dim["lane"] = lane & (LANES_PER_WARP - 1)
+        if unknown := sorted(set(layout.dims) - set(by_dim)):
+            raise UsageError(f"a linear layout's input dims here are register, lane and warp; "
+                             f"not {unknown}")
+        rows, cols = (np.broadcast_to(o, m.rows.shape)
+                      for o in evaluate(layout, *(by_dim[d] for d in layout.dims)))
+        return rows, cols
+    if isinstance(layout, Table):
+        if layout.inputs != 2 or layout.outputs != 2:
+            raise UsageError(f"a table here has two inputs (lane, value) and two outputs (row, "
+                             f"col): this one has {layout.inputs} and {layout.outputs}")
+        if layout.values.shape[:2] != m.rows.shape:
+            raise UsageError(f"the table spans {layout.values.shape[0]} lanes x "
+                             f"{layout.values.shape[1]} values; the map {m.lanes} x {m.values}")
+        return layout.values[..., 0], layout.values[..., 1]
+    if layout.inputs != 2:
+        raise UsageError(f"a CuTe layout here has two top-level modes (thread, value): this "
+                         f"one has {layout.inputs}")
+    (index,) = evaluate(layout, lane, value)
+    return m.cells_of_index(np.broadcast_to(index, m.rows.shape))
+
+
+def reproduces(layout: Layout, m: LaneMap, relabel: bool = False) -> Score:
+    """Score `layout` on every slot of the map: literally (the map's own labels), or
+    `relabel`ed (up to one renumbering per axis, what a lane-id experiment determines)."""
+    rows, cols = cells_of(layout, m)
+    ours_rows, ours_cols = m.rows, m.cols
+    if relabel:
+        (bad_rows, ours_rows), (bad_cols, ours_cols) = _broken(m.rows, rows), \
+            _broken(m.cols, cols)
+        bad = bad_rows | bad_cols
+    else:
+        bad = (rows != m.rows) | (cols != m.cols)
+    bad = bad & ((m.rows >= 0) | (rows >= 0))
+    cells = int(((m.rows >= 0) | (rows >= 0)).sum())
+    first = [(int(lane), int(value), int(ours_rows[lane, value]), int(ours_cols[lane, value]),
+              int(rows[lane, value]), int(cols[lane, value]))
+             for value, lane in _slot_order(np.argwhere(bad.T))][:8]
+    return Score(cells - int(bad.sum()), cells, bad, first, relabel)
+
+
+def _slot_order(found: np.ndarray) -> Iterator[tuple[int, int]]:
+    """(value, lane) pairs as argwhere gives them over the transpose: slot order."""
+    for value, lane in found:
+        yield int(value), int(lane)
+
+
+def _broken(measured: np.ndarray, theirs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(where `theirs` breaks the one-to-one renumbering of `measured`'s labels that the
+    slots before it, in slot order (value-major), set up, or a slot is held on one side
+    only; `measured` in their numbering as that renumbering ends, -1 where it has none)."""
+    bad = np.zeros(measured.shape, bool)
+    forward: dict[int, int] = {}
+    backward: dict[int, int] = {}
+    for value in range(measured.shape[1]):
+        for lane in range(measured.shape[0]):
+            ours, other = int(measured[lane, value]), int(theirs[lane, value])
+            if ours < 0 or other < 0:
+                bad[lane, value] = (ours < 0) != (other < 0)
+            elif forward.setdefault(ours, other) != other or \
+                    backward.setdefault(other, ours) != ours:
+                bad[lane, value] = True
+    mapped = np.array([[forward.get(c, -1) if c >= 0 else -1 for c in row]
+                       for row in measured.tolist()], np.int64).reshape(measured.shape)
+    return bad, mapped
