@@ -139,3 +139,21 @@ def test_layout_commands_refuse_bad_input_in_one_line(wmma_lab: Path, tmp_path: 
     edited.write_text(edited.read_text() + "\n# edited\n")
     result = _run("show", "--sealed", sealed)
     assert result.exit_code == 3 and "edited since" in result.output
+
+
+def test_a_simulated_dataset_is_never_shown_as_a_measured_map(own_lab, tmp_path: Path,
+                                                              monkeypatch) -> None:
+    """The simulated device's lane map (a hidden law the decode recovers) is a model's
+    output: `layout show` and `compare` refuse it in one line, whatever else it holds."""
+    from probelab.sweep import run_sweep
+
+    own_lab("dmma_f64")
+    monkeypatch.delenv("PROBELAB_GIT_HEAD", raising=False)
+    monkeypatch.setenv("PROBELAB_CACHE", str(tmp_path / "cache"))
+    path = run_sweep("dmma-f64", "sim", target="sm_90", repeats=2, allow_blind=True,
+                     out_root=tmp_path / "sim").path
+    for args in (("show", "--dataset", str(path)),
+                 ("compare", "--dataset", str(path), "--operand", "A", "--cute", "8:1")):
+        result = _run(*args)
+        assert result.exit_code == 2 and "is simulated: a model's output, never a measured " \
+            "map" in result.output, result.output
