@@ -23,16 +23,73 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
 
-from probelab.errors import UsageError
+from probelab.errors import IntegrityError, UsageError
 from probelab.layouts import Cute, Layout, Linear, Table, evaluate
+
+if TYPE_CHECKING:
+    from probelab.hypothesis import Hypothesis
 
 OPERANDS = ("a", "b", "c", "d")
 AXES = {"a": ("row", "k"), "b": ("k", "col"), "c": ("row", "col"), "d": ("row", "col")}
 LANES_PER_WARP = 32
+
+
+# -- numbering: canonical labels, or a documented table's -----------------------------------
+
+# the hypothesis helpers that number each operand's rows and columns (C: D's), and the
+# axis each labels: A's columns are k, as are B's rows
+HELPERS = {"a": ("a_m", "a_k"), "b": ("b_k", "b_n"), "d": ("d_m", "d_n")}
+Numbering = dict[str, dict[int, int]]  # axis -> {canonical label: documented label}
+
+
+def canonical(ds: xr.Dataset, kernel: str, operand: str) -> tuple[np.ndarray, np.ndarray]:
+    k = ds.sel(kernel=kernel)
+    return k[f"{operand}_row"].values.astype(int), k[f"{operand}_col"].values.astype(int)
+
+
+def numbering_of(ds: xr.Dataset, kernel: str, labels: dict[str, np.ndarray], source: str
+                 ) -> Numbering:
+    """canonical -> documented label per axis, from the helpers' values at A's, B's and D's
+    slots (`labels`: helper -> (kernel, lane, value) array). Refused unless every held slot
+    has a label, no empty one does, and each axis is renumbered one to one: a figure is
+    never drawn in a numbering its data do not bear out."""
+    index = [str(k) for k in ds["kernel"].values].index(kernel)
+    found: Numbering = {"row": {}, "k": {}, "col": {}}
+    for operand, helpers in HELPERS.items():
+        for canon, axis, helper in zip(canonical(ds, kernel, operand), AXES[operand], helpers,
+                                       strict=True):
+            theirs = labels[helper][index]
+            held = canon >= 0
+            if (theirs[held] < 0).any() or (theirs[~held] >= 0).any():
+                raise IntegrityError(f"{kernel}: {source}'s {helper} and the measured map disagree "
+                                 "on which slots hold an element")
+            for c, t in zip(canon[held].tolist(), theirs[held].tolist(), strict=True):
+                if found[axis].setdefault(c, t) != t:
+                    raise IntegrityError(f"{kernel}: {source}'s {helper} gives measured {axis} {c} "
+                                     f"two labels ({found[axis][c]} and {t})")
+    for axis, mapping in found.items():
+        if len(set(mapping.values())) != len(mapping):
+            raise IntegrityError(f"{kernel}: {source} gives two measured {axis}s one label")
+    return found
+
+
+def numberings(ds: xr.Dataset, hypothesis: Hypothesis, confirmed: list[str]
+               ) -> dict[str, Numbering]:
+    from probelab.hypothesis import helper_values
+
+    kernels = [k for k in confirmed if recovered(ds, k)]
+    if not kernels:
+        raise UsageError(f"{hypothesis.id} is confirmed by its literal scoring on no kernel of "
+                         "this dataset: a lane map is numbered only as a confirmed table")
+    dims = {h: ("kernel", f"{operand}_lane", f"{operand}_reg")
+            for operand, helpers in HELPERS.items() for h in helpers}
+    labels = helper_values(hypothesis, ds, dims)
+    return {k: numbering_of(ds, k, labels, hypothesis.id) for k in kernels}
 
 
 @dataclass(frozen=True)
@@ -109,6 +166,11 @@ def lane_maps(ds: xr.Dataset, kernel: str | None = None, operand: str | None = N
     if not found:
         raise UsageError("no recovered lane map of that kernel and operand in this dataset")
     return found
+
+
+def recovered(ds: xr.Dataset, kernel: str) -> bool:
+    """Whether the kernel's outputs formed a lane map (a refused one has none)."""
+    return "recovered" not in ds or int(ds["recovered"].sel(kernel=kernel)) == 1
 
 
 def _refused(ds: xr.Dataset, at: int) -> bool:

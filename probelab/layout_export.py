@@ -83,7 +83,7 @@ def sealed_source(prereg: Path, kernel: str | None, operand: str | None) -> Sour
 
     from probelab import ledger
     from probelab.hypothesis import helper_values, load_hypothesis, read_capped
-    from probelab.kits.lane_id.figures import HELPERS
+    from probelab.lanemaps import HELPERS
     from probelab.paths import ledger_path, relative
     from probelab.probe import get_probe
 
@@ -121,7 +121,7 @@ def _numbered(maps: list[LaneMap], ds: xr.Dataset, path: Path, prereg: Path
     """The maps in the sealed file's numbering: only kernels its literal scoring CONFIRMS."""
     from probelab.check import CONFIRMED, TAMPERED, check
     from probelab.hypothesis import load_hypothesis
-    from probelab.kits.lane_id.figures import AXES, numberings
+    from probelab.lanemaps import AXES, numberings
 
     h = load_hypothesis(prereg)
     doc = check(prereg, path)

@@ -44,9 +44,10 @@ from archive import needs_archive
 from probelab import dataset
 from probelab.expr import compile_program
 from probelab.hypothesis import helper_values, load_hypothesis
-from probelab.kits.lane_id.figures import HELPERS, lane_map_table, numbering_of
+from probelab.kits.lane_id.figures import lane_map_table
 from probelab.kits.matrix_move.figures import FIELDS
 from probelab.kits.sentinels import NONE
+from probelab.lanemaps import HELPERS, numbering_of
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOGUE = ROOT / "docs" / "catalogue.md"

@@ -103,7 +103,8 @@ def test_a_confirmed_numbering_relabels_the_map_to_the_documented_table(sim_path
     match up to renumbering); labels that merge two measured rows, or leave a held slot
     unlabelled, are refused rather than drawn."""
     from probelab.errors import IntegrityError
-    from probelab.kits.lane_id.figures import _cells, lane_map_table, numbering_of
+    from probelab.kits.lane_id.figures import _cells, lane_map_table
+    from probelab.lanemaps import numbering_of
     from probelab.probe import get_probe
 
     ds = dataset.load(sim_path)

@@ -131,7 +131,8 @@ def test_the_tile_map_shows_what_each_16_byte_chunk_holds_and_only_for_tiles() -
     """A simulated unit's hidden tile layout, read back chunk by chunk: every chunk the unit
     reads names exactly its elements' columns and k, unread chunks are blank; a register
     operand has no tile map."""
-    from probelab.kits.lane_id.figures import numbering_of, tile_operands, tile_table
+    from probelab.kits.lane_id.figures import tile_operands, tile_table
+    from probelab.lanemaps import numbering_of
 
     codec = Codec(F16, F32)
     shapes = (Shape("tile", 64, 8, 16, 128, 8, 4, 4, codec=codec, tiles=("b",)),)

@@ -23,8 +23,9 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from probelab.drawing import Table, cell_table, dataset_header, new_figure
-from probelab.errors import IntegrityError, UsageError
+from probelab.errors import IntegrityError
 from probelab.kits.elements import ELEMENTS, F64
+from probelab.lanemaps import AXES, Numbering, canonical, numberings, recovered
 
 OPERANDS = {"a": ("A", "row", "k"), "b": ("B", "k", "col"), "c": ("C", "row", "col"),
             "d": ("D", "row", "col")}
@@ -41,22 +42,10 @@ def operands(ds: xr.Dataset, kernel: str) -> list[str]:
     return ["a", "b", "d"] if same else ["a", "b", "c", "d"]
 
 
-# the hypothesis helpers that number each operand's rows and columns (C: D's), and the
-# axis each labels: A's columns are k, as are B's rows
-HELPERS = {"a": ("a_m", "a_k"), "b": ("b_k", "b_n"), "d": ("d_m", "d_n")}
-AXES = {"a": ("row", "k"), "b": ("k", "col"), "c": ("row", "col"), "d": ("row", "col")}
-Numbering = dict[str, dict[int, int]]  # axis -> {canonical label: documented label}
-
-
-def _canonical(ds: xr.Dataset, kernel: str, operand: str) -> tuple[np.ndarray, np.ndarray]:
-    k = ds.sel(kernel=kernel)
-    return k[f"{operand}_row"].values.astype(int), k[f"{operand}_col"].values.astype(int)
-
-
 def _cells(ds: xr.Dataset, kernel: str, operand: str, numbering: Numbering | None = None
            ) -> tuple[np.ndarray, np.ndarray]:
     """(rows, cols) per (lane, value), -1 where empty; renumbered where a numbering is given."""
-    cells = _canonical(ds, kernel, operand)
+    cells = canonical(ds, kernel, operand)
     if numbering is None:
         return cells
     renumbered = []
@@ -69,38 +58,8 @@ def _cells(ds: xr.Dataset, kernel: str, operand: str, numbering: Numbering | Non
     return renumbered[0], renumbered[1]
 
 
-def numbering_of(ds: xr.Dataset, kernel: str, labels: dict[str, np.ndarray], source: str
-                 ) -> Numbering:
-    """canonical -> documented label per axis, from the helpers' values at A's, B's and D's
-    slots (`labels`: helper -> (kernel, lane, value) array). Refused unless every held slot
-    has a label, no empty one does, and each axis is renumbered one to one: a figure is
-    never drawn in a numbering its data do not bear out."""
-    index = [str(k) for k in ds["kernel"].values].index(kernel)
-    found: Numbering = {"row": {}, "k": {}, "col": {}}
-    for operand, helpers in HELPERS.items():
-        for canon, axis, helper in zip(_canonical(ds, kernel, operand), AXES[operand], helpers,
-                                       strict=True):
-            theirs = labels[helper][index]
-            held = canon >= 0
-            if (theirs[held] < 0).any() or (theirs[~held] >= 0).any():
-                raise IntegrityError(f"{kernel}: {source}'s {helper} and the measured map disagree "
-                                 "on which slots hold an element")
-            for c, t in zip(canon[held].tolist(), theirs[held].tolist(), strict=True):
-                if found[axis].setdefault(c, t) != t:
-                    raise IntegrityError(f"{kernel}: {source}'s {helper} gives measured {axis} {c} "
-                                     f"two labels ({found[axis][c]} and {t})")
-    for axis, mapping in found.items():
-        if len(set(mapping.values())) != len(mapping):
-            raise IntegrityError(f"{kernel}: {source} gives two measured {axis}s one label")
-    return found
-
-
 def title(operand: str, shown: list[str]) -> str:
     return "C/D" if operand == "d" and "c" not in shown else OPERANDS[operand][0]
-
-
-def recovered(ds: xr.Dataset, kernel: str) -> bool:
-    return "recovered" not in ds or int(ds["recovered"].sel(kernel=kernel)) == 1
 
 
 def matrix_table(ds: xr.Dataset, kernel: str, operand: str, numbering: Numbering | None = None
@@ -238,7 +197,7 @@ def tile_operands(ds: xr.Dataset, kernel: str) -> list[str]:
         ({"b"} if "swizzle" in ds.coords else set())
     declared -= {n for n in "ab" if f"{n}_tile" in ds.coords and not int(k[f"{n}_tile"])}
     return [n for n in "ab" if n in declared
-            or (_canonical(ds, kernel, n)[0][:, : int(k[f"{n}_regs"])] < 0).any()]
+            or (canonical(ds, kernel, n)[0][:, : int(k[f"{n}_regs"])] < 0).any()]
 
 
 def _span(values: list[int], name: str) -> str:
@@ -315,16 +274,3 @@ def lane_map_figures(ds: xr.Dataset, tables=None, scoring: str = "literal",
             figures[f"{stem}.{operand}-tile"] = _tile_figure(ds, kernel, operand, numbering,
                                                              numbered)
     return figures
-
-
-def numberings(ds: xr.Dataset, hypothesis, confirmed: list[str]) -> dict[str, Numbering]:
-    from probelab.hypothesis import helper_values
-
-    kernels = [k for k in confirmed if recovered(ds, k)]
-    if not kernels:
-        raise UsageError(f"{hypothesis.id} is confirmed by its literal scoring on no kernel of "
-                         "this dataset: a lane map is numbered only as a confirmed table")
-    dims = {h: ("kernel", f"{operand}_lane", f"{operand}_reg")
-            for operand, helpers in HELPERS.items() for h in helpers}
-    labels = helper_values(hypothesis, ds, dims)
-    return {k: numbering_of(ds, k, labels, hypothesis.id) for k in kernels}
