@@ -102,6 +102,7 @@ class LaneMap:
     cols: np.ndarray
     numbering: str  # the dataset's own words for its labels
     documented: bool = False  # labelled as a documented table: compared literally
+    tile: bool = False  # read from a memory tile: a slot is an element offset of the tile
 
     @property
     def lanes(self) -> int:
@@ -126,6 +127,15 @@ class LaneMap:
         index = self.cols + cols * self.rows if self.operand == "b" else \
             self.rows + rows * self.cols
         return np.where(self.rows >= 0, index, -1)
+
+    def offsets(self) -> np.ndarray:
+        """A tile's element offset (value * lanes + lane) of each matrix element, -1 where
+        no slot holds it."""
+        out = np.full(self.shape, -1, np.int64)
+        held = self.rows >= 0
+        lane, value = np.nonzero(held)
+        out[self.rows[held], self.cols[held]] = value * self.lanes + lane
+        return out
 
     def cells_of_index(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """`index` (CuTe's) back to (row, col) of this operand's matrix."""
@@ -162,7 +172,8 @@ def lane_maps(ds: xr.Dataset, kernel: str | None = None, operand: str | None = N
             words = str(ds[f"{op}_row"].attrs.get("description", ""))
             numbering = "canonical labels (numbered by first appearance in slot order)" \
                 if "canonical" in words else "the dataset's labels"
-            found.append(LaneMap(name, op, rows, cols, numbering))
+            found.append(LaneMap(name, op, rows, cols, numbering,
+                                 tile=op in tile_operands(ds, name)))
     if not found:
         raise UsageError("no recovered lane map of that kernel and operand in this dataset")
     return found
@@ -171,6 +182,19 @@ def lane_maps(ds: xr.Dataset, kernel: str | None = None, operand: str | None = N
 def recovered(ds: xr.Dataset, kernel: str) -> bool:
     """Whether the kernel's outputs formed a lane map (a refused one has none)."""
     return "recovered" not in ds or int(ds["recovered"].sel(kernel=kernel)) == 1
+
+
+def tile_operands(ds: xr.Dataset, kernel: str) -> list[str]:
+    """A and B where the kernel read them from a memory tile: slots within the operand's
+    values that hold nothing (a register fragment has none), or a tile the grid declares
+    a descriptor for (`a_swizzle`, `b_swizzle`, or `swizzle` for B alone: a tile read whole),
+    unless its `a_tile`/`b_tile` coordinate says this kernel reads it from registers."""
+    k = ds.sel(kernel=kernel)
+    declared = {n for n in "ab" if f"{n}_swizzle" in ds.coords} | \
+        ({"b"} if "swizzle" in ds.coords else set())
+    declared -= {n for n in "ab" if f"{n}_tile" in ds.coords and not int(k[f"{n}_tile"])}
+    return [n for n in "ab" if n in declared
+            or (canonical(ds, kernel, n)[0][:, : int(k[f"{n}_regs"])] < 0).any()]
 
 
 def _refused(ds: xr.Dataset, at: int) -> bool:
@@ -193,24 +217,51 @@ def _same_as_d(ds: xr.Dataset, at: int, rows: np.ndarray, cols: np.ndarray, coun
 # -- CuTe ------------------------------------------------------------------------------------
 
 def cute_of(m: LaneMap) -> Cute | str:
-    """The smallest CuTe layout (thread, value) -> index reproducing the map, or why none
-    does (proved by `reproduces`)."""
+    """The smallest CuTe layout reproducing the map (proved by `reproduces`), or why none
+    does: (thread, value) -> index for a register fragment; for an operand read from a
+    memory tile (`tile`: its slots are the tile's elements, value v of lane l at element
+    v * lanes + l) the tile's own layout (row, col) -> element offset, as CuTe writes a
+    shared-memory layout, with the smallest swizzle that makes one where none fits plain."""
+    if m.tile:
+        return _tile_cute(m)
     if m.held != m.rows.size:
         lane, value = np.argwhere(m.rows < 0)[0]
         return (f"not a CuTe layout: slot (lane {lane}, value {value}) holds nothing, and a "
                 "layout maps every (thread, value)")
-    index = m.index()
+    return _fit(m.index(), ("thread", "value"))
+
+
+def _tile_cute(m: LaneMap) -> Cute | str:
+    offsets = m.offsets()
+    if (offsets < 0).any():
+        row, col = np.argwhere(offsets < 0)[0]
+        return f"not a CuTe layout: element ({row}, {col}) is in no slot of the tile"
+    plain = _fit(offsets, ("row", "col"))
+    if isinstance(plain, Cute):
+        return plain
+    top = int(offsets.max()).bit_length()
+    for bits, base, shift in ((b, mm, s) for b in range(1, 4) for s in range(b, top)
+                              for mm in range(0, top - s - b + 1)):
+        moved = ((1 << bits) - 1) << (base + shift)
+        found = _fit(offsets ^ ((offsets & moved) >> shift), ("row", "col"))
+        if isinstance(found, Cute):
+            return Cute(found.shape, found.stride, (bits, base, shift))
+    return plain + ", nor with any swizzle of up to 3 bits"
+
+
+def _fit(index: np.ndarray, names: tuple[str, str]) -> Cute | str:
+    """A CuTe layout of two top-level modes (`names`) giving `index` at every (i, j)."""
     if index[0, 0] != 0:
-        return (f"not a CuTe layout: (thread 0, value 0) holds index {index[0, 0]}, and a "
-                "layout without an offset maps it to 0")
-    by_lane, by_value = index[:, 0], index[0, :]
-    if not np.array_equal(index, by_lane[:, None] + by_value[None, :]):
-        lane, value = np.argwhere(index != by_lane[:, None] + by_value[None, :])[0]
-        return (f"not a CuTe layout: the index is no sum of a thread part and a value part "
-                f"(lane {lane}, value {value} holds {index[lane, value]}, not "
-                f"{by_lane[lane]} + {by_value[value]})")
+        return (f"not a CuTe layout: ({names[0]} 0, {names[1]} 0) holds index "
+                f"{index[0, 0]}, and a layout without an offset maps it to 0")
+    first, second = index[:, 0], index[0, :]
+    if not np.array_equal(index, first[:, None] + second[None, :]):
+        i, j = np.argwhere(index != first[:, None] + second[None, :])[0]
+        return (f"not a CuTe layout: the index is no sum of a {names[0]} part and a "
+                f"{names[1]} part ({names[0]} {i}, {names[1]} {j} holds {index[i, j]}, "
+                f"not {first[i]} + {second[j]})")
     modes = []
-    for name, f in (("thread", by_lane), ("value", by_value)):
+    for name, f in zip(names, (first, second), strict=True):
         found = _modes(f.tolist())
         if found is None:
             return (f"not a CuTe layout: the {name} mode ({len(f)} long) splits into no "
@@ -313,10 +364,31 @@ def cells_of(layout: Layout, m: LaneMap) -> tuple[np.ndarray, np.ndarray]:
                              f"{layout.values.shape[1]} values; the map {m.lanes} x {m.values}")
         return layout.values[..., 0], layout.values[..., 1]
     if layout.inputs != 2:
-        raise UsageError(f"a CuTe layout here has two top-level modes (thread, value): this "
-                         f"one has {layout.inputs}")
+        raise UsageError(f"a CuTe layout here has two top-level modes (thread, value; a "
+                         f"tile's: row, col): this one has {layout.inputs}")
+    if m.tile:
+        return _tile_cells(layout, m)
     (index,) = evaluate(layout, lane, value)
     return m.cells_of_index(np.broadcast_to(index, m.rows.shape))
+
+
+def _tile_cells(layout: Cute, m: LaneMap) -> tuple[np.ndarray, np.ndarray]:
+    """Where a tile layout (row, col) -> element offset puts each element, as the slots
+    then hold them (-1: none; a slot two elements land on holds -2, which matches none)."""
+    rows_n, cols_n = m.shape
+    row, col = np.arange(rows_n)[:, None], np.arange(cols_n)[None, :]
+    (offset,) = evaluate(layout, row, col)
+    offset = np.broadcast_to(offset, (rows_n, cols_n)).reshape(-1)
+    rows, cols = np.full(m.rows.shape, -1, np.int64), np.full(m.rows.shape, -1, np.int64)
+    inside = (offset >= 0) & (offset < m.rows.size)
+    where = offset[inside]
+    lane, value = where % m.lanes, where // m.lanes
+    rows[lane, value] = np.repeat(np.arange(rows_n), cols_n)[inside]
+    cols[lane, value] = np.tile(np.arange(cols_n), rows_n)[inside]
+    taken = np.bincount(where, minlength=m.rows.size) > 1
+    twice = taken.reshape(m.values, m.lanes).T
+    rows[twice], cols[twice] = -2, -2
+    return rows, cols
 
 
 def reproduces(layout: Layout, m: LaneMap, relabel: bool = False) -> Score:

@@ -155,7 +155,8 @@ def describe(m: LaneMap) -> dict[str, Any]:
     rows, cols = m.shape
     out: dict[str, Any] = {"kernel": m.kernel, "operand": m.operand.upper(),
                            "axes": list(lanemaps.AXES[m.operand]), "shape": [rows, cols],
-                           "threads": m.lanes, "values": m.values, "numbering": m.numbering,
+                           "threads": m.lanes, "values": m.values, "tile": m.tile,
+                           "numbering": m.numbering,
                            "cells": m.held}
     for form, found in (("cute", lanemaps.cute_of(m)), ("linear", lanemaps.linear_of(m))):
         if isinstance(found, str):
@@ -197,9 +198,11 @@ def show_text(src: Source, form: str) -> str:
     lines = []
     for m in src.maps:
         d = describe(m)
+        slots = f"a memory tile of {m.lanes * m.values} elements (cute: (row, col) -> " \
+            "offset)" if m.tile else f"{m.lanes} threads x {m.values} values"
         lines.append(f"{src.probe} {m.kernel} {d['operand']}: {d['shape'][0]} x "
-                     f"{d['shape'][1]} ({' x '.join(d['axes'])}), {m.lanes} threads x "
-                     f"{m.values} values, {m.numbering}; {shown(src.path)}")
+                     f"{d['shape'][1]} ({' x '.join(d['axes'])}), {slots}, {m.numbering}; "
+                     f"{shown(src.path)}")
         if form == "cute":
             lines.append(f"  cute   {d['cute']}   reproduces {d['cute_reproduces'][0]}/"
                          f"{d['cute_reproduces'][1]} cells" if d["cute"] else

@@ -157,3 +157,22 @@ def test_a_simulated_dataset_is_never_shown_as_a_measured_map(own_lab, tmp_path:
         result = _run(*args)
         assert result.exit_code == 2 and "is simulated: a model's output, never a measured " \
             "map" in result.output, result.output
+
+
+def test_a_tile_map_is_fitted_as_the_tiles_own_layout_with_its_swizzle() -> None:
+    """An operand read from a memory tile (slot = element offset v * lanes + l): its CuTe
+    form is the tile's layout (row, col) -> offset, swizzled where a plain one does not
+    fit; a wrong layout misses cells, one that sends two elements to one offset too."""
+    tile = parse_cute("Swizzle<3,3,3> o (64,64):(64,1)")
+    (offset,) = evaluate(tile, np.arange(64)[:, None], np.arange(64)[None, :])
+    lanes, values = 128, 32
+    rows, cols = np.full((lanes, values), -1), np.full((lanes, values), -1)
+    row, col = np.indices((64, 64))
+    rows[offset % lanes, offset // lanes], cols[offset % lanes, offset // lanes] = row, col
+    m = LaneMap("k", "a", rows, cols, "test labels", tile=True)
+    found = lanemaps.cute_of(m)
+    assert not isinstance(found, str) and found.text() == "Swizzle<3,3,3> o (64,64):(64,1)"
+    assert lanemaps.reproduces(found, m).matches == 4096
+    assert lanemaps.reproduces(parse_cute("(64,64):(64,1)"), m).matches < 4096
+    collided = lanemaps.reproduces(parse_cute("(64,64):(1,1)"), m)  # offsets repeat
+    assert collided.matches < 4096 and collided.mismatched.any()

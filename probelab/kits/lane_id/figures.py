@@ -25,7 +25,7 @@ from matplotlib.figure import Figure
 from probelab.drawing import Table, cell_table, dataset_header, new_figure
 from probelab.errors import IntegrityError
 from probelab.kits.elements import ELEMENTS, F64
-from probelab.lanemaps import AXES, Numbering, canonical, numberings, recovered
+from probelab.lanemaps import AXES, Numbering, canonical, numberings, recovered, tile_operands
 
 OPERANDS = {"a": ("A", "row", "k"), "b": ("B", "k", "col"), "c": ("C", "row", "col"),
             "d": ("D", "row", "col")}
@@ -185,19 +185,6 @@ def lane_map_table(ds: xr.Dataset, kernel: str, numbering: Numbering | None = No
 
 CHUNK, LINE = 16, 128  # bytes: a tile drawn in 16-byte chunks, 128-byte lines
 LETTER = {"row": "m", "k": "k", "col": "n"}  # A is (m, k), B (k, n)
-
-
-def tile_operands(ds: xr.Dataset, kernel: str) -> list[str]:
-    """A and B where the kernel read them from a memory tile: slots within the operand's
-    values that hold nothing (a register fragment has none), or a tile the grid declares
-    a descriptor for (`a_swizzle`, `b_swizzle`, or `swizzle` for B alone: a tile read whole),
-    unless its `a_tile`/`b_tile` coordinate says this kernel reads it from registers."""
-    k = ds.sel(kernel=kernel)
-    declared = {n for n in "ab" if f"{n}_swizzle" in ds.coords} | \
-        ({"b"} if "swizzle" in ds.coords else set())
-    declared -= {n for n in "ab" if f"{n}_tile" in ds.coords and not int(k[f"{n}_tile"])}
-    return [n for n in "ab" if n in declared
-            or (canonical(ds, kernel, n)[0][:, : int(k[f"{n}_regs"])] < 0).any()]
 
 
 def _span(values: list[int], name: str) -> str:
