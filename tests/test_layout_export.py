@@ -176,3 +176,23 @@ def test_a_tile_map_is_fitted_as_the_tiles_own_layout_with_its_swizzle() -> None
     assert lanemaps.reproduces(parse_cute("(64,64):(64,1)"), m).matches < 4096
     collided = lanemaps.reproduces(parse_cute("(64,64):(1,1)"), m)  # offsets repeat
     assert collided.matches < 4096 and collided.mismatched.any()
+
+
+@pytest.mark.slow
+def test_the_committed_layout_maps_table_is_what_the_archive_gives(tmp_path: Path) -> None:
+    """docs/layout-maps.md and .json, regenerated from the archive's datasets, are the
+    committed files byte for byte: a structural finding the data no longer bear out (or a
+    hand edit) fails here."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, str(root / "scripts" / "layout_maps.py"), "--out",
+                           str(tmp_path)], cwd=root, capture_output=True, text=True,
+                          timeout=900, env={**os.environ,
+                                            "PROBELAB_ROOT": str(root),
+                                            "PROBELAB_CACHE": str(tmp_path / "cache")})
+    assert done.returncode == 0, done.stderr[-2000:]
+    for name in ("layout-maps.md", "layout-maps.json"):
+        assert (tmp_path / name).read_text() == (root / "docs" / name).read_text(), name
