@@ -1005,7 +1005,10 @@ def layout_compare(
     probe: ProbeArg = None,
     operand: Annotated[str, typer.Option(help="A, B, C or D.", show_default=False)] = "",
     cute: Annotated[str | None, typer.Option(help='A CuTe layout (thread, value) -> index, '
-                                             'e.g. "((4,8),(2,2,2)):((32,1),(16,8,128))".',
+                                             'e.g. "((4,8),(2,2,2)):((32,1),(16,8,128))"; '
+                                             "for an operand read from a memory tile, the "
+                                             "tile's (row, col) -> element offset, e.g. "
+                                             '"Swizzle<3,3,3> o (64,16):(16,1)".',
                                              show_default=False)] = None,
     linear: Annotated[Path | None, typer.Option(help="A linear layout as JSON: {dim: [[row, "
                                                 "col], ...]} for register, lane (and warp).",
@@ -1017,8 +1020,8 @@ def layout_compare(
     kernel: KernelOpt = None,
     prereg: PreregOpt = None,
     sealed: SealedOpt = None,
-    figure: Annotated[Path | None, typer.Option(help="Where the mismatch map goes (PNG and "
-                                                "SVG; default: beside nothing, not drawn).",
+    figure: Annotated[Path | None, typer.Option(help="Draw the mismatch map here (STEM.png "
+                                                "and STEM.svg; default: not drawn).",
                                                 show_default=False)] = None,
 ) -> None:
     """Score a layout against a measured lane map: exit 0 when it reproduces every cell,
