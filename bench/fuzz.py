@@ -1,13 +1,17 @@
 """Benchmark: the fuzzers, each for a fixed time, counting crashes and hangs.
 
-    python bench/fuzz.py --minutes 10 [--only expr,toml,dataset] [--seed 1] [--json out.json]
+    python bench/fuzz.py --minutes 10 [--only expr,toml,layout,dataset] [--seed 1] [--json out.json]
 
-Three fuzzers, each a stream of generated inputs for the code that reads what a stranger
+Four fuzzers, each a stream of generated inputs for the code that reads what a stranger
 can hand the lab:
 - `expr`: expression sources (token soups and random text), compiled and evaluated; the
   only way out allowed is ExprError.
 - `toml`: hypothesis files (random keys and values of the schema's names, [model] tables,
   hostile nesting, junk bytes), parsed and evaluated on a small grid; only UsageError.
+- `layout`: layouts as a hypothesis file's [layout] tables and `layout compare` take them
+  (CuTe text well formed or not, nested, swizzled, huge; linear bases of every shape;
+  CSV tables of every shape, pinned by their hash or not), parsed and evaluated on a small
+  grid; only UsageError.
 - `dataset`: dataset files, a small valid probelab dataset rebuilt with a random HDF5
   structure (groups, links of every kind, external storage, virtual datasets, filters,
   dtypes, dimension scales, attributes and provenance of every shape, huge declared
@@ -46,7 +50,8 @@ from timing import ROOT, report
 
 sys.path.insert(0, str(ROOT))
 
-DEADLINES = {"expr": 10.0, "toml": 20.0, "dataset": 30.0, "floor": 5.0}  # seconds a case
+DEADLINES = {"expr": 10.0, "toml": 20.0, "layout": 20.0, "dataset": 30.0,
+             "floor": 5.0}  # seconds a case
 MAX_RSS = 1.5e9
 
 
@@ -161,6 +166,135 @@ def toml_case(rng: random.Random, work: Path, case: int) -> None:
     try:
         h = parse_hypothesis(Path(f"fuzz{rng.random()}.toml"), raw)  # no memo across cases
         evaluate_claim(h, grid, {"value": ("a", "b")})
+    except UsageError:
+        pass
+
+
+# ---- layouts -------------------------------------------------------------------------------
+
+LAYOUT_TOKENS = ["(", ")", ",", ":", "Swizzle<", "Sw<", "S<", ">", " o ", "_", "-", "0", "1",
+                 "2", "3", "8", "16", "32", "128", "65536", "4294967296", "9" * 13, " ", "x",
+                 "<", ";", "\n", "((((", "))))"]  # fmt: skip
+
+
+def _shape(rng: random.Random, depth: int = 0) -> str:
+    if depth > 5 or rng.random() < 0.5:
+        return str(rng.choice([0, 1, 2, 4, 8, 32, 3, 65536, 2**31, rng.randint(-9, 99)]))
+    return "(" + ",".join(_shape(rng, depth + 1) for _ in range(rng.randint(0, 4))) + ")"
+
+
+def _cute_text(rng: random.Random) -> str:
+    if rng.random() < 0.3:
+        return "".join(rng.choice(LAYOUT_TOKENS) for _ in range(rng.randint(0, 40)))
+    text = f"{_shape(rng)}:{_shape(rng)}"
+    if rng.random() < 0.3:
+        bsm = ",".join(str(rng.choice([0, 1, 3, -3, 7, 40, 99])) for _ in range(rng.randint(2, 4)))
+        text = f"{rng.choice(['Swizzle', 'Sw', 'S', 'Q'])}<{bsm}> o {text}"
+    return text
+
+
+def _linear_spec(rng: random.Random) -> Any:
+    if rng.random() < 0.2:
+        return _value(rng)
+    width = rng.randint(0, 3)
+    return {rng.choice(["lane", "register", "warp", "x", "_y", "if", "a b"]):
+            [[rng.choice([0, 1, 2, 8, 2**32, -1, 1.5, "1"]) for _ in range(width or
+              rng.randint(0, 3))] for _ in range(rng.randint(0, 12))]
+            for _ in range(rng.randint(0, 4))}
+
+
+def _csv(rng: random.Random) -> bytes:
+    if rng.random() < 0.2:
+        return rng.randbytes(rng.randint(0, 200))
+    columns = rng.randint(1, 5)
+    rows = [",".join(rng.choice(["a", "b", "y", "1x", ""]) for _ in range(columns))]
+    inputs = [rng.choice([1, 2, 3, 4]) for _ in range(columns)]
+    for _ in range(rng.randint(0, 40)):
+        rows.append(",".join(str(rng.choice([rng.randrange(n) for n in inputs] +
+                                            [-1, 10**19, "x"])) for _ in range(columns)))
+    return "\n".join(rows).encode()
+
+
+def _valid_layout(rng: random.Random, n: int, pinned: str) -> tuple[str, str]:
+    """A [layout] entry that parses, over the grid's a (4) and b (3), with one output named
+    l<n> or v<n>: a small CuTe layout (maybe swizzled), a linear one, or the pinned table."""
+    name, out = f"l{n}", rng.choice([f"l{n}", f"v{n}"])
+    form = rng.randrange(3)
+    if form == 0:
+        rows, cols = rng.choice([4, 2, 8]), rng.choice([3, 1, 6])
+        layout = f"({rows},{cols}):({rng.randint(0, 9)},{rng.randint(-4, 40)})"
+        if rng.random() < 0.3:
+            bits, base, shift = rng.randint(0, 2), rng.randint(0, 2), rng.randint(-3, 3)
+            layout = f"Swizzle<{bits},{base},{shift}> o {layout}"
+        of = rng.choice(['["a", "b"]', '["b", "a + 1"]'])
+        body = f"cute = {json.dumps(layout)}\nof = {of}"
+    elif form == 1:
+        lane = [[rng.randint(0, 9)] for _ in range(rng.randint(1, 3))]
+        register = [[rng.randint(0, 9)] for _ in range(rng.randint(1, 2))]
+        body = (f"linear = {{ lane = {lane}, register = {register} }}\n"
+                'of = { lane = "a", register = "b" }')
+    else:
+        body = f'table = "t.csv"\nsha256 = "{pinned}"\nof = ["a", "b"]'
+    return f"[layout.{name}]\n{body}\nout = [\"{out}\"]", out
+
+
+def _any_layout(rng: random.Random, n: int, pinned: str) -> str:
+    form = rng.choice(["cute", "linear", "table"])
+    body = {"cute": f"cute = {json.dumps(_cute_text(rng))}",
+            "linear": f"linear = {_toml(_linear_spec(rng))}",
+            "table": f'table = "t.csv"\nsha256 = "{pinned}"'}[form]
+    of = rng.choice(['["a", "b"]', '["a"]', '{ lane = "a", register = "b" }',
+                     '["a + (b", "b"]', "1"])
+    out = rng.choice(["", f'out = ["v{n}"]', 'out = ["p", "q"]'])
+    return f"[layout.l{n}]\n{body}\nof = {of}\n{out}"
+
+
+def _table_csv(rng: random.Random) -> bytes:
+    """Mostly a valid table over a (4) x b (3), one output; else anything."""
+    if rng.random() < 0.4:
+        return _csv(rng)
+    rows = ["a,b,y"] + [f"{i},{j},{rng.randint(-5, 50)}" for j in range(3) for i in range(4)]
+    rng.shuffle(rows[1:])
+    return "\n".join(rows).encode()
+
+
+def layout_case(rng: random.Random, work: Path, case: int) -> None:
+    import hashlib
+
+    import numpy as np
+    import xarray as xr
+
+    from probelab.errors import UsageError
+    from probelab.hypothesis import evaluate_claim, parse_hypothesis
+    from probelab.layouts import parse_cute, parse_linear, parse_table
+
+    kind = rng.randrange(4)
+    try:
+        if kind == 0:
+            parse_cute(_cute_text(rng))
+        elif kind == 1:
+            parse_linear(_linear_spec(rng))
+        elif kind == 2:
+            parse_table(_csv(rng), rng.randint(-1, 4))
+        else:
+            table = _table_csv(rng)
+            (work / "t.csv").write_bytes(table)
+            pinned = hashlib.sha256(table).hexdigest() if rng.random() < 0.7 else "0" * 64
+            entries, outs = [], []
+            for n in range(rng.randint(0, 3)):
+                if rng.random() < 0.8:
+                    entry, out = _valid_layout(rng, n, pinned)
+                    outs.append(out)
+                else:
+                    entry = _any_layout(rng, n, pinned)
+                entries.append(entry)
+            used = rng.choice([" + ".join(outs) or "1", " ^ ".join(outs) or "a", "l0", "v9"])
+            text = ('schema = 1\nid = "fuzz"\nprobe = "toy"\nclaim = "c"\ncoordinates = '
+                    f'"raw"\n[predict]\nvalue = "{used}"\n' + "\n".join(entries))
+            h = parse_hypothesis(work / f"fuzz{case}.toml", text.encode())
+            grid = xr.Dataset(coords={"a": ("a", np.arange(4, dtype=np.uint32)),
+                                      "b": ("b", np.arange(3, dtype=np.uint32))})
+            evaluate_claim(h, grid, {"value": ("a", "b")})
     except UsageError:
         pass
 
@@ -296,7 +430,8 @@ def floor_case(rng: random.Random, work: Path, case: int) -> None:
     rng.random()
 
 
-CASES = {"expr": expr_case, "toml": toml_case, "dataset": dataset_case, "floor": floor_case}
+CASES = {"expr": expr_case, "toml": toml_case, "layout": layout_case, "dataset": dataset_case,
+         "floor": floor_case}
 
 
 # ---- the worker and the runner -------------------------------------------------------------
@@ -389,7 +524,7 @@ def supervise(name: str, seconds: float, seed: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="each fuzzer's time")
-    parser.add_argument("--only", default="expr,toml,dataset")
+    parser.add_argument("--only", default="expr,toml,layout,dataset")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--worker", choices=sorted(CASES), help=argparse.SUPPRESS)
