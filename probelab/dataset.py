@@ -46,10 +46,6 @@ FILTERS = frozenset({h5py.h5z.FILTER_DEFLATE, h5py.h5z.FILTER_SHUFFLE})  # what 
 MAX_STRING_ELEMENTS = 1 << 20  # text is hashed element by element; datasets hold a few
 _CHUNK = 1 << 20  # in memory
 _PART = 64 << 20  # a variable larger than this is read a leading index at a time
-# a claim's scorer reads an observed variable whole up to this, else a kernel (its leading
-# index) at a time (probelab.scoring); hashing reads a variable it keeps for the scorer
-# (h5open.keeping) the same way, so that the scorer takes the slabs hashing decoded
-SLAB_BYTES = 256 << 20
 CHUNK_BYTES = 4 << 20  # a stored chunk of a large variable, before compression
 
 
@@ -93,24 +89,21 @@ def _canonical(kind: str) -> tuple[bytes, str | None]:
     return b"s", None
 
 
-def _parts(var: xr.Variable, slabs: bool = False) -> Iterator[np.ndarray]:
+def _parts(var: xr.Variable) -> Iterator[np.ndarray]:
     """A variable's values in C order, read in slabs of its leading axis where it is large
     (a lazily opened N = 256 lane-id dataset declares gigabytes): hashed part by part, the
     same bytes as whole, in bounded memory. Slabs of many leading indices keep the reads in
     line with the file's compressed chunks (one index at a time would decompress a chunk
-    once per index it spans); a single index larger than _PART is split in turn. `slabs`:
-    read as a claim's scorer reads it (whole up to SLAB_BYTES, else an index at a time), for
-    it to take what was read here. Text (its feed joins elements with separators) is read
-    whole: at most MAX_WHOLE_BYTES."""
-    limit = SLAB_BYTES if slabs else _PART
+    once per index it spans); a single index larger than _PART is split in turn. Text (its
+    feed joins elements with separators) is read whole: at most MAX_WHOLE_BYTES."""
     row = var.size // var.shape[0] * var.dtype.itemsize if var.ndim and var.shape[0] else 0
     if var.ndim == 0 or _canonical(var.dtype.kind)[1] is None or \
-            var.size * var.dtype.itemsize <= limit:
+            var.size * var.dtype.itemsize <= _PART:
         yield np.asarray(var.values)
         return
-    if row > limit or slabs:
+    if row > _PART:
         for i in range(var.shape[0]):
-            yield from _parts(var[i], slabs and row <= limit)
+            yield from _parts(var[i])
         return
     step = max(1, _PART // row)
     for i in range(0, var.shape[0], step):
@@ -128,13 +121,12 @@ def hashes(ds: xr.Dataset, prov: Provenance) -> tuple[str, str]:
     provenance fed last to a copy. Two datasets of equal values are one measurement's
     outcome repeated; what sets the runs apart is in their provenance (`run`)."""
     h = hashlib.sha256()
-    kept = h5open.kept_names()
     for name in sorted(str(n) for n in ds.variables):
         var = ds.variables[name]
         h.update(f"{name}|{','.join(map(str, var.dims))}|{var.shape}|".encode())
         tag, as_dtype = _canonical(var.dtype.kind)
         h.update(tag)
-        for part in _parts(var, name in kept):
+        for part in _parts(var):
             _feed(h, part, as_dtype)
     values = h.hexdigest()
     rest = json.loads(json.dumps({k: v for k, v in prov.items() if k != CONTENT_KEY}))

@@ -11,10 +11,7 @@ xarray itself (`Unsupported`): the result is always what xarray would give.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import io
-from collections.abc import Collection, Iterator
 from typing import Any
 
 import h5py
@@ -33,64 +30,11 @@ class Unsupported(Exception):
     """A file this reader does not read as xarray would: open it with xarray."""
 
 
-class Keeper:
-    """Slabs decoded once and handed to their next reader. A cold `verify` hashes a
-    dataset's values (its content hash) and then scores claims on them: without a keeper
-    each slab of an observable is decompressed twice, a fifth of a cold verify's time
-    (issue 33). Only the variables named `wanted` are kept, within `budget` bytes; a slab
-    is handed over once (the taker then owns it: a later read decodes it again) and read
-    only (both readers share it), and what no one took is dropped with the keeper. After
-    `stop`, nothing more is kept (a scorer that reads a slab again, for another scoring,
-    needs no keeper: it holds its slab while it reads it)."""
-
-    def __init__(self, wanted: Collection[str], budget: int) -> None:
-        self.wanted, self.free, self.stopped = frozenset(wanted), budget, False
-        # (reader, key) -> (reader, values): the reader held, so its id is not reused
-        self._slabs: dict[tuple[int, tuple], tuple[_Lazy, np.ndarray]] = {}
-
-    def stop(self) -> None:
-        self.stopped = True
-
-    def offer(self, reader: _Lazy, key: tuple, values: np.ndarray) -> None:
-        if not self.stopped and reader.name in self.wanted and values.nbytes <= self.free:
-            values.flags.writeable = False
-            self._slabs[id(reader), key] = reader, values
-            self.free -= values.nbytes
-
-    def take(self, reader: _Lazy, key: tuple) -> np.ndarray | None:
-        kept = self._slabs.pop((id(reader), key), None)
-        if kept is None:
-            return None
-        self.free += kept[1].nbytes
-        return kept[1]
-
-
-_KEEPER: contextvars.ContextVar[Keeper | None] = contextvars.ContextVar("keeper", default=None)
-
-
-@contextlib.contextmanager
-def keeping(wanted: Collection[str], budget: int) -> Iterator[Keeper]:
-    """Within (this thread, this context): slabs of the `wanted` variables of the files
-    opened here are kept for their next reader (Keeper); dropped on leaving."""
-    token = _KEEPER.set(Keeper(wanted, budget))
-    try:
-        yield _KEEPER.get()
-    finally:
-        _KEEPER.reset(token)
-
-
-def kept_names() -> frozenset[str]:
-    """The variables whose slabs are being kept here (none outside `keeping`): a reader
-    that wants its slabs taken reads them as their next reader will."""
-    keeper = _KEEPER.get()
-    return frozenset() if keeper is None else keeper.wanted
-
-
 class _Lazy(BackendArray):
     """One HDF5 dataset, read only where indexed (as xarray's backends read)."""
 
-    def __init__(self, dataset: h5py.Dataset, name: str) -> None:
-        self._dataset, self.name = dataset, name
+    def __init__(self, dataset: h5py.Dataset) -> None:
+        self._dataset = dataset
         self.shape = dataset.shape
         self.dtype = dataset.dtype
 
@@ -99,17 +43,7 @@ class _Lazy(BackendArray):
             key, self.shape, indexing.IndexingSupport.OUTER_1VECTOR, self._raw)
 
     def _raw(self, key: tuple) -> np.ndarray:
-        keeper = _KEEPER.get()
-        if keeper is None:
-            return np.asarray(self._dataset[key])
-        at = tuple((k.start, k.stop, k.step) if isinstance(k, slice) else
-                   (k.dtype.str, k.shape, k.tobytes()) if isinstance(k, np.ndarray) else k
-                   for k in key)
-        if (kept := keeper.take(self, at)) is not None:
-            return kept
-        values = np.asarray(self._dataset[key])
-        keeper.offer(self, at, values)
-        return values
+        return np.asarray(self._dataset[key])
 
 
 def open_bytes(data: bytes) -> xr.Dataset:
@@ -142,7 +76,7 @@ def open_bytes(data: bytes) -> xr.Dataset:
         elif name in coords or name in scales:
             values = np.asarray(obj[()])
         else:
-            values = indexing.LazilyIndexedArray(_Lazy(obj, name))
+            values = indexing.LazilyIndexedArray(_Lazy(obj))
         out[name] = xr.Variable(dims, values, attrs)
     index = [n for n in out if n in scales]
     coords_out = {n: out[n] for n in out if n in coords or n in index}

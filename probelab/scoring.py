@@ -15,16 +15,16 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from probelab.dataset import SLAB_BYTES
 from probelab.errors import LabError
 from probelab.hypothesis import Block, Hypothesis, Piece, TableHash, claim_blocks, table_shapes
 
 MISMATCHES_SHOWN = 8
-# observed values are read as slabs (a variable whole up to SLAB_BYTES, else a kernel's
-# values) so every compressed chunk of the file is decoded once (blocks read alone would
-# decode a chunk once per block it spans); the slabs of all the datasets one scoring walk
-# compares with (a grid's datasets, side by side) hold at most SLAB_BYTES at once, beyond it
-# blocks are read alone (a dataset saved now has its chunks cut as the blocks are)
+# observed values are read as slabs (a variable whole, else a kernel's values) so every
+# compressed chunk of the file is decoded once (blocks read alone would decode a chunk once
+# per block it spans); the slabs of all the datasets one scoring walk compares with (a
+# grid's datasets, side by side) hold at most this much at once, beyond it blocks are read
+# alone (a dataset saved now has its chunks cut as the blocks are)
+SLAB_BYTES = 256 << 20
 
 
 def _plain(value: Any) -> Any:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from probelab import bounded, dataset, h5open
+from probelab import bounded, dataset
 from probelab.check import (
     CONFIRMED,
     REFUTED,
@@ -43,10 +43,6 @@ from probelab.prereg import Record, seal_row
 from probelab.probe import get_probe
 from probelab.records import toolchain_name
 from probelab.toolchains import identity
-
-# the slabs of a unit's datasets kept from judging for scoring (h5open.Keeper): the N = 256
-# lane-id datasets' observed values are 268 MB decoded, kept whole
-KEEP_BYTES = 320 << 20
 
 
 @dataclass(frozen=True)
@@ -98,32 +94,18 @@ def run_unit(unit: Unit, record: Record, pins: list[dict[str, Any]] | None, writ
     the sha256 of the bytes it judged). `pins`: the manifest as read (None where broken)."""
     entries = [e for e in record.entries if e["seq"] in set(unit.entries)]
     judged: dict[str, Judged | str] = {}
-    # what judging decodes of the observables the claims score is handed to the scorer
-    with h5open.keeping(_predicted(entries), KEEP_BYTES) as keeper:
-        for name in unit.datasets:
-            try:
-                judged[name] = judge(lab_root() / name, history=False, pins=pins)
-            except Unreadable as exc:  # named already, as each problem is
-                judged[name] = exc.why
-            except LabError as exc:  # history: said for the whole archive
-                judged[name] = f"{exc}"
-        keeper.stop()
-        _prescore(judged, record)
+    for name in unit.datasets:
+        try:
+            judged[name] = judge(lab_root() / name, history=False, pins=pins)
+        except Unreadable as exc:  # named already, as each problem is
+            judged[name] = exc.why
+        except LabError as exc:  # history: said for the whole archive
+            judged[name] = f"{exc}"
+    _prescore(judged, record)
     datasets = {name: _verify_dataset(name, j, record, write) for name, j in judged.items()}
     for name, (kind, said) in _twins(judged).items():
         datasets[name][kind].append(said)
     return {"seals": [seal_row(entry, record) for entry in entries], "datasets": datasets}
-
-
-def _predicted(entries: list[dict[str, Any]]) -> set[str]:
-    """The observables the unit's sealed files predict (those that load)."""
-    found: set[str] = set()
-    for entry in entries:
-        try:
-            found |= set(load_hypothesis(lab_root() / entry["path"]).predict)
-        except LabError:
-            continue  # said by its check
-    return found
 
 
 def _twins(judged: dict[str, Judged | str]) -> dict[str, tuple[str, str]]:
