@@ -48,6 +48,7 @@ Numbering = dict[str, dict[int, int]]  # axis -> {canonical label: documented la
 
 
 def canonical(ds: xr.Dataset, kernel: str, operand: str) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's (rows, cols) of the operand as the dataset labels them."""
     k = ds.sel(kernel=kernel)
     return k[f"{operand}_row"].values.astype(int), k[f"{operand}_col"].values.astype(int)
 
@@ -66,12 +67,12 @@ def numbering_of(ds: xr.Dataset, kernel: str, labels: dict[str, np.ndarray], sou
             theirs = labels[helper][index]
             held = canon >= 0
             if (theirs[held] < 0).any() or (theirs[~held] >= 0).any():
-                raise IntegrityError(f"{kernel}: {source}'s {helper} and the measured map disagree "
-                                 "on which slots hold an element")
+                raise IntegrityError(f"{kernel}: {source}'s {helper} and the measured map "
+                                     "disagree on which slots hold an element")
             for c, t in zip(canon[held].tolist(), theirs[held].tolist(), strict=True):
                 if found[axis].setdefault(c, t) != t:
-                    raise IntegrityError(f"{kernel}: {source}'s {helper} gives measured {axis} {c} "
-                                     f"two labels ({found[axis][c]} and {t})")
+                    raise IntegrityError(f"{kernel}: {source}'s {helper} gives measured {axis} "
+                                         f"{c} two labels ({found[axis][c]} and {t})")
     for axis, mapping in found.items():
         if len(set(mapping.values())) != len(mapping):
             raise IntegrityError(f"{kernel}: {source} gives two measured {axis}s one label")
@@ -80,6 +81,8 @@ def numbering_of(ds: xr.Dataset, kernel: str, labels: dict[str, np.ndarray], sou
 
 def numberings(ds: xr.Dataset, hypothesis: Hypothesis, confirmed: list[str]
                ) -> dict[str, Numbering]:
+    """{kernel: its numbering} as the sealed file's helpers label the slots, for the
+    `confirmed` kernels (those its literal scoring CONFIRMS) whose map was recovered."""
     from probelab.hypothesis import helper_values
 
     kernels = [k for k in confirmed if recovered(ds, k)]
