@@ -625,6 +625,13 @@ def separation(claimed: list[dict[str, Any]]) -> dict[str, int]:
     return {"refuting_cells": refuting, "cells": cells}
 
 
+def literally_confirmed(doc: Verdict) -> list[str]:
+    """The kernels a verdict CONFIRMS by its literal scoring: those a figure or an export may
+    number as the file's own table."""
+    return [k for k, r in doc["kernels"].items()
+            if r["status"] == CONFIRMED and r["via"] == "literal"]
+
+
 def verdict_words(doc: Verdict) -> str:
     """The verdict, with the separation count when it is a refutation."""
     if doc["verdict"] == REFUTED and "separation" in doc:

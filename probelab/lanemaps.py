@@ -21,7 +21,6 @@ bijection per axis is built in slot order, and a cell mismatches where the layou
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -44,6 +43,9 @@ LANES_PER_WARP = 32
 # the hypothesis helpers that number each operand's rows and columns (C: D's), and the
 # axis each labels: A's columns are k, as are B's rows
 HELPERS = {"a": ("a_m", "a_k"), "b": ("b_k", "b_n"), "d": ("d_m", "d_n")}
+# each helper over the slots of its operand, as a grid's coordinates span them
+HELPER_DIMS = {h: ("kernel", f"{operand}_lane", f"{operand}_reg")
+               for operand, helpers in HELPERS.items() for h in helpers}
 Numbering = dict[str, dict[int, int]]  # axis -> {canonical label: documented label}
 
 
@@ -89,9 +91,7 @@ def numberings(ds: xr.Dataset, hypothesis: Hypothesis, confirmed: list[str]
     if not kernels:
         raise UsageError(f"{hypothesis.id} is confirmed by its literal scoring on no kernel of "
                          "this dataset: a lane map is numbered only as a confirmed table")
-    dims = {h: ("kernel", f"{operand}_lane", f"{operand}_reg")
-            for operand, helpers in HELPERS.items() for h in helpers}
-    labels = helper_values(hypothesis, ds, dims)
+    labels = helper_values(hypothesis, ds, HELPER_DIMS)
     return {k: numbering_of(ds, k, labels, hypothesis.id) for k in kernels}
 
 
@@ -161,25 +161,30 @@ def lane_maps(ds: xr.Dataset, kernel: str | None = None, operand: str | None = N
         raise UsageError(f"no lane map of operand {operand.upper()} in this dataset")
     found = []
     for at, name in enumerate(kernels):
-        if kernel not in (None, name) or _refused(ds, at):
+        if kernel not in (None, name) or not recovered(ds, name):
             continue
+        listed, tiles = operands(ds, name), tile_operands(ds, name)
         for op in OPERANDS:
-            if operand not in (None, op) or f"{op}_row" not in ds.data_vars:
+            if op not in (listed if operand is None else [operand]):
                 continue
-            rows, cols = (ds[f"{op}_{axis}"].values[at].astype(np.int64)
-                          for axis in ("row", "col"))
             count = value_count(ds, op, at)
-            rows, cols = rows[:, :count], cols[:, :count]
-            if op == "c" and operand is None and _same_as_d(ds, at, rows, cols, count):
-                continue
+            rows, cols = (ds[f"{op}_{axis}"].values[at, :, :count].astype(np.int64)
+                          for axis in ("row", "col"))
             words = str(ds[f"{op}_row"].attrs.get("description", ""))
             numbering = "canonical labels (numbered by first appearance in slot order)" \
                 if "canonical" in words else "the dataset's labels"
-            found.append(LaneMap(name, op, rows, cols, numbering,
-                                 tile=op in tile_operands(ds, name)))
+            found.append(LaneMap(name, op, rows, cols, numbering, tile=op in tiles))
     if not found:
         raise UsageError("no recovered lane map of that kernel and operand in this dataset")
     return found
+
+
+def operands(ds: xr.Dataset, kernel: str) -> list[str]:
+    """A, B and D; C too where it is not held exactly like D."""
+    k = ds.sel(kernel=kernel)
+    same = all(np.array_equal(k[f"c_{x}"].values, k[f"d_{x}"].values) for x in ("row", "col")) \
+        if "c_row" in ds else True
+    return ["a", "b", "d"] if same else ["a", "b", "c", "d"]
 
 
 def recovered(ds: xr.Dataset, kernel: str) -> bool:
@@ -200,21 +205,10 @@ def tile_operands(ds: xr.Dataset, kernel: str) -> list[str]:
             or (canonical(ds, kernel, n)[0][:, : int(k[f"{n}_regs"])] < 0).any()]
 
 
-def _refused(ds: xr.Dataset, at: int) -> bool:
-    """A kernel whose outputs formed no lane map has none to show."""
-    return "recovered" in ds.data_vars and int(ds["recovered"].values[at]) != 1
-
-
 def value_count(ds: xr.Dataset, op: str, at: int) -> int:
     """The kernel's own value count (the value dim is padded to the widest kernel's)."""
     count = f"{'d' if op == 'c' else op}_regs"
     return int(ds[count].values[at]) if count in ds.coords else ds.sizes[f"{op}_reg"]
-
-
-def _same_as_d(ds: xr.Dataset, at: int, rows: np.ndarray, cols: np.ndarray, count: int
-               ) -> bool:
-    d = [ds[f"d_{axis}"].values[at][:, :count] for axis in ("row", "col")]
-    return np.array_equal(rows, d[0]) and np.array_equal(cols, d[1])
 
 
 # -- CuTe ------------------------------------------------------------------------------------
@@ -409,14 +403,8 @@ def reproduces(layout: Layout, m: LaneMap, relabel: bool = False) -> Score:
     cells = int(((m.rows >= 0) | (rows >= 0)).sum())
     first = [(int(lane), int(value), int(ours_rows[lane, value]), int(ours_cols[lane, value]),
               int(rows[lane, value]), int(cols[lane, value]))
-             for value, lane in _slot_order(np.argwhere(bad.T))][:8]
+             for value, lane in np.argwhere(bad.T)[:8]]  # in slot order: value-major
     return Score(cells - int(bad.sum()), cells, bad, first, relabel)
-
-
-def _slot_order(found: np.ndarray) -> Iterator[tuple[int, int]]:
-    """(value, lane) pairs as argwhere gives them over the transpose: slot order."""
-    for value, lane in found:
-        yield int(value), int(lane)
 
 
 def _broken(measured: np.ndarray, theirs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -434,6 +422,10 @@ def _broken(measured: np.ndarray, theirs: np.ndarray) -> tuple[np.ndarray, np.nd
             elif forward.setdefault(ours, other) != other or \
                     backward.setdefault(other, ours) != ours:
                 bad[lane, value] = True
-    mapped = np.array([[forward.get(c, -1) if c >= 0 else -1 for c in row]
-                       for row in measured.tolist()], np.int64).reshape(measured.shape)
-    return bad, mapped
+    return bad, relabelled(measured, forward)
+
+
+def relabelled(labels: np.ndarray, mapping: dict[int, int]) -> np.ndarray:
+    """Each label through `mapping`; -1 for an empty slot or a label it does not map."""
+    return np.array([[mapping.get(c, -1) if c >= 0 else -1 for c in row]
+                     for row in labels.tolist()], np.int64).reshape(labels.shape)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from probelab import lanemaps
+from probelab import dataset, lanemaps
 from probelab.errors import IntegrityError, UsageError
 from probelab.lanemaps import LaneMap, Score
 from probelab.layouts import Cute, Layout, Linear, Table, parse_cute, parse_linear, parse_table
@@ -46,7 +46,7 @@ def newest_dataset(probe: str) -> Path:
     if not pinned:
         raise UsageError(f"no pinned dataset of {probe!r} (`probelab list --measured` shows "
                          "what is measured), or give one with --dataset")
-    newest = max(pinned, key=lambda e: (manifest._measured_at(e), e["path"]))
+    newest = max(pinned, key=lambda e: (manifest.measured_at(e), e["path"]))
     return lab_root() / newest["path"]
 
 
@@ -62,8 +62,6 @@ def source(probe: str | None, path: Path | None, kernel: str | None, operand: st
     judged = judge(path, history=False)
     if judged.problem:
         raise IntegrityError(f"{path} is TAMPERED ({judged.problem}): no layout is read off it")
-    from probelab import dataset
-
     if dataset.simulated(judged.prov):
         raise UsageError(f"{path} is simulated: a model's output, never a measured map")
     if probe is not None and judged.prov.get("probe") != probe:
@@ -83,7 +81,7 @@ def sealed_source(prereg: Path, kernel: str | None, operand: str | None) -> Sour
 
     from probelab import ledger
     from probelab.hypothesis import helper_values, load_hypothesis, read_capped
-    from probelab.lanemaps import HELPERS
+    from probelab.lanemaps import HELPER_DIMS, HELPERS
     from probelab.paths import ledger_path, relative
     from probelab.probe import get_probe
 
@@ -94,9 +92,7 @@ def sealed_source(prereg: Path, kernel: str | None, operand: str | None) -> Sour
                              "(unsealed, or edited since): no table is read off it")
     h = load_hypothesis(prereg)
     grid = get_probe(h.probe).stimulus()
-    helpers = {name: ("kernel", f"{op}_lane", f"{op}_reg")
-               for op, names in HELPERS.items() for name in names}
-    labels = helper_values(h, grid, helpers)
+    labels = helper_values(h, grid, HELPER_DIMS)
     kernels = [str(k) for k in grid["kernel"].values]
     if kernel is not None and kernel not in kernels:
         raise UsageError(f"no kernel {kernel!r} on {h.probe}'s grid (it has "
@@ -119,7 +115,7 @@ def sealed_source(prereg: Path, kernel: str | None, operand: str | None) -> Sour
 def _numbered(maps: list[LaneMap], ds: xr.Dataset, path: Path, prereg: Path
               ) -> list[LaneMap]:
     """The maps in the sealed file's numbering: only kernels its literal scoring CONFIRMS."""
-    from probelab.check import CONFIRMED, TAMPERED, check
+    from probelab.check import TAMPERED, check, literally_confirmed
     from probelab.hypothesis import load_hypothesis
     from probelab.lanemaps import AXES, numberings
 
@@ -127,9 +123,7 @@ def _numbered(maps: list[LaneMap], ds: xr.Dataset, path: Path, prereg: Path
     doc = check(prereg, path)
     if doc["verdict"] == TAMPERED:
         raise IntegrityError(f"{prereg} is TAMPERED ({'; '.join(doc['reasons'])})")
-    confirmed = [k for k, r in doc["kernels"].items()
-                 if r["status"] == CONFIRMED and r["via"] == "literal"]
-    wanted = sorted({m.kernel for m in maps} & set(confirmed))
+    wanted = sorted({m.kernel for m in maps} & set(literally_confirmed(doc)))
     if not wanted:
         raise UsageError(f"{h.id}'s literal scoring confirms none of these kernels on {path}: "
                          "a map is numbered only as a confirmed table")
@@ -139,15 +133,10 @@ def _numbered(maps: list[LaneMap], ds: xr.Dataset, path: Path, prereg: Path
     for m in maps:
         if m.kernel not in found:
             continue
-        rows, cols = (_renumbered(labels, found[m.kernel][axis])
+        rows, cols = (lanemaps.relabelled(labels, found[m.kernel][axis])
                       for labels, axis in zip((m.rows, m.cols), AXES[m.operand], strict=True))
         out.append(replace(m, rows=rows, cols=cols, numbering=words, documented=True))
     return out
-
-
-def _renumbered(labels: np.ndarray, mapping: dict[int, int]) -> np.ndarray:
-    return np.array([[mapping.get(c, -1) if c >= 0 else -1 for c in row]
-                     for row in labels.tolist()], np.int64).reshape(labels.shape)
 
 
 def describe(m: LaneMap) -> dict[str, Any]:
@@ -225,11 +214,11 @@ def write_each(src: Source, form: str, folder: Path) -> list[Path]:
     from probelab.storage import atomic_write_bytes
 
     written = []
+    ext = {"cute": "cute.txt", "linear": "linear.txt"}.get(form, form)
+    folder.mkdir(parents=True, exist_ok=True)
     for m in src.maps:
         one = Source(src.path, src.probe, [m])
-        ext = {"cute": "cute.txt", "linear": "linear.txt"}.get(form, form)
         path = folder / f"{src.path.stem}.{m.kernel}.{m.operand}.{ext}"
-        folder.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(path, show_text(one, form).encode())
         written.append(path)
     return written

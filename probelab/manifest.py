@@ -113,14 +113,14 @@ def measured(entries: list[dict[str, Any]]) -> dict[str, list[Measured]]:
     sweep names it), else when it was pinned."""
     times: dict[tuple[str, str], list[str]] = {}
     for entry in entries:
-        times.setdefault((entry["probe"], entry["target"]), []).append(_measured_at(entry))
+        times.setdefault((entry["probe"], entry["target"]), []).append(measured_at(entry))
     out: dict[str, list[Measured]] = {}
     for (probe, target), seen in sorted(times.items()):
         out.setdefault(probe, []).append(Measured(target, len(seen), max(seen)))
     return out
 
 
-def _measured_at(entry: dict[str, Any]) -> str:
+def measured_at(entry: dict[str, Any]) -> str:
     stem = Path(entry["path"]).name.split(".")[0].split("-")[0]
     try:
         when = datetime.strptime(stem, "%Y%m%dT%H%M%SZ")

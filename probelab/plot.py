@@ -59,7 +59,7 @@ def _draw(ds: xr.Dataset, probe: Probe, dataset_path: Path, kinds: list[str] | N
     tables, tag, about = None, "", None
     if prereg_checked is not None:
         prereg, checked = prereg_checked
-        from probelab.check import CONFIRMED, TAMPERED, not_applicable, verdict_words
+        from probelab.check import TAMPERED, literally_confirmed, not_applicable, verdict_words
         from probelab.hypothesis import load_hypothesis, predict
 
         h = load_hypothesis(prereg)
@@ -78,8 +78,7 @@ def _draw(ds: xr.Dataset, probe: Probe, dataset_path: Path, kinds: list[str] | N
         about = {"id": h.id, "scoring": scoring, "verdict": verdict_words(doc),
                  "claimed": doc["hypothesis"]["kernels"], "hypothesis": h,
                  # a figure numbered as the file's table needs its literal scoring to hold
-                 "literal_confirmed": [k for k, r in doc["kernels"].items()
-                                       if r["status"] == CONFIRMED and r["via"] == "literal"]}
+                 "literal_confirmed": literally_confirmed(doc)}
     chosen = kinds or [k for k in plots if tables is not None or not k.startswith("mismatch")]
     if not chosen:
         offered = f"it has {', '.join(sorted(plots))}, which need --prereg" if plots else \

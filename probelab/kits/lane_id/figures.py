@@ -25,21 +25,21 @@ from matplotlib.figure import Figure
 from probelab.drawing import Table, cell_table, dataset_header, new_figure
 from probelab.errors import IntegrityError
 from probelab.kits.elements import ELEMENTS, F64
-from probelab.lanemaps import AXES, Numbering, canonical, numberings, recovered, tile_operands
+from probelab.lanemaps import (
+    AXES,
+    Numbering,
+    canonical,
+    numberings,
+    operands,
+    recovered,
+    tile_operands,
+)
 
 OPERANDS = {"a": ("A", "row", "k"), "b": ("B", "k", "col"), "c": ("C", "row", "col"),
             "d": ("D", "row", "col")}
 LANES_PER_ROW = 16
 CELL_IN = 0.42  # inches per cell: labels stay at >= 6 pt when printed
 EMPTY = "#eeeeee"
-
-
-def operands(ds: xr.Dataset, kernel: str) -> list[str]:
-    """A, B and D; C too where it is not held exactly like D."""
-    k = ds.sel(kernel=kernel)
-    same = all(np.array_equal(k[f"c_{x}"].values, k[f"d_{x}"].values) for x in ("row", "col")) \
-        if "c_row" in ds else True
-    return ["a", "b", "d"] if same else ["a", "b", "c", "d"]
 
 
 def _cells(ds: xr.Dataset, kernel: str, operand: str, numbering: Numbering | None = None
