@@ -85,7 +85,9 @@ def sealed_source(prereg: Path, kernel: str | None, operand: str | None) -> Sour
     from probelab.paths import ledger_path, relative
     from probelab.probe import get_probe
 
-    entry = ledger.find(ledger.read(ledger_path()), relative(prereg))
+    entries = ledger.read(ledger_path())
+    ledger.verify_chain(entries)  # a line rewritten to hash as an edited file breaks it
+    entry = ledger.find(entries, relative(prereg))
     raw = read_capped(prereg) if entry else None
     if raw is None or entry is None or hashlib.sha256(raw).hexdigest() != entry["file_sha256"]:
         raise IntegrityError(f"{prereg} is not a sealed file as its ledger entry records it "

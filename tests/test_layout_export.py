@@ -3,6 +3,7 @@ layout show|compare` commands: a form is found from the map alone and proved on 
 a map that has none says why, and a user's layout is scored literally or up to the
 renumbering a lane-id experiment leaves open."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -139,6 +140,15 @@ def test_layout_commands_refuse_bad_input_in_one_line(wmma_lab: Path, tmp_path: 
     edited.write_text(edited.read_text() + "\n# edited\n")
     result = _run("show", "--sealed", sealed)
     assert result.exit_code == 3 and "edited since" in result.output
+    # the ledger line rewritten to hash as the edited file: the ledger's chain breaks
+    import hashlib
+
+    ledger = wmma_lab / "preregistrations" / "LEDGER.jsonl"
+    old = json.loads(ledger.read_text().splitlines()[-1])["file_sha256"]
+    ledger.write_text(ledger.read_text().replace(
+        old, hashlib.sha256(edited.read_bytes()).hexdigest()))
+    result = _run("show", "--sealed", sealed)
+    assert result.exit_code == 3 and "ledger" in result.output, result.output
 
 
 def test_a_simulated_dataset_is_never_shown_as_a_measured_map(own_lab, tmp_path: Path,
