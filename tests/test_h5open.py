@@ -3,6 +3,7 @@ does: the same variables in the same order, coordinates, dims, dtypes, attribute
 values, and so the same content hash; anything it does not read is left to xarray."""
 
 import io
+import zlib
 from pathlib import Path
 
 import h5py
@@ -73,3 +74,83 @@ def test_every_archive_dataset_reads_as_xarray_reads_it(path: Path) -> None:
     data = path.read_bytes()
     _same(_xarray(data), h5open.open_bytes(data), values_up_to=0 if path.stat().st_size > 4e6
           and dataset.declared_bytes(path) > 1e9 else 64e6)
+
+
+def _stored(tmp_path: Path, values: np.ndarray, chunks: tuple[int, ...]) -> h5py.Dataset:
+    """`values` stored as dataset.save stores a large variable: chunked, shuffle, deflate."""
+    handle = h5py.File(tmp_path / f"v{len(list(tmp_path.iterdir()))}.h5", "w")
+    return handle.create_dataset("v", data=values, chunks=chunks, shuffle=True,
+                                 compression="gzip", compression_opts=4)
+
+
+KEYS = [(slice(None), slice(None), slice(None)), (0, slice(None), slice(None)),
+        (-1, slice(3, 11), slice(None)), (slice(1, 3), 5, slice(2, 9)),
+        (slice(2, 2), slice(None), slice(None)), (np.int64(2), -7, 1)]
+
+
+@pytest.mark.parametrize("dtype", ["<i1", "<u2", "<i4", "<f4", "<u8", "<f8"])
+def test_chunks_read_straight_give_what_hdf5_gives(tmp_path: Path, dtype: str) -> None:
+    """Edge chunks (7 x 13 x 10 over chunks of 2 x 4 x 3), every byte width the shuffle
+    undoes, integers, negative indices, empty spans: the values and dtype HDF5 reads."""
+    rng = np.random.default_rng(7)
+    values = rng.integers(-2**62, 2**62, (7, 13, 10)).astype(dtype)
+    if values.dtype.kind == "f":
+        values.flat[::5] = np.nan
+    stored = _stored(tmp_path, values, (2, 4, 3))
+    for key in KEYS:
+        block = h5open._chunked(stored, key)
+        assert block is not None, key
+        expected = stored[key]
+        assert block.dtype == expected.dtype and block.shape == expected.shape, key
+        assert block.tobytes() == expected.tobytes(), key
+
+
+def test_what_it_does_not_read_straight_is_left_to_hdf5(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A filter skipped for a chunk, a chunk never written, bytes that inflate to more than a
+    chunk (a bomb is not inflated past it), steps, arrays as keys, another pipeline, no
+    zlib-ng: None, and the variable still reads as HDF5 reads it (or fails as HDF5 does)."""
+    values = np.arange(7 * 13 * 10, dtype="<i4").reshape(7, 13, 10)
+    stored = _stored(tmp_path, values, (2, 4, 3))
+    whole = (slice(None),) * 3
+    stored.id.write_direct_chunk((0, 0, 0), np.zeros(24, "<i4").tobytes(), filter_mask=0b11)
+    assert h5open._chunked(stored, whole) is None
+    with pytest.raises(OSError, match="filter returned failure"):  # HDF5's own answer
+        h5open._Lazy(stored)._raw(whole)
+    assert h5open._chunked(stored, (slice(2, 4), slice(None), slice(None))) is not None
+    gaps = stored.file.create_dataset("gaps", shape=(4, 4), dtype="<i4", chunks=(2, 2),
+                                      shuffle=True, compression="gzip")
+    gaps[:2, :2] = 1
+    assert h5open._chunked(gaps, (slice(None), slice(None))) is None
+    bomb = stored.file.create_dataset("bomb", shape=(4,), dtype="<i4", chunks=(4,),
+                                      shuffle=True, compression="gzip")
+    bomb.id.write_direct_chunk((0,), zlib.compress(bytes(1 << 20)), filter_mask=0)
+    assert h5open._chunked(bomb, (slice(None),)) is None
+    assert h5open._Lazy(bomb)._raw((slice(None),)).tobytes() == bomb[:].tobytes()
+    assert h5open._chunked(stored, (slice(None, None, 2), slice(None), slice(None))) is None
+    assert h5open._chunked(stored, (np.array([0, 2]), slice(None), slice(None))) is None
+    plain = stored.file.create_dataset("plain", data=values, chunks=(2, 4, 3),
+                                       compression="gzip")
+    assert h5open._chunked(plain, whole) is None
+    fresh = _stored(tmp_path, values, (2, 4, 3))
+    assert h5open._chunked(fresh, whole) is not None
+    monkeypatch.setattr(h5open, "zlib_ng", None)
+    assert h5open._chunked(fresh, whole) is None
+
+
+def test_a_saved_dataset_read_straight_hashes_as_through_hdf5(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """A variable large enough to be chunked, read lazily through open_bytes both ways: the
+    same values and the same content hash."""
+    values = np.random.default_rng(3).integers(0, 2**31, (3, 700, 1000)).astype(np.uint32)
+    ds = xr.Dataset({"big": (("kernel", "i", "j"), values)}, coords={"kernel": ["a", "b", "c"]})
+    data = dataset.save(ds, tmp_path / "big.nc", {"probe": "toy", "simulated": True}
+                        ).read_bytes()
+    read, chunked = [], h5open._chunked
+    monkeypatch.setattr(h5open, "_chunked", lambda *a: read.append(chunked(*a)) or read[-1])
+    fast = dataset.computed_content_sha256(h5open.open_bytes(data))
+    assert read and all(block is not None for block in read)  # it read them all straight
+    monkeypatch.setattr(h5open, "zlib_ng", None)
+    assert dataset.computed_content_sha256(h5open.open_bytes(data)) == fast
+    assert h5open.open_bytes(data)["big"].values.tobytes() == values.tobytes()
