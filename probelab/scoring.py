@@ -23,8 +23,9 @@ MISMATCHES_SHOWN = 8
 # compressed chunk of the file is decoded once (blocks read alone would decode a chunk once
 # per block it spans); the slabs of all the datasets one scoring walk compares with (a
 # grid's datasets, side by side) hold at most this much at once, beyond it blocks are read
-# alone (a dataset saved now has its chunks cut as the blocks are)
-SLAB_BYTES = 256 << 20
+# alone (a dataset saved now has its chunks cut as the blocks are). Room for both kernels'
+# slabs of an N = 256 lane-id dataset (2 x 134 MB), which its claims walk twice
+SLAB_BYTES = 288 << 20
 
 
 def _plain(value: Any) -> Any:
@@ -75,19 +76,21 @@ class _Room:
 
 class _Observed:
     """One dataset's observed values as blocks walk them, shared by every claim scored on
-    it: a slab kept while the blocks walk it, one at a time (the whole variable where small
-    enough, else one kernel's where the blocks go kernel by kernel) and while `room` has
-    space for it, and the coordinates a mismatch is named by, read once."""
+    it: slabs (a variable whole where small enough, else one kernel's where the blocks go
+    kernel by kernel) kept while `room` has space for them, its own least recently used
+    given up first when a new one needs the space (a claim's second scoring walks the same
+    slabs again, after the others: each was decoded twice when only the last was kept), and
+    the coordinates a mismatch is named by, read once."""
 
     def __init__(self, ds: xr.Dataset, room: _Room) -> None:
         self.ds, self._room = ds, room
-        self._slab: tuple[str, int | None, np.ndarray] | None = None
+        self._slabs: dict[tuple[str, int | None], np.ndarray] = {}  # least recently used first
         self.coords: dict[str, np.ndarray] = {}
 
     def values(self, observable: str, ki: int, rest: tuple[slice, ...], per_kernel: bool
                ) -> np.ndarray:
-        """The observed values of kernel `ki` at `rest`: from the slab, else (a kernel's
-        values too large to keep, or no room left) read for this block alone."""
+        """The observed values of kernel `ki` at `rest`: from a slab, else (a kernel's values
+        too large to keep, or no room left) read for this block alone."""
         var = self.ds.variables[observable]
         whole = var.size * var.dtype.itemsize
         if whole <= SLAB_BYTES:
@@ -96,19 +99,18 @@ class _Observed:
             slab = observable, ki
         else:
             return np.asarray(var[(ki, *rest)].values)
-        if self._slab is None or self._slab[:2] != slab:
-            self._drop()  # freed before the next is read
+        kept = self._slabs.pop(slab, None)
+        if kept is None:
             part = var if slab[1] is None else var[ki]
-            if part.size * var.dtype.itemsize > self._room.free:
+            need = part.size * var.dtype.itemsize
+            while self._slabs and need > self._room.free:  # freed before the next is read
+                self._room.free += self._slabs.pop(next(iter(self._slabs))).nbytes
+            if need > self._room.free:
                 return np.asarray(var[(ki, *rest)].values)
-            self._slab = (*slab, self._read(part))
-            self._room.free -= self._slab[2].nbytes
-        return self._slab[2][(ki, *rest) if slab[1] is None else rest]
-
-    def _drop(self) -> None:
-        if self._slab is not None:
-            self._room.free += self._slab[2].nbytes
-            self._slab = None
+            kept = self._read(part)
+            self._room.free -= kept.nbytes
+        self._slabs[slab] = kept  # now the most recently used
+        return kept[(ki, *rest) if slab[1] is None else rest]
 
     @staticmethod
     def _read(var: xr.Variable) -> np.ndarray:

@@ -390,6 +390,42 @@ def test_claims_on_one_dataset_are_walked_side_by_side_as_each_alone(monkeypatch
     assert len(k1["literal"]["first_mismatches"]) == 3 and k1["swap"]["matches"] < 64 * 48
 
 
+def test_a_slab_walked_again_by_a_second_scoring_is_read_once(monkeypatch) -> None:
+    """A claim with two scorings over two observables walks each observable's slabs once per
+    scoring, the second walk after the other observable's: while the room holds them all
+    each slab is read once (per kernel where a variable is too large whole), with the scores
+    it gets block by block; with room for one slab only, each is read again (never more
+    than the room at once)."""
+    from probelab import hypothesis as claims_module
+    from probelab import scoring
+
+    grid = big_grid().isel(a=slice(0, 64), b=slice(0, 48)).assign_coords(kernel=["k0", "k1"])
+    value = ((grid.a * 3 + grid.b) % 7).values.astype(np.uint32)
+    ds = xr.Dataset({"v": (("kernel", "a", "b"), np.stack([value, value ^ 1])),
+                     "w": (("kernel", "a"), np.stack([grid.a.values] * 2).astype(np.uint32))},
+                    coords=grid.coords)
+    monkeypatch.setattr(claims_module, "PIECE_VALUES", 500)  # many blocks a kernel
+    h = hypothesis('[predict]\nv = "(a * 3 + b) % 7"\nw = "a"\n'
+                   '[translations.flip]\na = "63 - a"\n')
+    observables = {"v": ("kernel", "a", "b"), "w": ("kernel", "a")}  # as lane-id ones are
+    reads: list[tuple[int, ...]] = []
+    real = scoring._Observed._read
+    monkeypatch.setattr(scoring._Observed, "_read",
+                        staticmethod(lambda var: reads.append(var.shape) or real(var)))
+    kernel = ds.v[0].nbytes
+    monkeypatch.setattr(scoring, "SLAB_BYTES", ds.v.nbytes + ds.w.nbytes)  # room for both
+    room = scoring.score_claim(h, grid, observables, [(ds, ["k0", "k1"])])
+    assert sorted(reads) == sorted([ds.v.shape, ds.w.shape])
+    reads.clear()
+    monkeypatch.setattr(scoring, "SLAB_BYTES", kernel)  # v per kernel, one slab at a time
+    tight = scoring.score_claim(h, grid, observables, [(ds, ["k0", "k1"])])
+    assert tight == room and reads == [ds.v[0].shape, ds.v[1].shape, ds.w.shape] * 2
+    monkeypatch.setattr(scoring, "SLAB_BYTES", 0)  # nothing kept: block by block
+    assert scoring.score_claim(h, grid, observables, [(ds, ["k0", "k1"])]) == room
+    k1 = room[1][0]["kernels"]["k1"]["literal"]
+    assert k1["cells"] == 64 * 48 + 64 and k1["matches"] == 64  # v ^ 1 never, w always
+
+
 def test_the_slabs_of_a_grids_datasets_are_bounded_together(monkeypatch) -> None:
     """A claim scored on many datasets of one grid (copies of one measurement) keeps at most
     SLAB_BYTES of their values at once: beyond it a dataset is read block by block, with
