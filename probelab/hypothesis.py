@@ -686,12 +686,14 @@ def _with_model(h: Hypothesis, grid: xr.Dataset) -> xr.Dataset:
         return grid
     if MODEL in grid.variables:
         raise UsageError(f"{h.path}: the grid already has a coordinate named {MODEL!r}")
-    from probelab.dataset import grid_sha256
 
-    # a model reads only the grid, and runs its family's code (which never changes under a
-    # running lab, but may be swapped in: the class itself is part of the key)
+    # a model reads only the grid's numeric cases and formats, and runs its family's code
+    # (which never changes under a running lab, but may be swapped in: the class itself is
+    # part of the key). Keyed on those inputs alone, not on the whole grid: a dataset's grid
+    # and the probe's stimulus hash apart where they differ elsewhere, and each made the
+    # same model again (half of a cold verify's model time).
     family = numerics_spec.FAMILIES.get(str(h.model.get("family")))
-    key = (repr(sorted(h.model.items())), grid_sha256(grid), id(family))
+    key = (repr(sorted(h.model.items())), _model_inputs(grid), id(family))
     if key not in _MODELS:
         try:
             bits = numerics_spec.predicted_bits(h.model, grid)
@@ -699,12 +701,30 @@ def _with_model(h: Hypothesis, grid: xr.Dataset) -> xr.Dataset:
             raise UsageError(f"{h.path}: {exc}") from exc
         bits.flags.writeable = False
         _MODELS[key] = bits
-        while len(_MODELS) > MODELS_KEPT:
+        while sum(b.nbytes for b in _MODELS.values()) > MODELS_BYTES and len(_MODELS) > 1:
             _MODELS.pop(next(iter(_MODELS)))
     return grid.assign_coords({MODEL: (grid["c_bits"].dims, _MODELS[key])})
 
 
-MODELS_KEPT = 16  # a model's bits per grid, kept per process: a claim reads them many times
+def _model_inputs(grid: xr.Dataset) -> str:
+    """The sha256 of all a [model] reads of a grid (numerics.spec.predicted_bits): its cases
+    (name, dims, dtype, shape, values) and its formats; the names missing, as missing."""
+    digest = hashlib.sha256()
+    for name in (*numerics_spec.GRID, *numerics_spec.FORMAT_COORDS):
+        if name not in grid.variables:
+            digest.update(f"{name}|missing|".encode())
+            continue
+        var = grid.variables[name]
+        values = np.ascontiguousarray(var.values)
+        digest.update(f"{name}|{var.dims}|{values.dtype.str}|{values.shape}|".encode())
+        digest.update(values.tobytes() if values.dtype.kind != "O" and values.dtype.kind != "U"
+                      else "\0".join(map(str, values.ravel())).encode())
+    return digest.hexdigest()
+
+
+# a model's bits per grid, kept per process (a claim reads them many times; a verify
+# evaluates ~150 models, each 10 KB on today's grids): the oldest go beyond this
+MODELS_BYTES = 64 << 20
 _MODELS: dict[tuple[str, str, int], np.ndarray] = {}
 
 

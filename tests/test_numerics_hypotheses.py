@@ -169,3 +169,34 @@ def test_a_sealed_model_is_checked_end_to_end_and_its_meaning_is_pinned(
     doc = check.check(own, data)
     assert doc["verdict"] == check.TAMPERED
     assert "no longer evaluates to the sealed table" in doc["reasons"][0]
+
+
+def test_a_model_is_made_once_per_inputs_and_again_for_other_inputs(tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    """A model's bits are kept under what it reads (the cases, the formats, the file's model,
+    its family): a grid that differs elsewhere (a dataset's, with coordinates the stimulus
+    lacks) reuses them; other cases or another format are made afresh, and predict what
+    they should."""
+    from probelab import hypothesis as claims
+    from probelab.numerics import spec
+
+    made: list[tuple[int, ...]] = []
+    real = spec.predicted_bits
+    monkeypatch.setattr(spec, "predicted_bits",
+                        lambda model, g: made.append(g["a_bits"].shape) or real(model, g))
+    monkeypatch.setattr(claims, "_MODELS", {})
+    h = load_hypothesis(write(tmp_path, 'family = "fused-dot"\nfraction_bits = 25\n'
+                                        'rounding = "toward-zero"'))
+    g = grid(alignment(Frame(16)))
+    first = predict(h, g, OBSERVABLES)["literal"]["d_bits"]
+    again = predict(h, g.assign_coords(trial=("trial", np.arange(3))), OBSERVABLES)
+    assert len(made) == 1 and np.array_equal(again["literal"]["d_bits"], first)
+    fewer = g.isel(case=slice(0, 5))
+    assert np.array_equal(predict(h, fewer, OBSERVABLES)["literal"]["d_bits"], first[:, :5])
+    bf16 = g.assign_coords(a_format=((), "bf16"), b_format=((), "bf16"))
+    other = predict(h, bf16, OBSERVABLES)["literal"]["d_bits"]
+    assert len(made) == 3 and not np.array_equal(other, first)  # f16 patterns read as bf16
+    nearest = load_hypothesis(write(tmp_path, 'family = "fused-dot"\nfraction_bits = 25\n'
+                                              'rounding = "nearest-even"', name="n"))
+    predict(nearest, g, OBSERVABLES)
+    assert len(made) == 4
