@@ -354,6 +354,12 @@ def _checked_file(data: bytes, path: Path, sized: bool = True) -> Iterator[h5py.
         if why:
             raise UsageError(f"{path} is not self-contained: {why}; a measured dataset holds "
                              "all its values in its own file")
+        try:
+            scales = malformed_scales(handle)
+        except Exception as exc:  # HDF5 metadata that cannot be walked: corrupt
+            raise NotADataset(path, f"corrupt HDF5 metadata: {exc}") from exc
+        if scales:
+            raise NotADataset(path, scales)
         if sized and (total > MAX_DATASET_BYTES or strings > MAX_STRING_ELEMENTS):
             raise UsageError(f"{path} declares {total:,} bytes of variables ({strings:,} "
                              f"text elements); a dataset is at most {MAX_DATASET_BYTES:,} "
@@ -363,6 +369,38 @@ def _checked_file(data: bytes, path: Path, sized: bool = True) -> Iterator[h5py.
                              f"more than the {MAX_WHOLE_BYTES:,} a dataset may: refused "
                              "before reading it")
         yield handle
+
+
+def malformed_scales(handle: h5py.File) -> str | None:
+    """Which dimension-scale attribute is not of the form HDF5 writes, or None: a
+    DIMENSION_LIST that is not one list of object references per axis, a REFERENCE_LIST that
+    is not (dataset reference, dimension) pairs. HDF5's dimension-scale calls (which xarray's
+    reader makes) read such an attribute as if it were one, and crashed the process on
+    files the dataset fuzzer made (bench/fuzz.py, seed 4: a float64 DIMENSION_LIST); only
+    their types are read here, never their values."""
+    found: list[str] = []
+
+    def visit(name: str, obj: object) -> None:
+        if found or not isinstance(obj, h5py.Dataset):
+            return
+        if "DIMENSION_LIST" in obj.attrs:
+            listed = obj.attrs.get_id("DIMENSION_LIST")
+            base = h5py.check_vlen_dtype(listed.dtype)
+            if base is None or h5py.check_ref_dtype(base) is not h5py.Reference or \
+                    listed.shape != (obj.ndim,):
+                found.append(f"variable {name}'s DIMENSION_LIST is {listed.dtype} "
+                             f"{listed.shape}, not a list of references per axis")
+        if "REFERENCE_LIST" in obj.attrs:
+            pairs = obj.attrs.get_id("REFERENCE_LIST").dtype
+            fields = pairs.fields or {}
+            if tuple(fields) != ("dataset", "dimension") or \
+                    h5py.check_ref_dtype(fields["dataset"][0]) is not h5py.Reference or \
+                    fields["dimension"][0].kind not in "iu":
+                found.append(f"variable {name}'s REFERENCE_LIST is {pairs}, not (dataset "
+                             "reference, dimension) pairs")
+
+    handle.visititems(visit)
+    return found[0] if found else None
 
 
 def foreign_storage(handle: h5py.File) -> str | None:

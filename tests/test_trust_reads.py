@@ -455,3 +455,27 @@ def test_attributes_hdf5_keeps_for_itself_are_read_only_as_it_writes_them(
         f["a"].attrs["NAME"] = np.array([b"x", b"y"])
     assert dataset.load(path)["value"].values.tolist() == [[0, 1, 2], [3, 4, 5]]
     assert dataset.read_summarised(path).summary.kernels == ("k0", "k1")
+
+
+@pytest.mark.parametrize("attribute", ["DIMENSION_LIST", "REFERENCE_LIST"])
+def test_a_dimension_scale_attribute_of_another_form_is_refused_not_a_crash(
+        tmp_path: Path, attribute: str) -> None:
+    """A DIMENSION_LIST that is a float64 array (what the dataset fuzzer made, seed 4) sent
+    HDF5's dimension-scale calls, made by xarray's reader, into freed memory: the process
+    died (SIGSEGV/SIGABRT). Its type is read first: one line, in a fresh process."""
+    ds = xr.Dataset({"value": (("kernel", "i"), np.arange(8, dtype=np.uint32)[None])},
+                    coords={"kernel": ["k"], "i": np.arange(8)})
+    path = dataset.save(ds, tmp_path / "x.nc", {"probe": "toy", "simulated": True})
+    with h5py.File(path, "r+") as handle:
+        target = handle["value"] if attribute == "DIMENSION_LIST" else handle["i"]
+        del target.attrs[attribute]
+        target.attrs[attribute] = np.linspace(0, 1, 1539)
+    code = ("import sys; from pathlib import Path; from probelab import dataset\n"
+            "from probelab.errors import UsageError\n"
+            "try:\n    dataset.read_summarised(Path(sys.argv[1])).open()\n"
+            "except UsageError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                          text=True, timeout=120,
+                          env=dict(os.environ, PROBELAB_CACHE=str(tmp_path / "cache")))
+    assert done.returncode == 0, done.stderr[-500:]
+    assert "is not a probelab dataset" in done.stdout and attribute in done.stdout
