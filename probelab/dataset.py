@@ -349,15 +349,12 @@ def _checked_file(data: bytes, path: Path, sized: bool = True) -> Iterator[h5py.
     with _opened(data, path) as handle:
         try:
             why, (total, strings) = foreign_storage(handle), declared(handle)
+            scales = malformed_scales(handle)
         except Exception as exc:  # HDF5 metadata that cannot be walked: corrupt
             raise NotADataset(path, f"corrupt HDF5 metadata: {exc}") from exc
         if why:
             raise UsageError(f"{path} is not self-contained: {why}; a measured dataset holds "
                              "all its values in its own file")
-        try:
-            scales = malformed_scales(handle)
-        except Exception as exc:  # HDF5 metadata that cannot be walked: corrupt
-            raise NotADataset(path, f"corrupt HDF5 metadata: {exc}") from exc
         if scales:
             raise NotADataset(path, scales)
         if sized and (total > MAX_DATASET_BYTES or strings > MAX_STRING_ELEMENTS):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import math
 import sys
 from typing import Any
 
@@ -83,7 +84,7 @@ def _chunked(dataset: h5py.Dataset, key: tuple) -> np.ndarray | None:
              for k, n in zip(key, dataset.shape, strict=True)]
     out = np.empty([len(r) for r in spans], dataset.dtype)
     chunk, size = dataset.chunks, dataset.dtype.itemsize
-    nbytes = int(np.prod(chunk)) * size
+    nbytes = math.prod(chunk) * size
     firsts = [range(r.start // c * c, r.stop, c) if len(r) else range(0)
               for r, c in zip(spans, chunk, strict=True)]
     for origin in itertools.product(*firsts):

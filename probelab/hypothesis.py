@@ -717,8 +717,8 @@ def _model_inputs(grid: xr.Dataset) -> str:
         var = grid.variables[name]
         values = np.ascontiguousarray(var.values)
         digest.update(f"{name}|{var.dims}|{values.dtype.str}|{values.shape}|".encode())
-        digest.update(values.tobytes() if values.dtype.kind != "O" and values.dtype.kind != "U"
-                      else "\0".join(map(str, values.ravel())).encode())
+        digest.update("\0".join(map(str, values.ravel())).encode()
+                      if values.dtype.kind in "OU" else values.tobytes())
     return digest.hexdigest()
 
 
