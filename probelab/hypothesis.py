@@ -754,6 +754,48 @@ def _claim_key(h: Hypothesis, grid: "xr.Dataset | GridPrint",
     return repr(fields), hashlib.sha256(f"{header!r}|{printed.digest}".encode()).hexdigest()
 
 
+# a let is compared by value (`value_key`) only where it spans at most this many cells
+SHARED_LET_CELLS = 1 << 20
+
+
+def value_key(h: Hypothesis, grid: xr.Dataset,
+              observables: Mapping[str, tuple[str, ...]]) -> str | None:
+    """What the claim's tables are a function of, with its helpers taken by value: its
+    predictions, scope and translations as written, the dims and sizes they span, and the
+    value of every [let] (or [layout]) they read, each evaluated over its own support. Two
+    claims of one grid with one value key have the same tables, however their helpers are
+    written: a file restated in another notation (a CuTe layout for a hand-typed index) is
+    evaluated once. None where a helper spans more than SHARED_LET_CELLS cells, the file has
+    a [model], or anything fails to compile or evaluate (the claim's own walk says why)."""
+    if h.model is not None:
+        return None
+    lets = {name for name, _ in h.lets}
+    digest = hashlib.sha256()
+    try:
+        for observable, source in h.predict.items():
+            dims = observables[observable]
+            names = _grid_names(grid, dims)
+            axes = {name: set(grid.variables[name].dims) for name in names}
+            read = _names(source) | (_names(h.where) if h.where is not None else set())
+            digest.update(repr((observable, source, dims,
+                                [grid.sizes[d] for d in dims])).encode())
+            for let in sorted(read & lets):
+                program = compile_program([*_needed(h.lets, [("", let)]), ("predicted", let)],
+                                          names, h.tables)
+                span = _support(program, axes)["predicted"]
+                if np.prod([grid.sizes[d] for d in span]) > SHARED_LET_CELLS:
+                    return None
+                value = np.ascontiguousarray(program.evaluate(
+                    _grid_env(grid, dims), ("predicted",), compact=True)["predicted"], "<i8")
+                digest.update(f"|{let}|{value.shape}|".encode() + value.tobytes())
+    except (ExprError, KeyError):
+        return None
+    moved = {name for mapping in h.translations.values() for name in mapping}
+    digest.update(repr((h.where, [(k, sorted(v.items())) for k, v in h.translations.items()],
+                        sorted((n, observables.get(n)) for n in moved))).encode())
+    return digest.hexdigest()
+
+
 def _validate(h: Hypothesis, known: set[str]) -> None:
     """Every expression of the file compiles (syntax, whitelist, names, limits), used on this
     grid or not: a sealed file must be valid throughout, not only where it is evaluated."""

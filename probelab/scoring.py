@@ -16,7 +16,15 @@ import numpy as np
 import xarray as xr
 
 from probelab.errors import LabError
-from probelab.hypothesis import Block, Hypothesis, Piece, TableHash, claim_blocks, table_shapes
+from probelab.hypothesis import (
+    Block,
+    Hypothesis,
+    Piece,
+    TableHash,
+    claim_blocks,
+    table_shapes,
+    value_key,
+)
 
 MISMATCHES_SHOWN = 8
 # observed values are read as slabs (a variable whole, else a kernel's values) so every
@@ -196,14 +204,54 @@ def score_claim(h: Hypothesis, grid: xr.Dataset, observables: Mapping[str, tuple
     return scored
 
 
-def score_claims(claims: Sequence[tuple[Hypothesis, xr.Dataset, Mapping[str, tuple[str, ...]],
-                                        Targets]]) -> list[Scored | LabError]:
+Claim = tuple[Hypothesis, xr.Dataset, Mapping[str, tuple[str, ...]], Targets]
+
+
+def score_claims(claims: Sequence[Claim]) -> list[Scored | LabError]:
     """`score_claim` of each claim, walked side by side: the claims take turns block by block
     so that every block comparing with the observed values now read (a dataset keeps one
     slab) is compared before the next slab is read. Several claims on one large dataset then
     read each slab once, not once per claim and scoring; each claim's own blocks keep their
     order (its hash, its first mismatches). A claim refused (its evaluation, a LabError)
-    gives its error in its place; the others go on."""
+    gives its error in its place; the others go on. Claims whose tables are equal by value
+    (`_alike`) are walked once."""
+    leaders, follows = _alike(claims)
+    scored = _score_walked([claims[i] for i in leaders])
+    out: dict[int, Scored | LabError] = dict(zip(leaders, scored, strict=True))
+    alone = []
+    for i, leader in follows.items():
+        h, grid, observables, _ = claims[i]
+        if isinstance(out[leader], LabError):  # its own walk says what is wrong with it
+            alone.append(i)
+            continue
+        try:
+            table_shapes(h, grid, observables)  # refused as its own walk would refuse it
+            out[i] = out[leader]
+        except LabError as exc:
+            out[i] = exc
+    for i, result in zip(alone, _score_walked([claims[i] for i in alone]), strict=True):
+        out[i] = result
+    return [out[i] for i in range(len(claims))]
+
+
+def _alike(claims: Sequence[Claim]) -> tuple[list[int], dict[int, int]]:
+    """(the claims to walk, {a claim: the earlier one whose answers it takes}): claims
+    with one value key (probelab.hypothesis.value_key: equal tables, however their helpers
+    are written) on the same grid, scored on the same datasets and kernels."""
+    first: dict[tuple, int] = {}
+    leaders, follows = [], {}
+    for i, (h, grid, observables, targets) in enumerate(claims):
+        key = value_key(h, grid, observables)
+        alike = (key, id(grid), tuple((id(ds), tuple(kernels)) for ds, kernels in targets))
+        if key is not None and alike in first:
+            follows[i] = first[alike]
+        else:
+            first.setdefault(alike, i)
+            leaders.append(i)
+    return leaders, follows
+
+
+def _score_walked(claims: Sequence[Claim]) -> list[Scored | LabError]:
     observed: dict[int, _Observed] = {}  # a dataset's, by identity: shared by its claims
     room = _Room(SLAB_BYTES)
     walks: list[_Walk | LabError] = []
