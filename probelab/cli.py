@@ -922,7 +922,8 @@ layout_app = typer.Typer(help="Measured lane maps as CuTe layouts, linear layout
                          no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(layout_app, name="layout")
 ProbeArg = Annotated[str | None, typer.Argument(
-    metavar="PROBE", help="A lane-id probe (its newest pinned dataset that is not retired).",
+    metavar="PROBE", help="A probe with lane maps: lane-id, matrix-move or sparse (its newest "
+                          "pinned dataset that is not retired).",
     show_default=False)]
 DatasetOpt = Annotated[Path | None, typer.Option(
     "--dataset", help="Read this dataset instead of the probe's newest.", show_default=False)]
@@ -956,8 +957,11 @@ def _layout_source(probe: str | None, dataset: Path | None, kernel: str | None,
 
 
 def _operand(value: str | None) -> str | None:
-    if value is not None and value.lower() not in ("a", "b", "c", "d"):
-        raise UsageError(f"--operand {value}: one of A, B, C, D")
+    from probelab.lanemaps import KIT_OPERANDS, OPERANDS
+
+    known = OPERANDS + KIT_OPERANDS
+    if value is not None and value.lower() not in known:
+        raise UsageError(f"--operand {value}: one of {', '.join(o.upper() for o in known)}")
     return None if value is None else value.lower()
 
 
@@ -969,7 +973,9 @@ def layout_show(
     dataset: DatasetOpt = None,
     kernel: KernelOpt = None,
     operand: Annotated[str | None, typer.Option(help="A, B, C or D (default: every one; C "
-                                                "only where it is not held as D).",
+                                                "only where it is not held as D); SMEM "
+                                                "(ldmatrix, stmatrix), SOURCE (movmatrix), "
+                                                "META (mma.sp's governing metadata field).",
                                                 show_default=False)] = None,
     form: Annotated[str, typer.Option("--as", help="cute, linear, csv or json.")] = "cute",
     prereg: PreregOpt = None,
@@ -979,8 +985,9 @@ def layout_show(
                                                  show_default=False)] = None,
 ) -> None:
     """Print a probe's measured lane maps, (thread, value) -> (row, col), in the field's
-    notations: the smallest CuTe layout (thread, value) -> index (column-major, as CuTe's MMA
-    atoms index A, B as (n, k), C/D) and the F2-linear layout (Triton's register/lane/warp
+    notations (ldmatrix/stmatrix/movmatrix and mma.sp maps too: docs/layouts.md): the
+    smallest CuTe layout (thread, value) -> index (column-major, as CuTe's MMA atoms index
+    A, B as (n, k), C/D) and the F2-linear layout (Triton's register/lane/warp
     bases), each found from the data and proved on every cell ("reproduces N/N cells"), or
     the reason the map has no such form; csv and json give every cell.
 
@@ -1003,7 +1010,8 @@ def layout_show(
 @guarded
 def layout_compare(
     probe: ProbeArg = None,
-    operand: Annotated[str, typer.Option(help="A, B, C or D.", show_default=False)] = "",
+    operand: Annotated[str, typer.Option(help="A, B, C, D, SMEM, SOURCE or META.",
+                                         show_default=False)] = "",
     cute: Annotated[str | None, typer.Option(help='A CuTe layout (thread, value) -> index, '
                                              'e.g. "((4,8),(2,2,2)):((32,1),(16,8,128))"; '
                                              "for an operand read from a memory tile, the "

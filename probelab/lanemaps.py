@@ -34,7 +34,15 @@ if TYPE_CHECKING:
     from probelab.hypothesis import Hypothesis
 
 OPERANDS = ("a", "b", "c", "d")
-AXES = {"a": ("row", "k"), "b": ("k", "col"), "c": ("row", "col"), "d": ("row", "col")}
+# the other kits' maps (probelab.kitmaps): a matrix move's shared tile (row: the lane whose
+# address named it), movmatrix's source fragment, a sparse A element's governing metadata
+KIT_OPERANDS = ("smem", "source", "meta")
+AXES = {"a": ("row", "k"), "b": ("k", "col"), "c": ("row", "col"), "d": ("row", "col"),
+        "smem": ("row", "col"), "source": ("lane", "half"), "meta": ("lane", "field")}
+# indexed row-major (col + cols * row): B as CuTe's MMA atoms index it ((n, k), n fastest),
+# and the copy atoms' tiles and fragments (include/cute/atom/copy_traits_sm75.hpp: LDSM's
+# source is (address thread, element of its row), the row's elements contiguous)
+ROW_MAJOR = frozenset({"b", "smem", "source", "meta"})
 LANES_PER_WARP = 32
 
 
@@ -106,6 +114,7 @@ class LaneMap:
     numbering: str  # the dataset's own words for its labels
     documented: bool = False  # labelled as a documented table: compared literally
     tile: bool = False  # read from a memory tile: a slot is an element offset of the tile
+    extent: tuple[int, int] | None = None  # the axes' extents where labels are physical
 
     @property
     def lanes(self) -> int:
@@ -117,17 +126,19 @@ class LaneMap:
 
     @property
     def shape(self) -> tuple[int, int]:
-        """The operand matrix's extents: its labels' count per axis."""
-        return int(self.rows.max()) + 1, int(self.cols.max()) + 1
+        """The operand matrix's extents: its `extent` where the labels are physical (a row's
+        8 elements, a word's 16 fields), else its labels' count per axis."""
+        return self.extent or (int(self.rows.max()) + 1, int(self.cols.max()) + 1)
 
     @property
     def held(self) -> int:
         return int((self.rows >= 0).sum())
 
     def index(self) -> np.ndarray:
-        """CuTe's index of each slot's element (column-major; B as (n, k)), -1: none."""
+        """CuTe's index of each slot's element (column-major; B as (n, k) and the copy
+        atoms' tiles row-major: ROW_MAJOR), -1: none."""
         rows, cols = self.shape
-        index = self.cols + cols * self.rows if self.operand == "b" else \
+        index = self.cols + cols * self.rows if self.operand in ROW_MAJOR else \
             self.rows + rows * self.cols
         return np.where(self.rows >= 0, index, -1)
 
@@ -143,7 +154,7 @@ class LaneMap:
     def cells_of_index(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """`index` (CuTe's) back to (row, col) of this operand's matrix."""
         rows, cols = self.shape
-        if self.operand == "b":
+        if self.operand in ROW_MAJOR:
             return index // cols, index % cols
         return index % rows, index // rows
 
@@ -151,12 +162,10 @@ class LaneMap:
 def lane_maps(ds: xr.Dataset, kernel: str | None = None, operand: str | None = None
               ) -> list[LaneMap]:
     """The dataset's lane maps (recovered kernels only; C only where it is not held as D)."""
-    kernels = [str(k) for k in ds["kernel"].values]
     if not any(f"{o}_row" in ds.data_vars for o in OPERANDS):
-        raise UsageError("this dataset records no lane map ((lane, value) -> (row, col) as "
-                         "<operand>_row/_col, a lane-id probe's): nothing to show")
-    if kernel is not None and kernel not in kernels:
-        raise UsageError(f"no kernel {kernel!r} in this dataset (it has {', '.join(kernels)})")
+        raise UsageError(holds(ds))
+    kernels = kernels_of(ds, None)
+    kernels_of(ds, kernel)  # a kernel the dataset lacks is refused by name
     if operand is not None and f"{operand}_row" not in ds.data_vars:
         raise UsageError(f"no lane map of operand {operand.upper()} in this dataset")
     found = []
@@ -177,6 +186,22 @@ def lane_maps(ds: xr.Dataset, kernel: str | None = None, operand: str | None = N
     if not found:
         raise UsageError("no recovered lane map of that kernel and operand in this dataset")
     return found
+
+
+def kernels_of(ds: xr.Dataset, kernel: str | None) -> list[str]:
+    """The dataset's kernels, or just `kernel` (UsageError, naming them, where it lacks it)."""
+    kernels = [str(k) for k in ds["kernel"].values] if "kernel" in ds.coords else []
+    if kernel is not None and kernel not in kernels:
+        raise UsageError(f"no kernel {kernel!r} in this dataset (it has {', '.join(kernels)})")
+    return kernels if kernel is None else [kernel]
+
+
+def holds(ds: xr.Dataset, shown: int = 4) -> str:
+    """One line: what a dataset without a lane map holds instead (its first variables)."""
+    names = [f"{n} ({', '.join(map(str, ds[n].dims))})" for n in ds.data_vars]
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ("this dataset holds no lane map ((thread, value) -> a coordinate): its measured "
+            f"variables are {'; '.join(names[:shown])}{more}: nothing to show")
 
 
 def operands(ds: xr.Dataset, kernel: str) -> list[str]:
@@ -225,32 +250,51 @@ def cute_of(m: LaneMap) -> Cute | str:
         lane, value = np.argwhere(m.rows < 0)[0]
         return (f"not a CuTe layout: slot (lane {lane}, value {value}) holds nothing, and a "
                 "layout maps every (thread, value)")
-    return _fit(m.index(), ("thread", "value"))
+    # a map whose slot (0, 0) holds no index 0 (mma.sp's metadata under selector s: lane s
+    # governs) is a layout plus a constant: CuTe's ComposedLayout OFFSET o LAYOUT
+    return _based(m.index(), None, ("thread", "value"))
 
 
 def _tile_cute(m: LaneMap) -> Cute | str:
+    """The tile's layout: plain, then with the smallest swizzle; where element (0, 0) is
+    not at offset 0, with that base offset inside the swizzle (CuTe's ComposedLayout
+    Swizzle o OFFSET o LAYOUT: the swizzle XORs bits of the tile's own offsets, so a tile
+    that starts OFFSET elements in is swizzled as the pointer + OFFSET, not from 0)."""
     offsets = m.offsets()
     if (offsets < 0).any():
         row, col = np.argwhere(offsets < 0)[0]
         return f"not a CuTe layout: element ({row}, {col}) is in no slot of the tile"
-    plain = _fit(offsets, ("row", "col"))
+    plain = _based(offsets, None, ("row", "col"))
     if isinstance(plain, Cute):
         return plain
     top = int(offsets.max()).bit_length()
     for bits, base, shift in ((b, mm, s) for b in range(1, 4) for s in range(b, top)
                               for mm in range(0, top - s - b + 1)):
-        moved = ((1 << bits) - 1) << (base + shift)
-        found = _fit(offsets ^ ((offsets & moved) >> shift), ("row", "col"))
+        found = _based(offsets, (bits, base, shift), ("row", "col"))
         if isinstance(found, Cute):
-            return Cute(found.shape, found.stride, (bits, base, shift))
+            return found
     return plain + ", nor with any swizzle of up to 3 bits"
 
 
+def _based(offsets: np.ndarray, swizzle: tuple[int, int, int] | None, names: tuple[str, str]
+           ) -> Cute | str:
+    """The layout L and base offset O with swizzle(O + L(i, j)) = `offsets` over the two
+    modes `names` (the swizzle is its own inverse: undone on the offsets, what is left must
+    be O + a layout)."""
+    if swizzle is not None:
+        bits, base, shift = swizzle
+        moved = ((1 << bits) - 1) << (base + shift)
+        offsets = offsets ^ ((offsets & moved) >> shift)
+    start = int(offsets[0, 0])
+    found = _fit(offsets - start, names)
+    if isinstance(found, str):
+        return found
+    return Cute(found.shape, found.stride, swizzle, start)
+
+
 def _fit(index: np.ndarray, names: tuple[str, str]) -> Cute | str:
-    """A CuTe layout of two top-level modes (`names`) giving `index` at every (i, j)."""
-    if index[0, 0] != 0:
-        return (f"not a CuTe layout: ({names[0]} 0, {names[1]} 0) holds index "
-                f"{index[0, 0]}, and a layout without an offset maps it to 0")
+    """A CuTe layout of two top-level modes (`names`) giving `index` (0 at (0, 0)) at
+    every (i, j)."""
     first, second = index[:, 0], index[0, :]
     if not np.array_equal(index, first[:, None] + second[None, :]):
         i, j = np.argwhere(index != first[:, None] + second[None, :])[0]

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from probelab import dataset, lanemaps
+from probelab import dataset, kitmaps, lanemaps
 from probelab.errors import IntegrityError, UsageError
 from probelab.lanemaps import LaneMap, Score
 from probelab.layouts import Cute, Layout, Linear, Table, parse_cute, parse_linear, parse_table
@@ -67,7 +67,7 @@ def source(probe: str | None, path: Path | None, kernel: str | None, operand: st
     if probe is not None and judged.prov.get("probe") != probe:
         raise UsageError(f"{path} is a dataset of {judged.prov.get('probe')}, not {probe}")
     ds = judged.read.open()
-    maps = lanemaps.lane_maps(ds, kernel, operand)
+    maps = kitmaps.maps_of(ds, kernel, operand)
     if prereg is not None:
         maps = _numbered(maps, ds, path, prereg)
     return Source(path, str(judged.prov.get("probe")), maps)
@@ -121,6 +121,9 @@ def _numbered(maps: list[LaneMap], ds: xr.Dataset, path: Path, prereg: Path
     from probelab.hypothesis import load_hypothesis
     from probelab.lanemaps import AXES, numberings
 
+    if any(m.operand not in lanemaps.OPERANDS for m in maps):
+        raise UsageError("--prereg numbers a lane-id probe's maps (canonical labels); these "
+                         "are in the dataset's physical labels already")
     h = load_hypothesis(prereg)
     doc = check(prereg, path)
     if doc["verdict"] == TAMPERED:
@@ -157,8 +160,22 @@ def describe(m: LaneMap) -> dict[str, Any]:
         score = lanemaps.reproduces(found, m)
         out[form] = found.text() if isinstance(found, Cute) else _linear_json(found)
         out[f"{form}_reproduces"] = [score.matches, score.cells]
+        if isinstance(found, Cute) and found.offset:
+            out["base_offset"] = found.offset
     out["f2_linear"] = out["linear"] is not None
     return out
+
+
+def _offset_note(m: LaneMap, offset: int) -> str:
+    """What a CuTe form's base offset means: CuTe's ComposedLayout O o L (a plain layout
+    maps (0, 0) to 0; the offset is the honest part of the form, said in words)."""
+    if m.tile:
+        return (f"(element (0, 0) at tile offset {offset}: CuTe's ComposedLayout, the swizzle "
+                "applied to that offset + the layout, as a tensor whose pointer starts that "
+                "far into the tile)")
+    return (f"((thread 0, value 0) holds index {offset}: the layout's index plus that "
+            "constant, the O of CuTe's ComposedLayout A o O o L with A the identity; an affine "
+            "map, so not F2-linear)")
 
 
 def _linear_json(layout: Linear) -> dict[str, list[list[int]]]:
@@ -198,7 +215,10 @@ def show_text(src: Source, form: str) -> str:
             lines.append(f"  cute   {d['cute']}   reproduces {d['cute_reproduces'][0]}/"
                          f"{d['cute_reproduces'][1]} cells" if d["cute"] else
                          f"  cute   {d['cute_fails']}")
-            lines.append("  F2-linear: " + ("yes" if d["f2_linear"] else d["linear_fails"]))
+            if d.get("base_offset"):
+                lines.append("  " + _offset_note(m, d["base_offset"]))
+            lines.append("  F2-linear: " + ("yes" if d["f2_linear"] else "no, " +
+                                            d["linear_fails"].removeprefix("not F2-linear: ")))
         else:
             lines.append(f"  linear {json.dumps(d['linear'])}   reproduces "
                          f"{d['linear_reproduces'][0]}/{d['linear_reproduces'][1]} cells"

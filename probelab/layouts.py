@@ -3,18 +3,22 @@
 Three forms, each parsed strictly and at bounded cost (UsageError, one line, naming where):
 
 - CuTe: ``SHAPE:STRIDE`` of congruent nested tuples of integers, e.g.
-  ``((4,8),(2,2,2)):((32,1),(16,8,128))``, ``(8,64):(64,1)``, ``32:1`` (``_8`` as cute::print
-  writes a static 8 is read as 8), optionally ``Swizzle<B,M,S> o LAYOUT`` (also ``Sw<..>``,
-  ``S<..>``). One coordinate per top-level mode; a mode's integer coordinate is split over
-  its sub-modes colexicographically (first fastest) and the index is the sum of sub-coordinate
-  x stride, the last sub-mode taking the rest of the coordinate unreduced, as crd2idx_itt does
-  (include/cute/stride.hpp, NVIDIA/cutlass df357b890e3deed2c11a46bcac9ae16da3e8a435): outside
-  its domain a layout extends linearly along each mode's last sub-mode. A stride may be 0
-  (broadcast). The swizzle is applied to the index: with bit_msk = 2**B - 1 and yyy_msk =
-  bit_msk << (M + max(0, S)), offset ^ shiftr(offset & yyy_msk, S), a negative S shifting
-  left (Swizzle::apply in include/cute/swizzle.hpp, NVIDIA/cutlass
-  d572cc1aabfcbd45944219fb8690f0e49e22b5a3; shiftr in include/cute/numeric/math.hpp,
-  6433f9917fa6dc8a0b65c617182e09b524dafebb).
+  ``((4,8),(2,2,2)):((32,1),(16,8,128))``, ``(8,64):(64,1)``, ``32:1`` (``_8`` as
+  cute::print writes a static 8 is read as 8), optionally ``Swizzle<B,M,S> o LAYOUT`` (also
+  ``Sw<..>``, ``S<..>``), and ``[Swizzle<B,M,S> o] OFFSET o LAYOUT``: an index offset added
+  before the swizzle, the O of CuTe's ComposedLayout<A, O, B> (A(O + B(c)), printed ``A o O
+  o B``, include/cute/layout_composed.hpp, NVIDIA/cutlass
+  19e8990d24a80152ea33ca64ee003aca60b02928: a tile whose element (0, 0) is not at offset 0;
+  without a swizzle, A is the identity). One coordinate per top-level mode; a mode's integer
+  coordinate is split over its sub-modes colexicographically (first fastest) and the index
+  is the sum of sub-coordinate x stride, the last sub-mode taking the rest of the coordinate
+  unreduced, as crd2idx_itt does (include/cute/stride.hpp, NVIDIA/cutlass
+  df357b890e3deed2c11a46bcac9ae16da3e8a435): outside its domain a layout extends linearly
+  along each mode's last sub-mode. A stride may be 0 (broadcast). The swizzle is applied to
+  the index: with bit_msk = 2**B - 1 and yyy_msk = bit_msk << (M + max(0, S)), offset ^
+  shiftr(offset & yyy_msk, S), a negative S shifting left (Swizzle::apply in
+  include/cute/swizzle.hpp, NVIDIA/cutlass d572cc1aabfcbd45944219fb8690f0e49e22b5a3; shiftr
+  in include/cute/numeric/math.hpp, 6433f9917fa6dc8a0b65c617182e09b524dafebb).
 - Linear (Triton's LinearLayout over F2): named input dims, each a list of basis vectors, the
   i-th being the image of input bit i (bit 0 first), one integer per output; an input's image
   is the XOR of the vectors of its set bits, XORed over the dims (the `bases` member of
@@ -85,6 +89,7 @@ class Cute:
     shape: Shape
     stride: Shape
     swizzle: tuple[int, int, int] | None = None  # (B, M, S)
+    offset: int = 0  # added to the index before the swizzle (CuTe's ComposedLayout's O)
 
     @property
     def inputs(self) -> int:
@@ -96,6 +101,8 @@ class Cute:
 
     def text(self) -> str:
         layout = f"{_render(self.shape)}:{_render(self.stride)}"
+        if self.offset:
+            layout = f"{self.offset} o {layout}"
         return layout if self.swizzle is None else \
             "Swizzle<{},{},{}> o {}".format(*self.swizzle, layout)
 
@@ -104,7 +111,7 @@ class Cute:
             list(zip(self.shape, self.stride, strict=True))
         terms = [t for (shape, stride), x in zip(modes, of, strict=True)
                  for t in _terms(x, shape, stride)]
-        index = " + ".join(terms)
+        index = " + ".join(([str(self.offset)] if self.offset else []) + terms)
         if self.swizzle is None or self.swizzle[0] == 0:
             return [index]
         bits, base, shift = self.swizzle
@@ -206,7 +213,8 @@ def _sources(layout: Layout, of: Sequence[str], table: str) -> list[str]:
 # -- CuTe ------------------------------------------------------------------------------------
 
 def parse_cute(text: str) -> Cute:
-    """A CuTe layout, optionally swizzled; UsageError naming the character (1-based)."""
+    """A CuTe layout, optionally swizzled and offset; UsageError naming the character
+    (1-based)."""
     if not isinstance(text, str):
         raise UsageError("a CuTe layout is a string")
     if len(text) > MAX_CHARS:
@@ -225,6 +233,7 @@ def parse_cute(text: str) -> Cute:
         reader.expect(">")
         if not reader.take_word() or reader.word != "o":
             reader.fail("expected 'o' (composition) after the swizzle")
+    offset = _offset(reader)
     start = reader.at
     shape = reader.tuple(signed=False)
     reader.expect(":")
@@ -245,7 +254,20 @@ def parse_cute(text: str) -> Cute:
         if abs(shift) < bits or bits + base + abs(shift) > MAX_SWIZZLE_BITS:
             reader.fail(f"Swizzle<{bits},{base},{shift}> needs |S| >= B and B + M + |S| <= "
                         f"{MAX_SWIZZLE_BITS}", 0)
-    return Cute(shape, stride, swizzle)
+    return Cute(shape, stride, swizzle, offset)
+
+
+def _offset(reader: "_Reader") -> int:
+    """`OFFSET o` where one comes next (else 0, the reader where it was): a layout may
+    start with a digit too (`32:1`), so the integer counts only when `o` follows it."""
+    at = reader.at
+    if not re.compile(r" *_?-?[0-9]").match(reader.text, reader.at):
+        return 0
+    value = reader.integer()
+    if reader.take_word() and reader.word == "o":
+        return value
+    reader.at = at
+    return 0
 
 
 class _Reader:

@@ -55,8 +55,14 @@ def test_a_map_with_a_hole_or_a_non_power_of_two_says_which_form_fails_and_why()
     six = _map_of("(32,6):(1,32)", 32, 6, 32)
     assert lanemaps.cute_of(six).text() == "(32,6):(1,32)"
     assert lanemaps.linear_of(six) == "not F2-linear: 6 values is not a power of two"
+    # every row moved down one: the index plus a constant (1, as (0, 0) now holds (1, 0)),
+    # a CuTe form with an offset; affine, so not F2-linear
     offset = LaneMap("k", "a", m.rows + 1, m.cols, "test labels")
-    assert "thread 0, value 0" in lanemaps.cute_of(offset)
+    based = lanemaps.cute_of(offset)
+    assert not isinstance(based, str) and based.offset == int(offset.index()[0, 0]) == 1
+    assert based.text().startswith("1 o ")
+    assert lanemaps.reproduces(based, offset).matches == 256
+    assert "a linear map sends 0 to 0" in lanemaps.linear_of(offset)
 
 
 def test_a_layout_is_scored_literally_or_up_to_one_renumbering_per_axis() -> None:
@@ -206,3 +212,191 @@ def test_the_committed_layout_maps_table_is_what_the_archive_gives(tmp_path: Pat
     assert done.returncode == 0, done.stderr[-2000:]
     for name in ("layout-maps.md", "layout-maps.json"):
         assert (tmp_path / name).read_text() == (root / "docs" / name).read_text(), name
+
+
+# -- the matrix-move and sparse kits' maps (probelab.kitmaps), offsets -----------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _newest(probe: str) -> Path:
+    """The probe's newest committed dataset (read only)."""
+    return max((ROOT / "data" / probe).glob("*/*.nc"))
+
+
+def _ptx_fragment(num: int, trans: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(lane, value) -> (row, col) of the rows the lanes' addresses named, as the PTX ISA
+    documents ldmatrix and stmatrix (PTX ISA 8.x, "Warp-level matrix load instruction:
+    ldmatrix", its fragment figure for one 8x8 matrix of 16-bit elements: lane l holds
+    elements 2(l % 4) and 2(l % 4) + 1 of row l / 4; matrix j in register j, its rows named
+    by the addresses of lanes 8j..8j+7; with .trans, the matrix transposed: row and column
+    exchange). A value is an element: value 2j + i is element i of register j."""
+    lane, value = np.arange(32)[:, None], np.arange(2 * num)[None, :]
+    matrix, element = value // 2, value % 2
+    along, across = np.broadcast_arrays(lane // 4, 2 * (lane % 4) + element)  # in matrix j
+    if trans:
+        along, across = across, along
+    return 8 * matrix + along, across
+
+
+@pytest.mark.parametrize("probe", ["ldmatrix-b16", "stmatrix-b16"])
+def test_matrix_move_maps_are_the_ptx_fragments_and_cutes_copy_atoms(probe: str) -> None:
+    """The measured ldmatrix/stmatrix maps, read off the committed datasets, in physical
+    labels: each is PTX's documented fragment (turned round for a store), and its CuTe form,
+    found from the data, is CuTe's LDSM/STSM atom: SM75_U32x4_LDSM_N's DstLayout
+    (32,(32,4)):(32,(1,1024)) over bits (include/cute/atom/copy_traits_sm75.hpp,
+    NVIDIA/cutlass) is (32,(2,4)):(2,(1,64)) over 16-bit elements."""
+    import xarray as xr
+
+    from probelab import kitmaps
+
+    with xr.open_dataset(_newest(probe)) as ds:
+        maps = kitmaps.maps_of(ds, None, None)
+        nums, trans = ds["num"].values.tolist(), ds["trans"].values.tolist()
+    assert [m.kernel for m in maps] and len(maps) == len(nums)
+    for m, num, transposed in zip(maps, nums, trans, strict=True):
+        rows, cols = _ptx_fragment(num, bool(transposed))
+        assert np.array_equal(m.rows, rows) and np.array_equal(m.cols, cols), m.kernel
+        found = lanemaps.cute_of(m)
+        assert not isinstance(found, str)
+        assert lanemaps.reproduces(found, m).matches == m.held == 64 * num
+        assert not isinstance(lanemaps.linear_of(m), str)
+        if num == 4 and not transposed:
+            atom = parse_cute("(32,(2,4)):(2,(1,64))")
+            assert lanemaps.reproduces(atom, m).matches == 256
+
+
+def test_movmatrix_map_is_the_transpose_of_the_ptx_fragment() -> None:
+    """movmatrix.trans: lane l's half h holds the source fragment's element (2(l % 4) + h,
+    l / 4) (PTX ISA, "movmatrix": the destination fragment is the transposed matrix in
+    ldmatrix's fragment layout), i.e. source lane 4 row + col / 2, half col % 2."""
+    import xarray as xr
+
+    from probelab import kitmaps
+
+    with xr.open_dataset(_newest("movmatrix-b16")) as ds:
+        (m,) = kitmaps.maps_of(ds, None, "source")
+    row, col = _ptx_fragment(1, True)
+    assert np.array_equal(m.rows, 4 * row + col // 2) and np.array_equal(m.cols, col % 2)
+    found = lanemaps.cute_of(m)
+    assert not isinstance(found, str) and lanemaps.reproduces(found, m).matches == 64
+
+
+@pytest.mark.parametrize("op", ["load", "store", "move"])
+def test_a_matrix_move_map_is_the_law_the_kit_simulates(op: str) -> None:
+    """Data built here: the kit's simulated unit under a random law (a bijection), decoded
+    by the kit; the map read off the dataset is that law, turned round for a store."""
+    from probelab import kitmaps
+    from probelab.kits.matrix_move import engine
+
+    form = engine.Form("k", op, 1 if op == "move" else 4, op == "move")
+    law = engine.random_law(form, np.random.default_rng(7))
+    grid = engine.stimulus([form], 3)
+    ds = engine.assemble(grid, [form], {"k": engine.simulate(form, law, engine.buffers(grid))})
+    (m,) = kitmaps.maps_of(ds, "k", None)
+    t = law.table
+    if op == "store":  # (address lane, col) -> (lane, reg, half): every entry turned round
+        row, col = np.nonzero(t[..., 0] >= 0)
+        lane, value = t[row, col, 0], t[row, col, 1] * 2 + t[row, col, 2]
+        assert np.array_equal(m.rows[lane, value], row)
+        assert np.array_equal(m.cols[lane, value], col) and m.held == len(row)
+    else:
+        want = t.reshape(32, -1, 2)
+        assert np.array_equal(m.rows, want[..., 0]) and np.array_equal(m.cols, want[..., 1])
+    found = lanemaps.cute_of(m)  # a random law: a form only where one proves every cell
+    assert isinstance(found, str) or lanemaps.reproduces(found, m).matches == m.held
+
+
+def test_sparse_maps_are_the_datasets_rows_pairings_and_governing_fields() -> None:
+    """mma.sp's A map, read off a committed dataset: two slots share a row label exactly when
+    their products fill the same D register, a k label exactly when they meet the same B
+    slot, labels numbered by first appearance (value-major); the metadata map is the
+    governing (lane, field) itself, a selector's offset its CuTe form's base offset."""
+    import xarray as xr
+
+    from probelab import kitmaps
+
+    with xr.open_dataset(_newest("mma-sp-f16")) as ds:
+        maps = kitmaps.maps_of(ds, None, None)
+        k = ds.sel(kernel=maps[0].kernel)
+        values = int(k["elems"])
+        rows = (k["row_lane"].values * 8 + k["row_reg"].values)[:, :values]
+        met = (k["met_lane"].values[0] * 64 + k["met_elem"].values[0])[:, :values]
+        gov = {m.kernel: (ds["gov_lane"].sel(kernel=m.kernel).values,
+                          ds["gov_field"].sel(kernel=m.kernel).values) for m in maps}
+    a = maps[0]
+    assert a.operand == "a" and a.held == a.rows.size
+    for labels, keys in ((a.rows, rows), (a.cols, met)):
+        assert np.array_equal(labels[:, :, None] == labels.T.reshape(-1)[None, None],
+                              keys[:, :, None] == keys.T.reshape(-1)[None, None])
+        order = labels.T.reshape(-1)
+        assert list(dict.fromkeys(order.tolist())) == list(range(order.max() + 1))
+    for m in maps:
+        found = lanemaps.cute_of(m)
+        assert not isinstance(found, str) and lanemaps.reproduces(found, m).matches == m.held
+        if m.operand == "meta":
+            lane, field = gov[m.kernel]
+            assert np.array_equal(m.rows, lane[:, : m.values])
+            assert np.array_equal(m.cols, field[:, : m.values])
+            assert found.offset == lane[0, 0] * 16 + field[0, 0]
+            assert isinstance(lanemaps.linear_of(m), str) == bool(found.offset)
+
+
+def test_a_tile_starting_past_offset_0_gets_its_base_offset_inside_the_swizzle() -> None:
+    """A tile whose element (0, 0) is at offset 256 of a swizzled buffer: its CuTe form is
+    Swizzle o 256 o LAYOUT (CuTe's ComposedLayout), proved on every cell; the same layout
+    without the offset, or with it outside the swizzle, misses cells."""
+    tile = parse_cute("Swizzle<2,3,3> o 256 o (16,16):(16,1)")
+    assert tile.text() == "Swizzle<2,3,3> o 256 o (16,16):(16,1)" and tile.offset == 256
+    assert parse_cute("32:1").offset == 0  # a layout that starts with a digit is no offset
+    (offset,) = evaluate(tile, np.arange(16)[:, None], np.arange(16)[None, :])
+    lanes, values = 128, 4
+    rows, cols = np.full((lanes, values), -1), np.full((lanes, values), -1)
+    row, col = np.indices((16, 16))
+    rows[offset % lanes, offset // lanes], cols[offset % lanes, offset // lanes] = row, col
+    m = LaneMap("k", "b", rows, cols, "test labels", tile=True)
+    found = lanemaps.cute_of(m)
+    assert not isinstance(found, str) and found.offset == int(offset[0, 0]) == 256
+    assert lanemaps.reproduces(found, m).matches == 256
+    assert lanemaps.reproduces(parse_cute("Swizzle<2,3,3> o (16,16):(16,1)"), m).matches < 256
+    unswizzled = evaluate(parse_cute("256 o (16,16):(16,1)"), row, col)[0]
+    assert (unswizzled != offset).any()  # the offset outside the swizzle is another tile
+
+
+def test_the_wgmma_tiles_past_offset_0_are_proved_with_their_base_offset() -> None:
+    """ss_sw64_hi's and rs_sw128_k1's B (committed datasets): element (0, 0) is not at tile
+    offset 0; the form found carries that offset and reproduces every cell."""
+    import xarray as xr
+
+    for probe, kernel in (("wgmma-f16-ss", "ss_sw64_hi"), ("wgmma-f16-rs", "rs_sw128_k1")):
+        with xr.open_dataset(_newest(probe)) as ds:
+            (m,) = lanemaps.lane_maps(ds, kernel, "b")
+        found = lanemaps.cute_of(m)
+        assert not isinstance(found, str) and found.offset == m.offsets()[0, 0] > 0
+        assert lanemaps.reproduces(found, m).matches == m.held
+
+
+def test_layout_show_exports_a_kit_map_and_refuses_what_is_no_lane_map(repo_lab) -> None:
+    """`layout show` on the archive: an ldmatrix map with its reproduce count (and its CSV
+    compared back, literally); an operand a sparse dataset does not map, and a dataset with no
+    lane map, each refused in one line naming what it holds (exit 2)."""
+    shown = _run("show", "ldmatrix-b16", "--kernel", "ldmatrix_x4", "--operand", "SMEM")
+    assert shown.exit_code == 0, shown.output
+    assert "reproduces 256/256 cells" in shown.output and "F2-linear: yes" in shown.output
+    csv = _run("show", "ldmatrix-b16", "--kernel", "ldmatrix_x4", "--operand", "smem", "--as",
+               "csv")
+    rows, cols = _ptx_fragment(4, False)
+    lines = csv.output.splitlines()
+    assert lines[0] == "lane,value,row,col" and len(lines) == 257
+    assert lines[1 + 32 * 3 + 5] == f"5,3,{rows[5, 3]},{cols[5, 3]}"  # value-major, lane fastest
+    refused = _run("show", "mma-sp-f16", "--operand", "B")
+    assert refused.exit_code == 2 and "A and META maps" in refused.output, refused.output
+    assert refused.output.count("\n") == 1
+    byte_perm = _newest("byte-perm")
+    import xarray as xr
+
+    with xr.open_dataset(byte_perm) as ds:
+        first = next(iter(ds.data_vars))
+    none = _run("show", "--dataset", str(byte_perm))
+    assert none.exit_code == 2 and "holds no lane map" in none.output and first in none.output
+    assert none.output.count("\n") == 1
