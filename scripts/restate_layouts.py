@@ -32,7 +32,9 @@ from probelab.hypothesis import Evaluations, helper_values, parse_hypothesis
 from probelab.lanemaps import LaneMap, cute_of, linear_of
 from probelab.layouts import Cute, Linear
 from probelab.paths import lab_root
-from probelab.probe import get_probe
+from probelab.prereg import sealed_hypotheses
+from probelab.probe import get_probe, supports
+from probelab.rivals import blind_at_seal
 
 PREDICTED = {"same_row", "same_k", "same_col", "c_src"}
 # operand: (row let, col let, the coordinate giving the extent of the index's fastest axis)
@@ -69,6 +71,16 @@ def agreements() -> dict[tuple[str, str], set[str]]:
                 out.setdefault((e["probe"], e["hypothesis"]), set()).add(other["hypothesis"])
                 out.setdefault((e["probe"], other["hypothesis"]), set()).add(e["hypothesis"])
     return out
+
+
+def blind_to(path: Path) -> set[str]:
+    """The sealed files that the file cannot be told from on its probe's stimulus though no
+    one declared it (sealed before seals were checked for blindness): its restatement
+    cannot be told from them either, so it declares them."""
+    h = parse_hypothesis(path, path.read_bytes())
+    probe = get_probe(h.probe)
+    others = [o for o in sealed_hypotheses(probe.id) if o.id != h.id]
+    return {pair.b for pair in blind_at_seal(probe, h, others) if pair.kind == "rivals"}
 
 
 def fragment(h, grid, op: str, linear_first: bool) -> tuple[dict, list[tuple[str, str]]] | str:
@@ -127,6 +139,9 @@ def _restated(entry: dict, path: Path, grid, claims: Evaluations, same: list[str
               linear_first: bool) -> str | tuple[str, str]:
     h = parse_hypothesis(path, path.read_bytes())
     doc = tomllib.loads(path.read_text())
+    probe = get_probe(h.probe)
+    if foreign := [t for t in h.targets or () if not supports(probe, t)]:
+        return f"claims {foreign}, which {h.probe} does not target: it could never be scored"
     layouts, replaced, said = {}, {}, []
     for op in OPERANDS:
         found = fragment(h, grid, op, linear_first)
@@ -163,7 +178,6 @@ def _restated(entry: dict, path: Path, grid, claims: Evaluations, same: list[str
         if key in doc:
             out[key] = doc[key]
     text = toml(out)
-    probe = get_probe(h.probe)
     try:
         child = parse_hypothesis(path.with_name(f"{new_id}.toml"), text.encode())
         _, want = claims.probe_digest(h, probe)
@@ -218,7 +232,7 @@ def main() -> int:
     done: dict[str, set[str]] = {}  # restatements written, per probe: sealed in this order
     for entry, path in candidates(set(args.probes)):
         probe, own = entry["probe"], entry["hypothesis"]
-        friends = agree.get((probe, own), set())
+        friends = agree.get((probe, own), set()) | blind_to(path)
         twins = friends | {f"{f}-as-layout" for f in friends} & done.setdefault(probe, set())
         if entry["probe"] not in grids:
             grids[entry["probe"]] = get_probe(entry["probe"]).stimulus()
