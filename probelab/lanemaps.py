@@ -287,8 +287,8 @@ def _based(offsets: np.ndarray, swizzle: tuple[int, int, int] | None, names: tup
         offsets = offsets ^ ((offsets & moved) >> shift)
     start = int(offsets[0, 0])
     found = _fit(offsets - start, names)
-    if isinstance(found, str):
-        return found
+    if isinstance(found, str):  # its numbers are less the base: say so
+        return found + (f" (each index less the {start} at (0, 0))" if start else "")
     return Cute(found.shape, found.stride, swizzle, start)
 
 

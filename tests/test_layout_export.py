@@ -63,6 +63,11 @@ def test_a_map_with_a_hole_or_a_non_power_of_two_says_which_form_fails_and_why()
     assert based.text().startswith("1 o ")
     assert lanemaps.reproduces(based, offset).matches == 256
     assert "a linear map sends 0 to 0" in lanemaps.linear_of(offset)
+    # a shuffled map with no form: the failing cell's numbers are said to be less the base
+    index = np.random.default_rng(1).permutation(256).reshape(32, 8)
+    shuffled = LaneMap("k", "a", index % 16, index // 16, "test labels")
+    why = lanemaps.cute_of(shuffled)
+    assert isinstance(why, str) and why.endswith(f"less the {index[0, 0]} at (0, 0))")
 
 
 def test_a_layout_is_scored_literally_or_up_to_one_renumbering_per_axis() -> None:
