@@ -120,9 +120,11 @@ def _dataset(name: str) -> xr.Dataset:
 @cache
 def _ptx_table(name: str, kernel: str) -> dict[str, dict[str, np.ndarray]]:
     """One kernel's lane map as its export has it, per operand: lane, value and the element's
-    row and col in the PTX numbering (the probe's sealed ptx-*.toml)."""
+    row and col in the PTX numbering (the probe's sealed ptx-*.toml, not its restatement as
+    layouts: that gives the same tables)."""
     ds = _dataset(name)
-    (sealed,) = (ROOT / "preregistrations" / name.split("/")[0]).glob("ptx-*.toml")
+    (sealed,) = [p for p in (ROOT / "preregistrations" / name.split("/")[0]).glob("ptx-*.toml")
+                 if not p.stem.endswith("-as-layout")]
     hypothesis = load_hypothesis(sealed)
     dims = {helper: ("kernel", f"{operand}_lane", f"{operand}_reg")
             for operand, helpers in HELPERS.items() for helper in helpers}

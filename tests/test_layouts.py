@@ -390,9 +390,10 @@ def test_a_layout_input_naming_nothing_known_is_refused_at_evaluation(tmp_path: 
 
 
 def test_every_sealed_file_parses_and_keys_as_before() -> None:
-    """No sealed file has a [layout]: each parses to its own [let] and no tables, and its
-    claim key reads exactly the fields it read before [layout] existed (compared once, out
-    of this test, with the code before: every preregistration's fields and key alike)."""
+    """A sealed file without a [layout] (every one sealed before [layout] existed) parses to
+    its own [let] and no tables, and its claim key reads exactly the fields it read before
+    (compared once, out of this test, with the code before: every preregistration's fields
+    and key alike); one with layouts (the restatements) has their helpers before its own."""
     def items(table):
         return tuple((k, items(v) if isinstance(v, dict) else v) for k, v in table.items())
 
@@ -401,8 +402,15 @@ def test_every_sealed_file_parses_and_keys_as_before() -> None:
     assert files
     for path in files:
         h = parse_hypothesis(path, path.read_bytes())
+        doc = tomllib.loads(path.read_text())
+        own = tuple(doc.get("let", {}).items())
+        if "layout" in doc:
+            outs = [out for name, spec in doc["layout"].items() for out in spec.get("out", [name])]
+            assert [n for n, _ in h.lets] == [*outs, *(n for n, _ in own)], path
+            assert h.lets[len(outs):] == own, path
+            continue
         assert h.tables == {}
-        assert h.lets == tuple(tomllib.loads(path.read_text()).get("let", {}).items())
+        assert h.lets == own
         before = (str(h.path), items(dict(h.predict)), h.lets, h.where,
                   items({k: dict(v) for k, v in h.translations.items()}),
                   items({k: dict(v) for k, v in h.near_misses.items()}), items(h.model or {}))
