@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 import xarray as xr
 
-from probelab import bounded, h5open
+from probelab import bounded, h5open, vocabulary
 from probelab.blocks import block_shape
 from probelab.errors import UsageError
 from probelab.records import Provenance
@@ -55,7 +55,10 @@ def grid_coords(ds: xr.Dataset) -> list[str]:
 
 
 def grid_sha256(ds: xr.Dataset) -> str:
-    """Hash of the stimulus grid, independent of dtype spelling and file format."""
+    """Hash of the stimulus grid, independent of dtype spelling and file format, and of the
+    names a recorded translation gave it: taken under the archive's names
+    (probelab.vocabulary), so a grid renamed into the fragment vocabulary hashes as before."""
+    ds = vocabulary.archive_names(ds)
     h = hashlib.sha256()
     for name in grid_coords(ds):
         values = ds.coords[name].values

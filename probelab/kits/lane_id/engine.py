@@ -2,7 +2,8 @@
 
 Nothing about the layout is assumed. A *slot* is one (lane, value) of an operand's
 fragment (a value is one element, CuTe's value: an f64 spans two registers, an f16 half of
-one), numbered `slot = value * lanes + lane`; every value the waves carry is an integer the
+one), numbered `slot = value * lanes + lane` (probelab.kits.fragment, the kits' one order);
+every value the waves carry is an integer the
 operand's element type holds exactly (probelab.kits.elements), so each output names its
 sources:
 
@@ -60,6 +61,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from probelab.kits.elements import F64, Codec, Element, digits, pack, unpack, words
+from probelab.kits.fragment import Fragment
 from probelab.kits.lane_id import storage
 from probelab.kits.sentinels import FLAGS, INVALID, NONE
 
@@ -145,9 +147,13 @@ class Sizes:
         return cls(lanes.pop(), max(s.a_values for s in shapes),
                    max(s.b_values for s in shapes), max(s.d_values for s in shapes))
 
+    def fragment(self, operand: str) -> Fragment:
+        """The operand's (lane, value) fragment (C lives on D's slots)."""
+        values = {"a": self.a_values, "b": self.b_values}.get(operand, self.d_values)
+        return Fragment(SLOT_DIMS.get(operand, operand), self.lanes, values)
+
     def slots(self, operand: str) -> int:
-        return self.lanes * {"a": self.a_values, "b": self.b_values}.get(operand,
-                                                                         self.d_values)
+        return self.fragment(operand).slots
 
 
 def codec_of(shapes: Sequence[Shape]) -> Codec:
@@ -324,6 +330,7 @@ def stimulus(shapes: Sequence[Shape], trials: int, seed: int, design: str = BOTH
     for n in "abd":  # the archive's dim names: a lane-id "reg" is a value (an element)
         ds[f"{n}_reg"].attrs["long_name"] = (f"value (element) of a lane's {n.upper()} "
                                              "fragment, in the order its registers hold them")
+        ds[f"{n}_reg"].attrs["slot"] = size.fragment(n).describe()  # not hashed: words
     return ds
 
 
@@ -366,13 +373,12 @@ def waves(grid: xr.Dataset, codec: Codec = F64_CODEC) -> dict[str, np.ndarray]:
 
 def to_lane_major(values: np.ndarray, lanes: int) -> np.ndarray:
     """(W, slots) in slot order -> (W, lanes, values): the order a kernel reads its fragment."""
-    w, slots = values.shape
-    return np.ascontiguousarray(values.reshape(w, slots // lanes, lanes).transpose(0, 2, 1))
+    return Fragment("", lanes, values.shape[1] // lanes).per_thread(values)
 
 
 def from_lane_major(values: np.ndarray) -> np.ndarray:
     """(W, lanes, values) -> (W, slots) in slot order."""
-    return values.transpose(0, 2, 1).reshape(values.shape[0], -1)
+    return Fragment("", values.shape[1], values.shape[2]).flat(values)
 
 
 def registers(codec: Codec, operand: str, values: np.ndarray, lanes: int) -> np.ndarray:
@@ -417,7 +423,7 @@ def multiply(layout: Layout, a: np.ndarray, b: np.ndarray, c: np.ndarray, shape:
 
 def _slot_order(lane_map: np.ndarray) -> np.ndarray:
     """(lanes, values, 2) -> (slots, 2) in slot order (value-major)."""
-    return lane_map.transpose(1, 0, 2).reshape(-1, 2)
+    return Fragment("", lane_map.shape[0], lane_map.shape[1]).flat(lane_map[None])[0]
 
 
 def random_layout(shape: Shape, rng: np.random.Generator, size: Sizes | None = None
@@ -575,7 +581,7 @@ def recover(rel: Relations, c_src: np.ndarray, shape: Shape, size: Sizes
     lanes = size.lanes
 
     def lane_major(cells: np.ndarray) -> np.ndarray:
-        return cells.reshape(-1, lanes, 2).transpose(1, 0, 2)
+        return Fragment("", lanes, len(cells) // lanes).per_thread(cells[None])[0]
 
     return Layout(lane_major(mapped["A"]), lane_major(mapped["B"]), lane_major(c),
                   lane_major(mapped["D"])), "recovered"
@@ -645,7 +651,8 @@ OBSERVABLES = {
 def _lane_grid(table: np.ndarray, size: Sizes, rows: str, cols: str | None = None
                ) -> np.ndarray:
     """(slots of `rows`, slots of `cols`) -> (lanes, values, lanes, values), the grid's dim
-    order (cols None: (n, slots of `rows`) -> (n, lanes, values)); leading digit axes kept."""
+    order (cols None: (n, slots of `rows`) -> (n, lanes, values)); leading digit axes kept.
+    Slots in the one fragment order (`Fragment`: value-major), on both axes at once."""
     lead = table.shape[:-2] if cols is not None else table.shape[:-1]
     if cols is None:
         r = size.slots(rows) // size.lanes

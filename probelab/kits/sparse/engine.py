@@ -8,7 +8,8 @@ as one little-endian bit string (w = element width), B elements alike, field f i
 2f..2f+1 of a lane's metadata word, D is every lane's accumulator registers.
 
 Every wave drives exactly one A element (value 1) and names every B element: B slot s
-(lane · b_elems + elem) carries digits of a permuted id, one digit per wave, as exact
+(lane · b_elems + elem: this kit's own slot order, thread-major, in which its stimulus is
+drawn; probelab.kits.fragment) carries digits of a permuted id, one digit per wave, as exact
 nonzero values of the element type. The one product an A element forms fills one row of D
 with the B elements of the row of B it met, so each D value names a B slot, and the
 smallest slot named (`met_lane`, `met_elem`) names that row of B without a layout.
@@ -64,6 +65,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from probelab.kits.elements import Codec
+from probelab.kits.fragment import THREAD_MAJOR, Fragment
 
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
     import xarray as xr
@@ -191,13 +193,19 @@ class Design:
     def b_elems(self) -> int:
         return self.b_regs * 32 // self.codec.bits
 
+    def fragment(self, operand: str) -> Fragment:
+        """A's or B's (lane, value) fragment, numbered in this kit's own order (thread-major:
+        its stimulus is drawn in it; probelab.kits.fragment)."""
+        return Fragment(operand, LANES, self.a_elems if operand == "a" else self.b_elems,
+                        THREAD_MAJOR)
+
     @property
     def slots(self) -> int:
-        return LANES * self.a_elems
+        return self.fragment("a").slots
 
     @property
     def b_slots(self) -> int:
-        return LANES * self.b_elems
+        return self.fragment("b").slots
 
     @property
     def lane_code_bits(self) -> int:  # lane-coded waves: one per bit of a lane number
@@ -266,7 +274,8 @@ def stimulus(design: Design) -> xr.Dataset:
         "rmeta": (("trial", "m_lane"), rmeta.astype(np.uint32)),
         "b_lane": ("b_lane", u32(LANES)), "b_elem": ("b_elem", u32(design.b_elems)),
         "b_id": (("b_lane", "b_elem"),
-                 rng.permutation(design.b_slots).reshape(LANES, -1).astype(np.uint32)),
+                 design.fragment("b").per_thread(rng.permutation(design.b_slots)[None])[0]
+                 .astype(np.uint32)),
         "dense": ("dense", u32(dense)),
         "dense_a": (("dense", "a_lane", "a_elem"),
                     rng.integers(low, top, (dense, LANES, design.a_elems)).astype(np.int32)),
@@ -284,6 +293,8 @@ def stimulus(design: Design) -> xr.Dataset:
     grid["word"].attrs["contract"] = "inside: group values the vendor's contract allows"
     if meta.outside:
         grid["oword"].attrs["contract"] = OUTSIDE
+    for n in "ab":  # the slot order the stimulus was drawn in, in words (not hashed)
+        grid[f"{n}_elem"].attrs["slot"] = design.fragment(n).describe()
     return grid
 
 
@@ -313,7 +324,7 @@ def waves(grid: xr.Dataset, design: Design) -> dict[str, np.ndarray]:
     order: the one-hot blocks (configuration, [digit,] A slot), then the dense waves."""
     codec, slots = design.codec, design.slots
     planes = codec.pack(_b_planes(grid, codec))  # (digit, 32, 4)
-    onehot = codec.pack(np.eye(slots).reshape(slots, LANES, -1))  # (slots, 32, 4)
+    onehot = codec.pack(design.fragment("a").per_thread(np.eye(slots)))  # (slots, 32, 4)
     meta = _metadata(grid)
     a, b, e = [], [], []
     for block in BLOCKS:
@@ -395,8 +406,8 @@ def _met(named: np.ndarray, b_elems: int) -> tuple[np.ndarray, np.ndarray, np.nd
     least = np.where(flat >= 0, flat, np.iinfo(np.int64).max).min(-1)
     code = np.where(count == 0, NONE, AMBIGUOUS)
     fine = (count > 0) & ~(flat == UNREAD).any(-1)
-    lane = np.where(fine, least // b_elems, code)
-    elem = np.where(fine, least % b_elems, code)
+    lane, elem = Fragment("b", LANES, b_elems, THREAD_MAJOR).thread_value(least)
+    lane, elem = np.where(fine, lane, code), np.where(fine, elem, code)
     return lane.astype(np.uint32), elem.astype(np.uint32), count.astype(np.uint32)
 
 
@@ -409,7 +420,8 @@ def _expected_digit0(named: np.ndarray, planes0: np.ndarray) -> np.ndarray:
 def _row_names(lane: np.ndarray, elem: np.ndarray, b_elems: int) -> np.ndarray:
     """A row of B is named by its smallest B slot, from `_met`'s lane and elem (or a code)."""
     lane, elem = lane.astype(np.int64), elem.astype(np.int64)
-    return np.where(lane >= CODES, lane, lane * b_elems + elem)
+    slot = Fragment("b", LANES, b_elems, THREAD_MAJOR).slot(lane, elem)
+    return np.where(lane >= CODES, lane, slot)
 
 
 def _match(d0: np.ndarray, table: dict[bytes, int]) -> np.ndarray:
@@ -505,10 +517,9 @@ def decode(grid: xr.Dataset, design: Design, unit: Unit, blocks: Mapping[str, np
     for block, prefix in (("bad", "bad"), ("outside", "out")):
         if block in reads:
             got = reads[block]
-            out.values[f"{prefix}_lane"] = np.where(got >= CODES, got, got // design.b_elems
-                                                    ).astype(np.uint32)
-            out.values[f"{prefix}_elem"] = np.where(got >= CODES, got, got % design.b_elems
-                                                    ).astype(np.uint32)
+            lane, elem = design.fragment("b").thread_value(got)
+            out.values[f"{prefix}_lane"] = np.where(got >= CODES, got, lane).astype(np.uint32)
+            out.values[f"{prefix}_elem"] = np.where(got >= CODES, got, elem).astype(np.uint32)
     sums = _superposed(blocks, grid, codec)
     if "clash" in blocks:
         out.values["superposed_apart"] = sums
