@@ -10,10 +10,10 @@ import pytest
 import xarray as xr
 
 from probelab.errors import UsageError
+from probelab.formats import FORMATS
 from probelab.hypothesis import load_hypothesis, predict
+from probelab.kits.numerics.stimulus import Frame, alignment, ties
 from probelab.numerics.exact import encode
-from probelab.numerics.formats import FORMATS
-from probelab.numerics.stimulus import Frame, alignment, ties
 
 F16, F32 = FORMATS["f16"], FORMATS["f32"]
 OBSERVABLES = {"d_bits": ("kernel", "case")}

@@ -61,7 +61,7 @@ def test_every_kind_places_its_cases_inside_its_formats() -> None:
     """Outside `specials` every nonzero input is a normal of its format (a flushed input
     would mask the property), every case is K long, and the first three probes keep the
     case count they were sealed with."""
-    from probelab.numerics import stimulus
+    from probelab.kits.numerics import stimulus
     mod = load_sibling(ROOT / "probes" / "numerics_mma" / "probe.py")
     for kind in mod.KINDS.values():
         for family in kind.families:

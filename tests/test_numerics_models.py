@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from quick import quick_first
 
+from probelab.formats import FORMATS
 from probelab.numerics.exact import ROUNDINGS, Value, decode, encode, round_to
-from probelab.numerics.formats import FORMATS
 from probelab.numerics.models import FmaChain, FusedDot
 
 F64, F32, TF32, F16, BF16, E4M3, E5M2 = (FORMATS[n] for n in
@@ -162,7 +162,7 @@ def test_specials_propagate_as_ieee_says() -> None:
 
 
 def _outcomes(family: str, model, frame=None, formats=(F16, F16, F32)) -> list[Value]:
-    from probelab.numerics.stimulus import FAMILIES, Frame
+    from probelab.kits.numerics.stimulus import FAMILIES, Frame
     return [model(a, b, c, formats) for _, a, b, c in FAMILIES[family](frame or Frame(16))]
 
 
@@ -171,7 +171,7 @@ def test_each_stimulus_family_separates_the_rivals_it_is_meant_to() -> None:
     alignment sweep tells 24, 25 and 26 fraction bits apart; the ties tell the four
     roundings apart; swamping tells one fused sum from blocks of 4 and from an fma chain;
     c_joins tells C in the sum from C after it."""
-    from probelab.numerics.stimulus import FAMILIES, Frame
+    from probelab.kits.numerics.stimulus import FAMILIES, Frame
     for k in FAMILIES:  # every case's values are exact and K long
         for _, a, b, _ in FAMILIES[k](Frame(16)):
             assert len(a) == len(b) == 16
@@ -249,7 +249,7 @@ def test_result_bits_overflow_blocks_and_c_after_are_their_own_parameters() -> N
 def test_the_new_families_separate_what_they_are_meant_to() -> None:
     """carry: the alignment's reference; c_ties: C's own rounding after the sum; carry_ties:
     a 13-bit result's rounding; overflow: IEEE's largest finite against the infinity."""
-    from probelab.numerics.stimulus import Frame
+    from probelab.kits.numerics.stimulus import Frame
     fp8 = Frame(32, a=E4M3, one=16, swamp_one=-8, shifts=range(8, 29), carry_precision=14)
     fmt = (E4M3, E4M3, F32)
     assert _outcomes("carry", FusedDot(25, "toward-zero", align="exponents"), fp8, fmt) != \

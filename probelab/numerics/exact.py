@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from probelab.numerics.formats import Format
+from probelab.formats import Element
 
 ROUNDINGS = ("nearest-even", "toward-zero", "down", "up")
 
@@ -54,7 +54,7 @@ NAN = Value("nan")
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def decode(e: Format, bits: int) -> Value:
+def decode(e: Element, bits: int) -> Value:
     """The exact value of one stored pattern (tf32: the low 13 bits of its word ignored);
     pure, so the patterns a grid repeats are decoded once."""
     ebits, fbits, bias = e.exponent, e.fraction, e.bias
@@ -74,7 +74,7 @@ def decode(e: Format, bits: int) -> Value:
     return Value("finite", sign, frac | (1 << fbits), field - bias - fbits)
 
 
-def largest(e: Format) -> Value:
+def largest(e: Element) -> Value:
     ebits, fbits, bias = e.exponent, e.fraction, e.bias
     top = (1 << ebits) - 1
     if e.finite_only:  # the top exponent holds numbers; its all-ones fraction is NaN
@@ -98,7 +98,7 @@ def _round_int(n: int, shift: int, sign: int, rounding: str) -> int:
     return q + away
 
 
-def round_to(e: Format, v: Value, rounding: str = "nearest-even",
+def round_to(e: Element, v: Value, rounding: str = "nearest-even",
              subnormals: str = "keep") -> Value:
     """The value of format `e` that `v` rounds to: the format's precision and exponent
     range, gradual underflow (or flushed to zero, `subnormals="flush"`), overflow to the
@@ -144,7 +144,7 @@ def magnitude_above(a: Value, b: Value) -> bool:
 NANS = ("quiet", "all-ones", "passed-negative-quiet")
 
 
-def encode(e: Format, v: Value, nan: str = "quiet") -> int:
+def encode(e: Element, v: Value, nan: str = "quiet") -> int:
     """The stored pattern of a value the format holds exactly (round_to's output); a NaN as
     `nan` spells it (e4m3 has one NaN pattern per sign)."""
     ebits, fbits, bias = e.exponent, e.fraction, e.bias

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from probelab.formats import Element
 from probelab.numerics.exact import NAN, ROUNDINGS, Value, largest, magnitude_above, round_to
-from probelab.numerics.formats import Format
 
 SUBNORMALS = ("keep", "flush")
 ALIGNS = ("leading-bit", "exponents")
@@ -59,7 +59,7 @@ def _special(terms: Sequence[Value]) -> Value | None:
     return Value("inf", signs.pop()) if signs else None
 
 
-def _flushed(v: Value, fmt: Format) -> Value:
+def _flushed(v: Value, fmt: Element) -> Value:
     """A subnormal of `fmt` read as zero (its sign kept)."""
     if v.kind == "finite" and v.significand and v.top() < fmt.emin:
         return Value("finite", v.sign, 0, 0)
@@ -91,7 +91,7 @@ def fused_sum(terms: Sequence[Value], fraction_bits: int | None, rounding: str =
     return Value.of_int(total, low)
 
 
-def _exponent(v: Value, fmt: Format) -> int:
+def _exponent(v: Value, fmt: Element) -> int:
     """An operand's exponent as MMA-Sim decodes it: a subnormal's the format's smallest, a
     zero's ZERO_EXPONENT."""
     if not v.significand:
@@ -124,7 +124,7 @@ class FusedDot:
             raise ValueError(f"not a fused-dot model: {self}")
 
     def __call__(self, a: Sequence[Value], b: Sequence[Value], c: Value, formats:
-                 tuple[Format, Format, Format]) -> Value:
+                 tuple[Element, Element, Element]) -> Value:
         """D for one output element: a and b the k values of its row and column, c its C;
         formats (A's, B's, the accumulator's)."""
         fa, fb, out = formats
@@ -153,17 +153,23 @@ class FusedDot:
             acc = self._round(exact, out, self.after_rounding or self.rounding)
         return acc
 
-    def _round(self, v: Value, out: Format, rounding: str) -> Value:
+    def _round(self, v: Value, out: Element, rounding: str) -> Value:
         fraction = out.fraction if self.result_bits is None else \
             min(self.result_bits, out.fraction)
-        got = round_to(Format(out.name, out.exponent, fraction), v, rounding, self.subnormals)
+        got = round_to(_narrowed(out, out.exponent, fraction), v, rounding, self.subnormals)
         if self.overflow == "infinity" and got.kind == "finite" and not out.finite_only:
             # rounded as if the exponent had no top, then too large for the format: inf
-            wide = round_to(Format(out.name, out.exponent + 1, fraction), v, rounding,
+            wide = round_to(_narrowed(out, out.exponent + 1, fraction), v, rounding,
                             self.subnormals)
             if wide.kind == "finite" and magnitude_above(wide, largest(out)):
                 return Value("inf", v.sign)
         return got
+
+
+def _narrowed(out: Element, exponent: int, fraction: int) -> Element:
+    """`out`'s name with other field widths, stored in exactly its own bits (what a model
+    rounds into: fewer fraction bits kept, or an exponent with no top)."""
+    return Element(out.name, 1 + exponent + fraction, "float", exponent, fraction)
 
 
 @dataclass(frozen=True)
@@ -172,7 +178,7 @@ class FmaChain:
     rounding: str = "nearest-even"
 
     def __call__(self, a: Sequence[Value], b: Sequence[Value], c: Value, formats:
-                 tuple[Format, Format, Format]) -> Value:
+                 tuple[Element, Element, Element]) -> Value:
         out = formats[2]
         order = self.order if self.order is not None else tuple(range(len(a)))
         if sorted(order) != list(range(len(a))):

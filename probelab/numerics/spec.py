@@ -9,8 +9,8 @@ from dataclasses import fields
 
 import numpy as np
 
+from probelab.formats import FORMATS, Element
 from probelab.numerics.exact import NANS, Value, decode, encode
-from probelab.numerics.formats import FORMATS, Format
 from probelab.numerics.models import ZERO_EXPONENT, FmaChain, FusedDot
 
 FAMILIES = {"fused-dot": FusedDot, "fma-chain": FmaChain}
@@ -97,7 +97,7 @@ def predicted_bits(spec: Mapping[str, object], grid) -> np.ndarray:
     return np.array(out, np.uint64).reshape(c.shape).view(np.int64)
 
 
-def span(fa: Format, fb: Format, fd: Format) -> int:
+def span(fa: Element, fb: Element, fd: Element) -> int:
     """How far below the largest term of a fused sum of fa x fb products and an fd value any
     term's lowest bit can lie (a little over): truncating to more fraction bits keeps every
     term whole, and no format keeps more bits of a result."""
@@ -107,7 +107,7 @@ def span(fa: Format, fb: Format, fd: Format) -> int:
     return top - low + 64
 
 
-def _decoded(fmt: Format, patterns: np.ndarray) -> tuple[list[Value], np.ndarray]:
+def _decoded(fmt: Element, patterns: np.ndarray) -> tuple[list[Value], np.ndarray]:
     """The distinct patterns' values (each decoded once: a grid repeats its patterns), and
     where each pattern is among them."""
     unique, where = np.unique(patterns, return_inverse=True)

@@ -8,8 +8,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from probelab.formats import FORMATS
 from probelab.numerics.exact import decode
-from probelab.numerics.formats import FORMATS
 
 
 def _exact(v) -> Fraction:

@@ -10,7 +10,7 @@ Each wave is one MMA and one case: the case's K values of A fill row 0, its K of
 case's result and every other D element must come back +0 (`rest_zero`). The fragments are
 placed by the PTX ISA's figures (9.7.13.4, 9.7.15.5), which this lab measured CONFIRMED on
 the H200 (the mma-*, dmma-f64 and wgmma-* lane maps); B's wgmma tile is K-major without
-swizzle, as wgmma-* measured it. Cases come from probelab.numerics.stimulus, placed by
+swizzle, as wgmma-* measured it. Cases come from probelab.kits.numerics.stimulus, placed by
 each kind's Frame: every value exact in its format. Raw D registers are kept whole (`d_raw`).
 """
 
@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from probelab.numerics import stimulus as families
+from probelab.formats import FORMATS
+from probelab.kits.numerics import stimulus as families
+from probelab.kits.numerics.stimulus import FIRST, Frame
 from probelab.numerics.exact import decode, encode
-from probelab.numerics.formats import FORMATS
 from probelab.numerics.models import FmaChain, FusedDot
-from probelab.numerics.stimulus import FIRST, Frame
 from probelab.probe import Evidence, Kernel, Launch, load_sibling
 
 HERE = Path(__file__).parent

@@ -34,8 +34,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from probelab.formats import FORMATS, Element
 from probelab.numerics.exact import NAN, Value, largest
-from probelab.numerics.formats import FORMATS, Format
 
 Case = tuple[str, tuple[Value, ...], tuple[Value, ...], Value]
 ZERO = Value("finite", 0, 0, 0)
@@ -47,8 +47,8 @@ class Frame:
     f32, `numerics-mma-f16-f32`), so its cases are what they were when it was sealed."""
 
     k: int
-    a: Format = FORMATS["f16"]  # the input format (A and B)
-    out: Format = FORMATS["f32"]  # D's and C's
+    a: Element = FORMATS["f16"]  # the input format (A and B)
+    out: Element = FORMATS["f32"]  # D's and C's
     one: int = 0  # 2**one is the unit term of every family but swamping
     swamp_one: int | None = None  # swamping's unit term (None: one); M = its 2**precision
     shifts: range = range(18, 29)  # the s the alignment families sweep
