@@ -1,0 +1,10 @@
+"""Writes prmt_modes.cu from probe.py's MODES: `python probes/prmt_modes/generate.py`;
+tests/test_bitops.py fails when the committed file is not what this writes."""
+
+from pathlib import Path
+
+from probelab.probe import load_sibling
+
+if __name__ == "__main__":
+    probe = load_sibling(Path(__file__).parent / "probe.py")
+    probe.SOURCE.write_text(probe.source())
