@@ -7,7 +7,8 @@ from typing import Any
 from probelab.codeobject import CodeObject
 from probelab.disasm import histogram, without_padding
 from probelab.errors import Unavailable, UsageError
-from probelab.evidence import Isa, gate
+from probelab.evidence import gate
+from probelab.isa import Isa
 from probelab.probe import Kernel, get_probe, require_target
 from probelab.vendors import of
 
@@ -66,7 +67,7 @@ def inspect(probe_id: str, target: str, toolchain: str | None = None) -> list[Ke
             try:
                 code = tools.build(kernel, target, toolchain=tc)
             except Unavailable as exc:
-                if kernel.headers == "hip":
+                if kernel.headers is not None:  # a header set only a device compiler has
                     reports.append(KernelReport(kernel.name, kernel.symbol, "skipped",
                                                 str(exc), toolchain=tc.name))
                     continue

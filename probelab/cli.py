@@ -15,6 +15,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -34,6 +35,27 @@ if TYPE_CHECKING:
 EPILOG = ("Exit codes: 0 confirmed/ok, 1 refuted, 2 usage error, 3 integrity failure "
           "(tampered, post-hoc, broken ledger, failed evidence), 4 no suitable device or "
           "toolchain.")
+
+
+def _vendors_said() -> SimpleNamespace:
+    """What the options' help says of the vendor table (its backends, targets, patterns)."""
+    from probelab import vendors
+
+    try:
+        table = list(vendors.VENDORS.values())
+    except LabError:  # a broken PROBELAB_VENDORS folder: the command itself will say so
+        table = []
+    drivers = [(v, d) for v in table for d in v.drivers]
+    return SimpleNamespace(
+        devices=", ".join(f"{d.backend} ({d.device})" for _, d in drivers),
+        fallback=drivers[0][1].backend if drivers else vendors.SIM,
+        examples=", ".join(vendors.examples()) if table else "",
+        patterns=" or ".join(repr(v.pattern) for v in table),
+        backends=", ".join(d.backend for _, d in drivers),
+        own=", ".join(f"{d.backend} for {v.pattern}" for v, d in drivers))
+
+
+_said = _vendors_said()
 app = typer.Typer(help="probelab: empirical ISA probes with sealed preregistrations.\n\n"
                   "Typical session: `probelab list`, `probelab prereg new PROBE ID`, "
                   "`probelab prereg seal FILE`, `probelab sweep PROBE`, "
@@ -294,8 +316,9 @@ def _added_to_archive() -> str | None:
 def sweep(
     probe: Annotated[str, typer.Argument(help="Probe id, e.g. byte-perm (see `probelab list`).")],
     backend: Annotated[str | None, typer.Option(
-        help="cuda (NVIDIA GPU; the default), hip (AMD GPU, ROCm) or sim (simulated device, "
-             "never evidence; writes under sim-data/). Not for static probes.")] = None,
+        help=f"{_said.devices} or sim (simulated device, never evidence; writes under "
+             f"sim-data/); default: the GPU backend whose driver this machine has "
+             f"({_said.fallback} where none). Not for static probes.")] = None,
     target: Annotated[str | None, typer.Option(help="ISA target: for sim, and for static "
                                                "probes (the toolchain is the device).")] = None,
     repeats: Annotated[int | None, typer.Option(help="Fresh launches per kernel (default 3, "
@@ -341,6 +364,7 @@ def sweep(
     from probelab.backends import prewarm
     from probelab.paths import data_dir
     from probelab.probe import get_probe
+    from probelab.vendors import default_backend
 
     if check_after and out_dir is not None and backend != "sim" \
             and out_dir.resolve() != data_dir().resolve():
@@ -353,7 +377,7 @@ def sweep(
         if toolchain is not None:
             raise UsageError(f"--toolchain is for static probes; {probe} runs on a device "
                              "(its dataset records the compiler that built each kernel)")
-        prewarm(backend or "cuda")  # the device's setup overlaps the imports below
+        prewarm(backend or default_backend())  # the device's setup overlaps the imports below
     from probelab.sweep import run_sweep
 
     with _progress() as step:
@@ -424,7 +448,7 @@ def _checked(path: Path, prov: dict) -> tuple[list[dict], dict[str, str], int]:
 @guarded
 def asm(
     probe: Annotated[str, typer.Argument(help="Probe id (see `probelab list`).")],
-    arch: Annotated[str, typer.Option(help="Target ISA: gfx1201, gfx942, gfx90a, sm_90, ...")],
+    arch: Annotated[str, typer.Option(help=f"Target ISA: {_said.examples}, ...")],
     toolchain: Annotated[str | None, typer.Option(
         help="The compiler, by name (clang-19, clang-22; see `probelab doctor`) or `all`; "
              "default $PROBELAB_CLANG, else the newest.")] = None,
@@ -937,7 +961,7 @@ PreregOpt = Annotated[Path | None, typer.Option(
 
 SealedOpt = Annotated[Path | None, typer.Option(
     help="Instead of a dataset, the map this sealed file's table PREDICTS on its probe's grid "
-         "(for a layout nobody has measured yet, e.g. an AMD probe's calculator-layout.toml); "
+         "(for a layout nobody has measured yet, e.g. a probe's calculator-layout.toml); "
          "said to be a prediction wherever it is shown.", show_default=False)]
 
 
@@ -1163,11 +1187,12 @@ def fleet_verify(
 def fleet_sweep(
     probes: Annotated[list[str], typer.Argument(help="Probe ids (see `probelab list`).")],
     targets: Annotated[list[str] | None, typer.Option(
-        "--targets", help="Only targets matching this pattern (repeatable), e.g. 'gfx9*'.")
+        "--targets", help="Only targets matching this pattern (repeatable), e.g. "
+                          f"{_said.patterns}.")
     ] = None,
     backend: Annotated[str | None, typer.Option(
-        help="cuda, hip or sim; default: each target's own GPU backend (cuda for sm_*, hip "
-             "for gfx*). Static probes always run on a toolchain.")] = None,
+        help=f"{_said.backends} or sim; default: each target's own GPU backend "
+             f"({_said.own}). Static probes always run on a toolchain.")] = None,
     repeats: Annotated[int | None, typer.Option(help="Fresh launches per kernel (default "
                                                 "3, at least 2). Not for static probes.")
     ] = None,

@@ -9,9 +9,12 @@ so that counts too. Only code under `if TYPE_CHECKING:` is skipped (it never run
 
 Not followed: imports by name at run time (`importlib.import_module(f"...{name}")`), which
 probelab uses only for backends, toolchains and figures; none of them computes a cached
-answer. Each file is read and parsed at most once per process (the code does not change
-under a running lab), and what a file's bytes import is kept in the cache (probelab.cache,
-under their hash and this parser's code): a fresh process reads it instead of parsing.
+answer. One exception is followed: `probelab.vendors` imports each vendor folder in it by
+name, so each counts as imported (a third party's, under PROBELAB_VENDORS, is outside
+probelab: the probe index is keyed by the vendors' names too). Each file is read and
+parsed at most once per process (the code does not change under a running lab), and what a
+file's bytes import is kept in the cache (probelab.cache, under their hash and this parser's
+code): a fresh process reads it instead of parsing.
 """
 
 import ast
@@ -25,6 +28,7 @@ from pathlib import Path
 from probelab import bounded, cache
 
 PACKAGE = "probelab"
+FOUND_BY_NAME = "probelab.vendors"  # a package that imports every folder in it by name
 
 
 class Tree:
@@ -57,7 +61,11 @@ class Tree:
         """The probelab modules `module` imports directly (its own packages included)."""
         path = self.file(module)
         package = module if path and path.name == "__init__.py" else module.rpartition(".")[0]
-        return frozenset(m for m in imported(self.source(module), package) if self.file(m))
+        found = {m for m in imported(self.source(module), package) if self.file(m)}
+        if module == FOUND_BY_NAME:  # it imports each of its folders by name
+            found |= {f"{module}.{p.parent.name}" for p in self.root.glob(
+                f"{module.partition('.')[2]}/*/__init__.py")}
+        return frozenset(found)
 
     def closure(self, modules: tuple[str, ...]) -> list[str]:
         seen: set[str] = set()

@@ -9,69 +9,12 @@ so the last write of a register before the instruction is the one that reaches i
 import re
 from dataclasses import asdict, dataclass, field
 
-from probelab.disasm import Instruction
+from probelab.isa import Instruction, Isa
 from probelab.probe import Evidence
 
+__all__ = ["EvidenceReport", "Isa", "OperandTrace", "gate", "trace_operand"]
+
 MAX_DEPTH = 8
-
-
-@dataclass(frozen=True)
-class Isa:
-    """What the gate must know of an ISA's text: which registers an operand names, which an
-    instruction writes, and which instructions load the stimulus from memory."""
-
-    name: str
-    register: re.Pattern[str]  # one register or a range, e.g. R2, v[8:9], s4
-    loads: re.Pattern[str]  # mnemonics that load from the memory the stimulus lives in
-    no_destination: re.Pattern[str]  # mnemonics whose first operand is not written
-    narrow: re.Pattern[str]  # loads of less than 32 bits: the value arrives truncated
-    width_in_opcode: bool = False  # SASS writes R2 but means R2..R3 when the opcode says .64
-
-    def registers(self, operand: str) -> list[str]:
-        m = self.register.match(operand)
-        if not m:
-            return []
-        groups = m.groupdict()
-        bank = groups["bank"]
-        first = int(groups.get("single") or groups["first"])
-        last = groups.get("last")
-        return [f"{bank}{n}" for n in range(first, int(last or first) + 1)]
-
-    def defines(self, insn: Instruction) -> set[str]:
-        if not insn.operands or self.no_destination.match(insn.mnemonic):
-            return set()
-        regs = self.registers(insn.operands[0])
-        if len(regs) == 1 and self.width_in_opcode:
-            width = 4 if ".128" in insn.mnemonic else 2 if (
-                ".64" in insn.mnemonic or "WIDE" in insn.mnemonic) else 1
-            bank, n = regs[0][0], int(regs[0][1:])
-            regs = [f"{bank}{n + k}" for k in range(width)]
-        return set(regs)
-
-    def is_load(self, insn: Instruction) -> bool:
-        return self.loads.match(insn.mnemonic) is not None and not insn.predicate
-
-
-SASS = Isa(
-    name="sass",
-    register=re.compile(r"^[-|!~]*(?P<bank>R)(?P<first>\d+)(?P<last>)(?:\.\w+)*$"),
-    loads=re.compile(r"^(LDG|LD)(\.|$)"),
-    narrow=re.compile(r"\.(U8|S8|U16|S16)(\.|$)"),
-    width_in_opcode=True,
-    no_destination=re.compile(r"^(ST|STG|STS|STL|RED|BRA|EXIT|RET|BAR|MEMBAR|NOP|CALL|JMP)"
-                              r"(\.|$)"),
-)
-
-GCN = Isa(
-    name="gcn",
-    register=re.compile(r"^-?(?:\|)?(?P<bank>[vsa])(?:\[(?P<first>\d+)(?::(?P<last>\d+))?\]"
-                        r"|(?P<single>\d+))"),
-    loads=re.compile(r"^(global_load|buffer_load|flat_load)_"),
-    narrow=re.compile(r"_(u8|i8|u16|i16|d16\w*|ubyte|sbyte|ushort|sshort)$"),
-    no_destination=re.compile(r"^(global_store|buffer_store|flat_store|scratch_store|ds_write|"
-                              r"ds_store|s_wait|s_nop|s_endpgm|s_sendmsg|s_delay_alu|s_cbranch|"
-                              r"s_branch|s_barrier|s_clause|s_setprio|s_code_end|s_dcache)"),
-)
 
 
 @dataclass

@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from probelab import vendors
 from probelab.errors import Exit, IntegrityError, LabError, Unavailable, UsageError
 from probelab.limits import FLEET_CONNECT_S
 
 PREFIX = "probelab"
-BACKENDS = ("cuda", "hip", "sim", "static")
 RETRIES = 3  # resubmissions of a task whose worker or node died
 POLL_S = 0.5
 WAIT_S = 24 * 3600.0  # a task with no result this long after submission is reported lost
@@ -55,7 +55,7 @@ def resource(backend: str, target: str) -> str:
 def parse_resource(name: str) -> tuple[str, str] | None:
     """(backend, target) of a probelab resource name, None for any other resource."""
     parts = name.split(":")
-    if len(parts) == 3 and parts[0] == PREFIX and parts[1] in BACKENDS:
+    if len(parts) == 3 and parts[0] == PREFIX and parts[1] in vendors.fleet_backends():
         return parts[1], parts[2]
     return None
 
@@ -69,22 +69,17 @@ def node_resources(sim_targets: Iterable[str] = ()) -> dict[str, float]:
     from probelab.probe import catalog
 
     out: dict[str, float] = {}
-    for name in ("cuda", "hip"):
+    for name in vendors.device_backends():
         with contextlib.suppress(LabError):  # no such device here: `probelab doctor` says why
             out[resource(name, backends.module(name).make(None, None).device().target)] = 1
-    with contextlib.suppress(LabError):
-        from probelab.toolchains import nvidia
-
-        out[f"{PREFIX}:toolchain:nvrtc-{nvidia.nvrtc_version()}".replace(" ", "")] = 1
     static = {t for p in catalog().probes.values() if getattr(p, "static", False)
               for t in p.targets}
-    with contextlib.suppress(LabError):  # no AMDGPU toolchain: no static probe runs here
-        from probelab.toolchains import amdgpu
-
-        out |= {f"{PREFIX}:toolchain:{tc.name}": 1 for tc in amdgpu.toolchains()}
-        out |= {resource("static", t): 1 for t in amdgpu.supported_targets(amdgpu.find_clang())
-                if any(fnmatch.fnmatchcase(t, pattern) for pattern in static)}
-    out |= {resource("sim", t): 1 for t in sim_targets}
+    for vendor in vendors.VENDORS.values():  # its toolchains, and targets they build here
+        if (machine := vendor.machine_module()) is not None:
+            toolchains, built = machine.resources(static)
+            out |= {f"{PREFIX}:toolchain:{name}": 1 for name in toolchains}
+            out |= {resource(vendors.STATIC, t): 1 for t in built}
+    out |= {resource(vendors.SIM, t): 1 for t in sim_targets}
     return out
 
 
@@ -114,10 +109,10 @@ def plan(probe_ids: Iterable[str], offered: Iterable[str], backend: str | None =
     """One task per (probe, target) that an offered resource serves: a static probe on
     `static`, any other on `backend` (cuda, hip or sim; default: the measuring backend of
     the target's vendor), targets limited to `patterns` where given."""
-    if backend not in (None, "cuda", "hip", "sim"):
-        raise UsageError(f"--backend {backend}: the fleet runs cuda, hip or sim (static "
-                         "probes run on a toolchain by themselves)")
-    from probelab import targets as isa
+    devices = vendors.device_backends()
+    if backend not in (None, *devices, vendors.SIM):
+        raise UsageError(f"--backend {backend}: the fleet runs {', '.join(devices)} or "
+                         f"{vendors.SIM} (static probes run on a toolchain by themselves)")
     from probelab.probe import get_probe, supports
 
     served = [parsed for name in offered if (parsed := parse_resource(name))]
@@ -126,13 +121,13 @@ def plan(probe_ids: Iterable[str], offered: Iterable[str], backend: str | None =
     for probe_id in dict.fromkeys(probe_ids):  # a probe named twice is one set of tasks
         probe = get_probe(probe_id)
         static = getattr(probe, "static", False)  # on a toolchain, whatever `backend` says
-        want = "static" if static else backend
+        want = vendors.STATIC if static else backend
         found = sorted({t for b, t in served if supports(probe, t)
-                        and b == (want or _measuring(isa, t))})
+                        and b == (want or vendors.measuring(t))})
         chosen = [t for t in found if not patterns
                   or any(fnmatch.fnmatchcase(t, p) for p in patterns)]
-        out.tasks += [Task(probe_id, t, want or _measuring(isa, t)) for t in chosen]
-        how = f"backend {want or 'cuda/hip'}"
+        out.tasks += [Task(probe_id, t, want or vendors.measuring(t) or "") for t in chosen]
+        how = f"backend {want or '/'.join(devices)}"
         if not chosen:
             out.unserved.append(f"{probe_id}: no node serves it (targets "
                                 f"{', '.join(probe.targets)}"
@@ -141,10 +136,6 @@ def plan(probe_ids: Iterable[str], offered: Iterable[str], backend: str | None =
         out.unserved += [f"{probe_id}: no node serves {p} ({how})" for p in patterns
                          if chosen and not any(fnmatch.fnmatchcase(t, p) for t in chosen)]
     return out
-
-
-def _measuring(isa: Any, target: str) -> str:
-    return "cuda" if isa.vendor(target) == "nvidia" else "hip"
 
 
 # ---- on the node ----

@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from probelab import cache, depends
+from probelab import cache, depends, vendors
 
 VERSION = 1  # of the entry format
 KIND = "probe-index"  # its entries' folder in the cache
@@ -30,8 +30,9 @@ class Entry:
 
 
 def key(folder: Path) -> str:
-    # the folder's code, the kits it imports and the code that lists it (probelab.probe)
-    return hashlib.sha256(f"{VERSION}:{folder.name}:"
+    # the folder's code, the kits it imports and the code that lists it (probelab.probe),
+    # and the vendors whose kernels it lists (a third party's folder may come and go)
+    return hashlib.sha256(f"{VERSION}:{folder.name}:{','.join(vendors.VENDORS)}:"
                           f"{depends.digest_folder(folder, 'probelab.probe')}".encode()
                           ).hexdigest()
 

@@ -91,17 +91,6 @@ class Verdict(TypedDict, total=False):
     blind_to: list[str]  # sealed rivals the sweep recorded this stimulus unable to separate
 
 
-def compiler_name(version: str, origin: str) -> str:
-    """A toolchain's name from its clang's version line: clang-22, or for ROCm's clang its
-    ROCm release (rocm-7.2.2), else rocm-clang-N."""
-    major = re.search(r"clang version (\d+)", version)
-    number = major.group(1) if major else "unknown"
-    if origin == "ROCm":
-        release = re.search(r"roc-(\d+(?:\.\d+)+)", version)
-        return f"rocm-{release.group(1)}" if release else f"rocm-clang-{number}"
-    return f"clang-{number}"
-
-
 def toolchain_name(prov: Provenance) -> str | None:
     """The toolchain a static dataset was built by ("clang-19"): as recorded, or, in a
     dataset from before toolchains had names, read off its compiler's version line the
@@ -111,9 +100,11 @@ def toolchain_name(prov: Provenance) -> str | None:
         return None
     if isinstance(described.get("name"), str):
         return described["name"]
-    version = str(described.get("compiler", ""))
-    return compiler_name(version, str(described.get("origin"))) if "clang version" in \
-        version else None
+    from probelab.vendors import VENDORS  # each vendor reads its own compilers' version lines
+
+    version, origin = str(described.get("compiler", "")), str(described.get("origin"))
+    return next((name for vendor in VENDORS.values() if vendor.compiler_name
+                 and (name := vendor.compiler_name(version, origin))), None)
 
 
 def toolchain_label(path: Path) -> str | None:

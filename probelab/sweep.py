@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probelab import dataset, targets
+from probelab import dataset, targets, vendors
 from probelab.backends import Backend, DeviceInfo, load_backend
 from probelab.backends.guards import POISONS
 from probelab.codeobject import CodeObject
@@ -114,7 +114,7 @@ def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | N
 def _backend(probe: Probe, name: str | None, target: str | None,
              timeout_s: float | None) -> Backend:
     """The backend, refusing a target of the other vendor before any device is opened."""
-    backend = load_backend(name or "cuda", probe, target)
+    backend = load_backend(name or vendors.default_backend(), probe, target)
     if target is not None and targets.vendor(target) != backend.vendor:
         raise UsageError(f"--target {target} is an {targets.vendor(target)} target; the "
                          f"{backend.name} backend runs {backend.vendor} devices")

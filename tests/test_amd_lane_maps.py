@@ -15,11 +15,12 @@ from quick import quick_first
 from test_lane_id import assert_same_up_to_relabeling
 from toolchains import amd_tools
 
-from probelab.evidence import GCN, gate
+from probelab.evidence import gate
 from probelab.hypothesis import helper_values, parse_hypothesis, predict
 from probelab.kits.lane_id.engine import Layout, random_layout
 from probelab.kits.lane_id.probe import LaneIdProbe
 from probelab.probe import catalog
+from probelab.vendors.amd.isa import GCN
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("wmma_gfx12", "mfma_cdna")
@@ -50,7 +51,7 @@ def scope(h, probe: LaneIdProbe) -> list[str]:
 
 def tables(h, grid, kernels: list[str]) -> dict[str, np.ndarray]:
     return helper_values(h, grid.sel(kernel=kernels),
-                         {n: ("kernel", f"{n[0]}_lane", f"{n[0]}_reg") for n in HELPERS})
+                         {n: ("kernel", f"{n[0]}_lane", f"{n[0]}_value") for n in HELPERS})
 
 
 def layout_of(h, grid, probe: LaneIdProbe) -> dict[str, Layout]:

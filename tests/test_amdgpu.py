@@ -10,9 +10,10 @@ from typer.testing import CliRunner
 
 from probelab.cli import app
 from probelab.errors import IntegrityError, Unavailable
-from probelab.evidence import GCN, gate
+from probelab.evidence import gate
 from probelab.probe import Evidence, Kernel, get_probe
 from probelab.toolchains import amdgpu
+from probelab.vendors.amd.isa import GCN
 
 try:
     amdgpu.find_clang()
@@ -177,7 +178,7 @@ def test_probe_kernels_declare_the_instruction_and_its_relatives():
 
 
 def test_dual_issue_pairs_are_two_instructions_with_two_writes():
-    from probelab.disasm import parse_gcn
+    from probelab.vendors.amd.disasm import parse_gcn
 
     kernel = next(k for k in get_probe("byte-perm").kernels("amd") if k.name == "v_perm")
     blob, _ = amdgpu.compile_object(kernel.source_text(), "gfx1201")

@@ -15,9 +15,10 @@ import xarray as xr
 from probelab.asm import inspect
 from probelab.disasm import Instruction
 from probelab.errors import Unavailable
-from probelab.evidence import GCN, gate
+from probelab.evidence import gate
 from probelab.hypothesis import load_hypothesis, predict
 from probelab.probe import Evidence, Kernel, load_sibling
+from probelab.vendors.amd.isa import GCN
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = load_sibling(ROOT / "probes" / "byte_perm" / "probe.py").PROBE

@@ -15,12 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from toylab import checked_with_and_without_history
 
-from probelab.disasm import Instruction, parse_gcn
+from probelab.disasm import Instruction
 from probelab.errors import Unavailable
-from probelab.evidence import GCN, gate
+from probelab.evidence import gate
 from probelab.hypothesis import load_hypothesis, predict
 from probelab.kits.sentinels import INVALID, NONE
 from probelab.probe import Kernel, load_sibling
+from probelab.vendors.amd.disasm import parse_gcn
+from probelab.vendors.amd.isa import GCN
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULE = load_sibling(ROOT / "probes" / "dot8_iu4" / "probe.py")

@@ -5,8 +5,9 @@ from pathlib import Path
 import pytest
 
 from probelab.errors import Unavailable
-from probelab.evidence import SASS, gate
+from probelab.evidence import gate
 from probelab.probe import Evidence, Kernel, get_probe
+from probelab.vendors.nvidia.isa import SASS
 
 nvidia = pytest.importorskip("probelab.toolchains.nvidia")
 
@@ -118,7 +119,8 @@ def test_declared_modifiers_must_be_exactly_the_instructions() -> None:
     computes something else, so where a probe declares them (Evidence.modifiers) the gate
     refuses any other set, missing or extra; None leaves them unchecked."""
     from probelab.disasm import Instruction
-    from probelab.evidence import GCN, gate
+    from probelab.evidence import gate
+    from probelab.vendors.amd.isa import GCN
 
     def code(modifiers: tuple[str, ...]) -> list[Instruction]:
         text = " ".join(["v_dot8_i32_iu4 v2, v2, v3, v4", *modifiers])

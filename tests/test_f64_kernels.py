@@ -11,8 +11,10 @@ from typer.testing import CliRunner
 
 from probelab.cli import app
 from probelab.errors import Unavailable, UsageError
-from probelab.evidence import GCN, SASS, gate
+from probelab.evidence import gate
 from probelab.probe import Kernel, get_probe, require_target
+from probelab.vendors.amd.isa import GCN
+from probelab.vendors.nvidia.isa import SASS
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,13 +20,13 @@ from toylab import ToyLab
 from typer.testing import CliRunner
 
 import probelab.toolchains.amdgpu as amdgpu
-from probelab import rocm
 from probelab.backends import load_backend
 from probelab.backends import ops_hip as ops
 from probelab.backends.guards import GUARD, GUARD_WORDS, POISONS
 from probelab.codeobject import CodeObject
 from probelab.errors import IntegrityError, Unavailable
 from probelab.probe import Evidence, Kernel, Launch, catalog
+from probelab.vendors.amd import rocm
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_ID = "gfx942:sramecc+:xnack-"

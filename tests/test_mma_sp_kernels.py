@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from toolchains import nvidia_tools
 
-from probelab.evidence import SASS, gate
+from probelab.evidence import gate
 from probelab.probe import get_probe
+from probelab.vendors.nvidia.isa import SASS
 
 KINDS = ("f16", "s8", "s4")
 

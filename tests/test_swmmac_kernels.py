@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from probelab.disasm import Instruction, parse_gcn
+from probelab.disasm import Instruction
 from probelab.errors import Unavailable
-from probelab.evidence import GCN, EvidenceReport, gate
+from probelab.evidence import EvidenceReport, gate
 from probelab.probe import Evidence, Kernel
 from probelab.toolchains import amdgpu
+from probelab.vendors.amd.disasm import parse_gcn
+from probelab.vendors.amd.isa import GCN
 
 try:
     amdgpu.find_clang()

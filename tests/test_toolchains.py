@@ -12,11 +12,11 @@ from types import MappingProxyType
 import pytest
 from quick import quick_first
 
-from probelab.disasm import gcn_instruction
 from probelab.errors import IntegrityError, Unavailable, UsageError
 from probelab.probe import BuiltCase, Evidence
 from probelab.records import toolchain_label, toolchain_name
 from probelab.toolchains import amdgpu, identity
+from probelab.vendors.amd.disasm import gcn_instruction
 from probelab.verify import across_toolchains
 
 try:

@@ -21,7 +21,7 @@ import numpy as np
 
 from probelab.codeobject import CodeObject
 from probelab.errors import KernelTimeout, LabError, UsageError
-from probelab.evidence import Isa
+from probelab.isa import Isa
 from probelab.limits import DEFAULT_TIMEOUT_S
 from probelab.probe import Kernel, Launch, Probe
 

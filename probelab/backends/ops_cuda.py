@@ -18,9 +18,9 @@ from probelab.backends import DEFAULT_TIMEOUT_S, DeviceInfo, device_status, devi
 from probelab.backends.guards import guarded_run
 from probelab.codeobject import CodeObject
 from probelab.errors import IntegrityError, Unavailable
-from probelab.evidence import SASS
 from probelab.probe import Kernel, Launch, Probe
 from probelab.toolchains import nvidia
+from probelab.vendors.nvidia.isa import SASS
 
 
 def _driver():

@@ -5,7 +5,7 @@ that run; a kernel that needs HIP's headers is built on the device by hiprtc and
 disassembled the same way. hip-python returns every call as a tuple (error, *values), and
 every error is checked here. Without ROCm, hip-python imports but each call raises
 RuntimeError ("failed to dlopen libamdhip64.so"): that is reported as Unavailable
-(probelab.rocm). hiprtc is a toolchain (probelab.toolchains.hiprtc).
+(probelab.vendors.amd.rocm). hiprtc is a toolchain (probelab.toolchains.hiprtc).
 """
 
 import ctypes
@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from probelab import rocm
 from probelab.backends import DEFAULT_TIMEOUT_S, DeviceInfo, device_status, device_uuid
 from probelab.backends.guards import guarded_run
 from probelab.codeobject import CodeObject
 from probelab.errors import IntegrityError, Unavailable
-from probelab.evidence import GCN
 from probelab.probe import Kernel, Launch, Probe
 from probelab.toolchains import amdgpu, hiprtc
+from probelab.vendors.amd import rocm
+from probelab.vendors.amd.isa import GCN
 
 # The null stream: every copy, memset and launch of a run goes on it, in order.
 STREAM = None
@@ -177,23 +177,6 @@ class HipBackend:
             out["hiprtc"] = hiprtc.version()
             tools |= hiprtc.tools()
         return out | ({"tools": tools} if tools else {})
-
-
-def rocm_rows() -> list[tuple[str, bool, str]]:
-    """`probelab doctor`'s rows: can the HIP runtime and hiprtc be loaded, at which version."""
-    def runtime() -> str:
-        (runtime,) = rocm.check(rocm.hip().hipRuntimeGetVersion(), "hipRuntimeGetVersion")
-        return "HIP " + rocm.version(runtime)
-
-    rows = []
-    for name, version in (("ROCm HIP runtime", runtime), ("ROCm hiprtc", hiprtc.version)):
-        try:
-            rows.append((name, True, version()))
-        except Unavailable as exc:
-            rows.append((name, False, str(exc)))
-        except (RuntimeError, IntegrityError) as exc:
-            rows.append((name, False, str(rocm.no_rocm(exc))))
-    return rows
 
 
 def make(probe: Probe, target: str | None) -> HipBackend:

@@ -26,9 +26,10 @@ from probelab.cache import cache_key, cached_bytes
 from probelab.codeobject import CodeObject
 from probelab.errors import Unavailable, UsageError
 from probelab.probe import Kernel
-from probelab.records import ToolRecord, compiler_name
+from probelab.records import ToolRecord
 from probelab.toolchains import identity
-from probelab.vendors import VENDORS
+from probelab.vendors.amd.disasm import parse_gcn
+from probelab.vendors.amd.naming import compiler_name
 
 MIN_MAJOR = 19
 INSTALL_HINT = ("apt-get install clang-19 lld-19 llvm-19, or clang-22 lld-22 llvm-22 "
@@ -249,4 +250,4 @@ def build(kernel: Kernel, target: str, fresh: bool = False,
     except CompileError as exc:
         raise Unavailable(f"{kernel.name} does not compile for {target}:\n{exc}") from exc
     text = disassemble(blob, target, toolchain)
-    return CodeObject(target, blob, VENDORS["amd"].parse(text), describe(toolchain), hit)
+    return CodeObject(target, blob, parse_gcn(text), describe(toolchain), hit)

@@ -6,13 +6,13 @@ sees the bytes that will run."""
 import contextlib
 from collections.abc import Callable
 
-from probelab import rocm
 from probelab.codeobject import CodeObject
 from probelab.errors import Unavailable
 from probelab.probe import Kernel
 from probelab.records import ToolRecord
 from probelab.toolchains import amdgpu, identity
-from probelab.vendors import VENDORS
+from probelab.vendors.amd import rocm
+from probelab.vendors.amd.disasm import parse_gcn
 
 
 def version() -> str:
@@ -65,7 +65,7 @@ def build(kernel: Kernel, target_id: str, runtime: Callable[[], str], offline: E
                  "hip_runtime": runtime(), "options": " ".join(options),
                  "offline_refused": " ".join(str(offline).split())}
     try:  # the bytes that will run, disassembled; without a disassembler, no evidence
-        functions = VENDORS["amd"].parse(amdgpu.disassemble(bytes(blob), target_id))
+        functions = parse_gcn(amdgpu.disassemble(bytes(blob), target_id))
         toolchain["disassembler"] = str(amdgpu.find_clang().objdump)
     except Unavailable as exc:
         functions, toolchain["disassembler"] = {}, f"unavailable: {exc}"

@@ -122,6 +122,13 @@ def shown(tool: ToolRecord) -> str:
     return f"{tool['path']}, sha256 {tool['sha256'][:SHORT]}, {where}"
 
 
+def rows(toolchain: str, tools: Mapping[str, ToolRecord]) -> list[tuple[str, bool, str]]:
+    """`doctor`'s row per tool: what its file is, in full (a tool outside its package: not
+    ok)."""
+    return [(f"{toolchain} {name}", tool["package_ok"] is not False, shown(tool))
+            for name, tool in tools.items()]
+
+
 def _tools(described: object) -> dict[str, dict[str, Any]]:
     """A provenance toolchain record's tools, as read (none in a dataset from before them)."""
     tools = described.get("tools") if isinstance(described, dict) else None

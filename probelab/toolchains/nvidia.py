@@ -19,7 +19,7 @@ from probelab.errors import Unavailable, UsageError
 from probelab.probe import Kernel
 from probelab.records import ToolRecord
 from probelab.toolchains import identity
-from probelab.vendors import VENDORS
+from probelab.vendors.nvidia.disasm import parse_sass
 
 INSTALL_HINT = "pip install 'probelab[cuda]' (cuda-core, NVRTC and nvdisasm wheels)"
 ALL = "all"
@@ -197,4 +197,4 @@ def build(kernel: Kernel, target: str, fresh: bool = False,
     key = cache_key(cubin=hashlib.sha256(cubin).hexdigest(), nvdisasm=nvdisasm_version(),
                     nvdisasm_sha256=identity.identify(find_nvdisasm())["sha256"])
     sass, _ = cached_bytes("nvdisasm", key, lambda: disassemble(cubin).encode())
-    return CodeObject(arch, cubin, VENDORS["nvidia"].parse(sass.decode()), describe(), hit)
+    return CodeObject(arch, cubin, parse_sass(sass.decode()), describe(), hit)

@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from probelab.disasm import Instruction, gcn_instruction, parse_gcn
-from probelab.evidence import GCN
+from probelab.disasm import Instruction
 from probelab.probe import BuiltCase, Evidence, Kernel
+from probelab.vendors.amd.disasm import gcn_instruction, parse_gcn
+from probelab.vendors.amd.isa import GCN
 
 if TYPE_CHECKING:
     import xarray as xr

@@ -1,0 +1,16 @@
+"""SASS as the evidence gate reads it: registers, loads, and what writes nothing."""
+
+import re
+
+from probelab.isa import Isa
+
+SASS = Isa(
+    name="sass",
+    register=re.compile(r"^[-|!~]*(?P<bank>R)(?P<first>\d+)(?P<last>)(?:\.\w+)*$"),
+    loads=re.compile(r"^(LDG|LD)(\.|$)"),
+    narrow=re.compile(r"\.(U8|S8|U16|S16)(\.|$)"),
+    width_in_opcode=True,
+    no_destination=re.compile(r"^(ST|STG|STS|STL|RED|BRA|EXIT|RET|BAR|MEMBAR|NOP|CALL|JMP)"
+                              r"(\.|$)"),
+)
+PADDING = ("NOP",)  # alignment filler, not the kernel's work
