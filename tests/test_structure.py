@@ -1,7 +1,10 @@
 """The shape of the code, as the architecture promises it: the core never imports a kit,
-and no two probelab modules import each other, directly or around a loop."""
+no two probelab modules import each other, directly or around a loop, and no module outside
+a vendor's own files names a vendor, its backend or a target."""
 
 import ast
+import fnmatch
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "probelab"
@@ -76,3 +79,61 @@ def test_no_module_imports_itself_around_a_loop() -> None:
         if v not in index:
             visit(v)
     assert loops == []
+
+
+# A vendor is one folder (probelab/vendors/<name>/) and its backend and toolchain files:
+# nothing else in probelab names a vendor, a backend of one or a target. Docstrings and
+# comments may (they explain); code may not: string literals and names, imports included.
+VENDOR_WORDS = re.compile(r"\b(nvidia\w*|amd\w*|cuda\w*|hip\w*|rocm\w*|nvrtc\w*|nvdisasm\w*|"
+                          r"sm_\d\w*|gfx\d\w*)\b", re.IGNORECASE)
+# the vendor's own files: its folder, a device backend (not sim), a toolchain (not identity);
+# and the kits: probe families, whose kernels are some vendor's as a probe's are (the core
+# never imports a kit, test_the_core_imports_no_kit)
+VENDOR_FILES = ("probelab/vendors/*", "probelab/backends/ops_*.py", "probelab/toolchains/*.py",
+                "probelab/kits/*")
+NOT_VENDOR_FILES = ("probelab/backends/ops_sim.py", "probelab/toolchains/__init__.py",
+                    "probelab/toolchains/identity.py")
+STILL_NAMING_A_VENDOR: dict[str, set[str]] = {}  # file -> words: none left; keep it so
+
+
+def _vendor_words(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                       ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)
+                  and isinstance(node.body[0].value, ast.Constant)}
+    said: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            said += [] if id(node) in docstrings else [node.value]
+        elif isinstance(node, ast.Name):
+            said.append(node.id)
+        elif isinstance(node, ast.Attribute):
+            said.append(node.attr)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            said.append(node.name)
+        elif isinstance(node, ast.arg):
+            said.append(node.arg)
+        elif isinstance(node, ast.alias):
+            said += [node.name, node.asname or ""]
+        elif isinstance(node, ast.ImportFrom):
+            said.append(node.module or "")
+        elif isinstance(node, ast.keyword):
+            said.append(node.arg or "")
+    return {m.group(0) for text in said for m in VENDOR_WORDS.finditer(text)}
+
+
+def test_no_module_outside_a_vendors_files_names_a_vendor() -> None:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).as_posix()
+        if rel not in NOT_VENDOR_FILES and any(
+                fnmatch.fnmatchcase(rel, pattern) for pattern in VENDOR_FILES):
+            continue
+        if words := _vendor_words(path):
+            found[rel] = words
+    assert found == STILL_NAMING_A_VENDOR
+    # the scan sees what it must: the vendor folders name their vendors
+    assert _vendor_words(PACKAGE / "vendors" / "amd" / "__init__.py") >= {"amd", "hip"}
+    assert "sm_90" in _vendor_words(PACKAGE / "vendors" / "nvidia" / "__init__.py")
