@@ -29,7 +29,7 @@ ENGINE = "h5netcdf"
 CONTENT_KEY = "content_sha256"
 # provenance keys that came with the content hash: a dataset with them must carry it
 GENERATION_KEYS = frozenset({"blind_pairs", "nondeterministic"})
-MEASURING_BACKENDS = vendors.measuring_backends()  # what can take a measurement
+MEASURING_BACKENDS = vendors.MEASURING_BACKENDS  # what can take a measurement
 MAX_PROVENANCE_NESTING = 32
 # what a NEW dataset may declare decoded, and take on disk: `save` refuses more before
 # anything is written (the lane-id kit's compact form keeps its widest probes within them)

@@ -61,9 +61,9 @@ def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | N
               repeats: int | None = None, out_root: Path | None = None,
               step: Step = lambda _: None, command: list[str] | None = None,
               timeout_s: float | None = None, allow_blind: bool = False) -> SweepResult:
-    """Sweep `probe_id` on `backend_name` (default cuda), `repeats` times (default 3), each
-    launch within `timeout_s` (default DEFAULT_TIMEOUT_S). A static probe is measured on the
-    toolchain: a backend, repeats or a timeout given for one are refused."""
+    """Sweep `probe_id` on `backend_name` (default: vendors.default_backend), `repeats` times
+    (default 3), each launch within `timeout_s` (default DEFAULT_TIMEOUT_S). A static probe
+    is measured on the toolchain: a backend, repeats or a timeout given for one are refused."""
     started = time.time()
     probe = get_probe(probe_id)
     if getattr(probe, "static", False):

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from toylab import ToyLab, git, invoke
 
-from probelab import backends, dataset, targets, vendors
-from probelab.errors import UsageError
+from probelab import backends, dataset, fleet, targets, vendors
+from probelab.doctor import diagnose
+from probelab.errors import Unavailable, UsageError
 from probelab.probe import catalog
 from probelab.sweep import run_sweep
 from probelab.toolchains import Toolchain
@@ -19,7 +20,7 @@ TOYCO = '''"""toyco: a made-up vendor, as a third party would add one: one folde
 import re
 
 from probelab.isa import Instruction, Isa
-from probelab.vendors import Vendor
+from probelab.vendors import Driver, Vendor
 
 ISA = Isa(name="toy", register=re.compile(r"^(?P<bank>t)(?P<first>\\d+)(?P<last>)$"),
           loads=re.compile(r"^tload$"), no_destination=re.compile(r"^tstore$"),
@@ -37,8 +38,59 @@ def parse(text: str) -> dict[str, list[Instruction]]:
     return out
 
 
-VENDOR = Vendor("toyco", ("toy_1", "toy_2"), "toy_*", ISA, parse, sim_targets=("toy_1",),
-                known="toyco's toy_1 and toy_2", examples=("toy_1",), padding=("tnop",))
+VENDOR = Vendor("toyco", ("toy_1", "toy_2"), "toy_*", ISA, parse,
+                drivers=(Driver("toydev", __file__, "json", "toyco's driver", "toyco",
+                                "toyco device"),),
+                sim_targets=("toy_1",), known="toyco's toy_1 and toy_2", examples=("toy_1",),
+                padding=("tnop",))
+'''
+
+# toyco's device backend, in its own folder: it "runs" a kernel by the probe's model, as a
+# device would run it, after building the code object its parser reads (the gate's input)
+TOYDEV = '''"""toydev: toyco's device (a test's stand-in: the probe's model is its silicon)."""
+
+import numpy as np
+
+from probelab.backends import DeviceInfo, device_status
+from probelab.backends.guards import framed, unframe
+from probelab.codeobject import CodeObject
+from probelab.limits import DEFAULT_TIMEOUT_S
+from probelab.vendors import VENDORS
+
+UUID = "00000000-0000-4000-8000-000000000001"
+
+
+class ToyDevice:
+    name = "toydev"
+    vendor = "toyco"
+    simulated = False
+
+    def __init__(self, probe):
+        self.probe, self.isa, self.timeout_s = probe, VENDORS["toyco"].isa, DEFAULT_TIMEOUT_S
+
+    def device(self):
+        return DeviceInfo("toyco T1", "toy_1", {"uuid": UUID})
+
+    def compile(self, kernel, target):
+        text = kernel.source_text()
+        return CodeObject(target, text.encode(), VENDORS["toyco"].parse(text),
+                          {"compiler": "toyas 1.0", "name": "toyas-1"})
+
+    def run(self, code, kernel, launch, poison):
+        results = self.probe.simulate(kernel, launch.inputs)
+        return {name: unframe(name, framed(np.asarray(results[name], np.uint32).reshape(-1)))
+                for name in launch.outputs}
+
+    def describe(self):
+        return {"compiler": "toyas 1.0", "name": "toyas-1"}
+
+
+def make(probe, target):
+    return ToyDevice(probe)
+
+
+def status():
+    return device_status(lambda: ToyDevice(None).device(), lambda d: "a test's device")
 '''
 
 TOYCO_PROBE = '''"""toyco-add: value(a, b) = a + b, on toyco's targets only (a simulated device)."""
@@ -65,7 +117,8 @@ class ToycoAdd:
     def kernels(self, vendor):
         if vendor != "toyco":
             return []
-        return [Kernel("add", "toy_add", HERE / "add.toy", "toyco", Evidence(r"tadd"))]
+        return [Kernel("add", "toy_add", HERE / "add.toy", "toyco",
+                       Evidence(r"tadd", operands=("unmodified", "unmodified")))]
 
     def stimulus(self):
         return xr.Dataset(coords={"a": ("a", np.arange(4, dtype=np.uint32)),
@@ -98,10 +151,12 @@ def toyco(toylab: ToyLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     folder = tmp_path / "third-party" / "toyco"
     folder.mkdir(parents=True)
     (folder / "__init__.py").write_text(TOYCO)
+    (folder / "ops_toydev.py").write_text(TOYDEV)
     probe = toylab.root / "probes" / "toyco_add"
     probe.mkdir()
     (probe / "probe.py").write_text(TOYCO_PROBE)
-    (probe / "add.toy").write_text("toy_add: tload t0, t1\ntoy_add: tadd t2, t0, t1\n")
+    (probe / "add.toy").write_text("".join(f"toy_add: {line}\n" for line in (
+        "tload t0, a", "tload t1, b", "tadd t2, t0, t1")))
     git(toylab.root, "add", "-A")
     git(toylab.root, "commit", "-q", "-m", "toyco-add")
     monkeypatch.setenv(vendors.ENV, str(folder.parent))
@@ -148,12 +203,12 @@ def test_a_third_vendor_is_one_folder(toyco: ToyLab, tmp_path: Path) -> None:
     assert targets.VENDORS["toyco"] == ("toy_1", "toy_2")
     with pytest.raises(UsageError, match="toyco's toy_1 and toy_2"):
         targets.vendor("toy_9")
-    with pytest.raises(Exception, match="no toolchain builds toyco"):
+    with pytest.raises(Unavailable, match="no toolchain builds toyco"):
         vendors.of("toy_1").tools()
     # its parser and register tables are what the gate reads
     code = vendors.of("toy_1").parse((toyco.root / "probes" / "toyco_add" / "add.toy")
                                      .read_text())["toy_add"]
-    assert [i.mnemonic for i in code] == ["tload", "tadd"]
+    assert [i.mnemonic for i in code] == ["tload", "tload", "tadd"]
     assert vendors.of("toy_1").isa.registers("t2") == ["t2"]
 
     listed = invoke("list", "--json")
@@ -170,10 +225,32 @@ def test_a_third_vendor_is_one_folder(toyco: ToyLab, tmp_path: Path) -> None:
                    tmp_path / "cli-sim")
     assert again.exit_code == 0, again.output
     assert list((tmp_path / "cli-sim").rglob("toy_2/*.nc"))
-    # no device backend runs it: a device sweep says so, and the fleet plans none for it
+    # another vendor's device backend refuses its targets
     wrong = invoke("sweep", "toyco-add", "--backend", "cuda", "--target", "toy_1")
     assert wrong.exit_code == 2 and "toyco target" in wrong.output
-    assert vendors.measuring("toy_1") is None
+
+
+def test_a_third_vendors_device_measures(toyco: ToyLab, tmp_path: Path, monkeypatch) -> None:
+    """Its backend file in its folder is found by name; what it measures is a measurement
+    (its backend measures: derived from its row), gated on its own ISA tables."""
+    assert "toydev" in backends.names() and "toydev" in vendors.measuring_backends()
+    assert vendors.measuring("toy_2") == "toydev"
+    assert "toydev" in vendors.fleet_backends()
+    assert {c["name"]: c["ok"] for c in diagnose()["checks"]}["backend toydev"]
+    # where its driver is the one this machine has, it is the default device
+    monkeypatch.setattr(vendors.Driver, "found", lambda self: self.backend == "toydev")
+    assert vendors.default_backend() == "toydev"
+    # the fleet plans its targets on it
+    planned = fleet.plan(["toyco-add"], [fleet.resource("toydev", "toy_2")])
+    assert [(t.target, t.backend) for t in planned.tasks] == [("toy_2", "toydev")]
+    saved = run_sweep("toyco-add", "toydev", out_root=tmp_path / "measured", repeats=2)
+    prov = dataset.stored_provenance(saved.path)
+    assert (prov["backend"], prov["target"], prov["simulated"]) == ("toydev", "toy_1", False)
+    assert dataset.contradictions(prov) == []
+    evidence = prov["kernels"]["add"]["evidence"]
+    assert evidence["ok"] and evidence["matches"] == ["tadd t2, t0, t1"]
+    assert [t["reaches"] for t in evidence["operands"]] == ["unmodified", "unmodified"]
+    assert prov["kernels"]["add"]["histogram"] == {"tadd": 1, "tload": 2}
 
 
 def test_a_vendor_folder_must_declare_its_row(tmp_path: Path, monkeypatch) -> None:

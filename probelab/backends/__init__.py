@@ -1,6 +1,7 @@
 """Backends: one small file each (ops_cuda, ops_sim, ...) behind one protocol, found by
-name: `--backend NAME` is `probelab/backends/ops_NAME.py`, which exposes `make(probe,
-target)` (the constructor) and `status()` (what `probelab doctor` says of it).
+name: `--backend NAME` is `probelab/backends/ops_NAME.py` (or a vendor folder's own
+`ops_NAME.py`), which exposes `make(probe, target)` (the constructor) and `status()` (what
+`probelab doctor` says of it).
 
 compile(kernel, target) -> CodeObject     (toolchain work; no device needed for cuda)
 run(code, kernel, launch, poison) -> outputs   (poisoned, guarded, every call checked)
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from probelab import vendors
 from probelab.codeobject import CodeObject
 from probelab.errors import KernelTimeout, LabError, UsageError
 from probelab.isa import Isa
@@ -29,16 +31,26 @@ __all__ = ["DEFAULT_TIMEOUT_S", "Backend", "DeviceInfo", "KernelTimeout", "load_
            "module", "names", "prewarm", "settle", "wait_for"]
 
 
+def _modules() -> dict[str, str]:
+    """Each backend's module: its ops_<name>.py here, or in a vendor's folder (so that a
+    third party's vendor, devices and all, is one folder)."""
+    found = {p.stem[4:]: f"{__name__}.{p.stem}" for p in Path(__file__).parent.glob("ops_*.py")}
+    for vendor in vendors.VENDORS:
+        for p in vendors.folder(vendor).glob("ops_*.py"):
+            found.setdefault(p.stem[4:], f"{vendors.__name__}.{vendor}.{p.stem}")
+    return dict(sorted(found.items()))
+
+
 def names() -> list[str]:
     """Every backend this lab has: its ops_<name>.py files."""
-    return sorted(p.stem[4:] for p in Path(__file__).parent.glob("ops_*.py"))
+    return list(_modules())
 
 
 def module(name: str) -> ModuleType:
     """Backend `name`'s module (UsageError, naming the known ones, for any other)."""
-    if name not in names():
-        raise UsageError(f"unknown backend {name!r} (known: {', '.join(names())})")
-    return importlib.import_module(f"probelab.backends.ops_{name}")
+    if name not in (found := _modules()):
+        raise UsageError(f"unknown backend {name!r} (known: {', '.join(found)})")
+    return importlib.import_module(found[name])
 
 
 @dataclass(frozen=True)
@@ -100,7 +112,7 @@ def prewarm(name: str) -> None:
 def settle() -> None:
     """Wait for whatever early setup a loaded backend started (`settle` in its module), so
     that a process may leave without tearing anything down mid-way."""
-    loaded = (sys.modules.get(f"probelab.backends.ops_{name}") for name in names())
+    loaded = (sys.modules.get(found) for found in _modules().values())
     for found in filter(None, loaded):
         getattr(found, "settle", lambda: None)()
 

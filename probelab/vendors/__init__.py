@@ -15,6 +15,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -156,6 +157,12 @@ VENDORS: Mapping[str, Vendor] = _View(lambda vendor: vendor)  # name -> its row
 TARGETS: Mapping[str, tuple[str, ...]] = _View(lambda vendor: vendor.targets)
 
 
+def folder(name: str) -> Path:
+    """Vendor `name`'s folder (its backend files may live there too)."""
+    table()
+    return Path(sys.modules[f"{__name__}.{name}"].__file__ or HERE).parent
+
+
 def vendor(target: str) -> str:
     """The vendor of a known target id ("nvidia" for sm_90, gfx942:xnack- is "amd"'s);
     UsageError, naming the known ones, otherwise."""
@@ -187,6 +194,25 @@ def device_backends() -> tuple[str, ...]:
 def measuring_backends() -> frozenset[str]:
     """What can take a measurement: a device backend, or a toolchain (static probes)."""
     return frozenset({*device_backends(), TOOLCHAIN})
+
+
+class _Measuring(AbstractSet[str]):
+    """`measuring_backends()`, live: what the table says now (a folder may come later)."""
+
+    def __contains__(self, name: object) -> bool:
+        return name in measuring_backends()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(measuring_backends()))
+
+    def __len__(self) -> int:
+        return len(measuring_backends())
+
+    def __repr__(self) -> str:
+        return f"MEASURING_BACKENDS{sorted(measuring_backends())}"
+
+
+MEASURING_BACKENDS: AbstractSet[str] = _Measuring()
 
 
 def fleet_backends() -> tuple[str, ...]:
