@@ -15,7 +15,17 @@ from typing import Any
 
 import xarray as xr
 
-from probelab import bounded, codetree, dataset, depends, gitinfo, ledger, manifest, written
+from probelab import (
+    bounded,
+    codetree,
+    dataset,
+    depends,
+    gitinfo,
+    ledger,
+    manifest,
+    vocabulary,
+    written,
+)
 from probelab.cache import cache_key
 from probelab.errors import Exit, HistoryError, IntegrityError, LabError, UsageError
 from probelab.hypothesis import (
@@ -241,8 +251,9 @@ def observed_dims(variables: Mapping[str, tuple[str, ...]], prov: Provenance, pr
     """The grid dims of each observable, as the dataset records them: a verdict on data
     that observed it never depends on today's probe. Only a dataset older than that record
     (or one whose record its variables contradict) takes them from the probe's
-    declaration, and for an observable the probe has retired, the variable's own dims
-    after `kernel`."""
+    declaration (in the dataset's own names: a probe in the fragment vocabulary declares
+    `a_value` where an archive dataset says `a_reg`; probelab.vocabulary), and for an
+    observable the probe has retired, the variable's own dims after `kernel`."""
     own = {name: tuple(d for d in dims if d != "kernel") for name, dims in variables.items()}
     recorded = prov.get("observables")
     fitted = {name: tuple(map(str, value)) for name, value in
@@ -251,7 +262,10 @@ def observed_dims(variables: Mapping[str, tuple[str, ...]], prov: Provenance, pr
               tuple(d for d in value if d != "kernel") == own[name]}
     if isinstance(recorded, dict) and len(fitted) == len(recorded):
         return own | fitted
-    return own | dict(get_probe(probe_id).observables) | fitted
+    have = {d for dims in variables.values() for d in dims}
+    declared = {name: vocabulary.named_as(tuple(dims), have)
+                for name, dims in get_probe(probe_id).observables.items()}
+    return own | declared | fitted
 
 
 def _scored_claim(claims: Evaluations, h: Hypothesis, judged: "Judged", kernels: list[str]
@@ -339,7 +353,7 @@ def prescore_all(claims: Evaluations,
             continue
         out.append([])
         asked.append((len(out) - 1, h, group))
-        walked.append((h, first.ds, dims, [(j.ds, k) for j, k in group]))
+        walked.append((h, first.grid, dims, [(j.ds, k) for j, k in group]))
     for (at, h, group), scored in zip(asked, score_claims(walked), strict=True):
         if isinstance(scored, LabError):
             out[at] = scored
@@ -442,6 +456,14 @@ class Judged:
         for name in ds.coords:
             ds.variables[name].load()
         return ds
+
+    @cached_property
+    def grid(self) -> xr.Dataset:
+        """The dataset as claims are evaluated over it: as stored, with the fragment
+        vocabulary's names bindable beside the archive's (probelab.vocabulary.bindable: a
+        sealed file may name `a_value` or `a_reg` on any grid). Cells are named, and values
+        read, from `ds` as stored."""
+        return vocabulary.bindable(self.ds)
 
     @cached_property
     def head(self) -> str | None:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from probelab import dataset
+from probelab import dataset, vocabulary
 from probelab.check import Standing, read_dataset, standing
 from probelab.errors import UsageError
 from probelab.paths import shown
@@ -82,10 +82,12 @@ def parse_spec(text: str) -> tuple[Path, str | None]:
 
 
 def load_side(text: str) -> Side:
-    """A side read as check reads a dataset: once, bounded, its integrity judged."""
+    """A side read as check reads a dataset: once, bounded, its integrity judged; in the
+    fragment vocabulary (an archive dataset through its recorded translation,
+    probelab.vocabulary), so two sides of one grid name its cells alike."""
     path, kernel = parse_spec(text)
     read = read_dataset(path)
-    side = Side(path, kernel, read.open(), standing(read))
+    side = Side(path, kernel, vocabulary.translated(read.open()), standing(read))
     if kernel is not None and kernel not in side.kernels:
         raise UsageError(f"{path} has no kernel {kernel!r} (it has {', '.join(side.kernels)})")
     return side
@@ -115,17 +117,19 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _cell(da: xr.DataArray, index: tuple[int, ...]) -> dict[str, Any]:
-    """Every coordinate of one cell (no kernel): the grid dims and the labels on them."""
+def _cell(da: xr.DataArray, index: tuple[int, ...], skip: set[str]) -> dict[str, Any]:
+    """Every coordinate of one cell but `skip`'s: the grid dims and the labels on them."""
     point = dict(zip(da.dims, index, strict=True))
     return {str(name): _plain(coord.isel({d: point[d] for d in coord.dims}).values[()])
             for name, coord in da.coords.items()
-            if name != "kernel" and set(coord.dims) <= set(da.dims)}
+            if name not in skip and set(coord.dims) <= set(da.dims)}
 
 
 def compare(a: Side, b: Side, ka: str, kb: str, observables: list[str],
             first: int = FIRST_SHOWN) -> PairDiff:
     masks, shown_cells = {}, []
+    # no kernel, nor the vocabulary's record or the archive names it keeps as aliases
+    skip = {"kernel", vocabulary.RECORD, *vocabulary.aliases(a.ds)}
     for observable in observables:
         va = a.ds[observable].sel(kernel=ka)
         vb = b.ds[observable].sel(kernel=kb).transpose(*va.dims)
@@ -133,7 +137,7 @@ def compare(a: Side, b: Side, ka: str, kb: str, observables: list[str],
         masks[observable] = differ
         for flat in np.flatnonzero(differ)[: max(first - len(shown_cells), 0)]:
             index = tuple(int(i) for i in np.unravel_index(flat, differ.shape))
-            shown_cells.append(_cell(va, index) | {
+            shown_cells.append(_cell(va, index, skip) | {
                 "observable": observable,
                 "a": f"{int(va.values[index]):#010x}", "b": f"{int(vb.values[index]):#010x}"})
     cells = sum(int(m.size) for m in masks.values())

@@ -18,7 +18,11 @@ off each dataset's own variables, as lanemaps reads a lane-id dataset's: no prob
   metadata word (a one-element product fixes both without a layout); operand META: the
   lane whose metadata word governs it and the 2-bit field of that word (physical labels).
   The rest of a sparse dataset (the pairing under each word, random and invalid words,
-  superposition, collisions) is checks and records, not a lane map.
+  superposition, collisions) is checks and records, not a lane map. A sparse dataset is read
+  in the fragment vocabulary (dims `a_value`, `b_value`; an archive dataset's `a_elem`,
+  `b_elem` through its recorded translation, probelab.vocabulary, where it is opened).
+- The matrix-move kit is not on the fragment vocabulary: its `from_reg` and `from_half`
+  count registers and halves of a register (the instruction's own units), not values.
 """
 
 from __future__ import annotations
@@ -122,7 +126,7 @@ def _sparse_map(ds: xr.Dataset, kernel: str, operand: str) -> LaneMap:
         return LaneMap(kernel, operand, rows, cols, LITERAL, documented=True,
                        extent=(lanes, fields))
     d_slots = ds.sizes["lane"], ds.sizes["reg"]
-    b_slots = ds.sizes["b_lane"], ds.sizes["b_elem"]
+    b_slots = ds.sizes["b_lane"], ds.sizes["b_value"]
     rows = _first_appearance(k["row_lane"].values, k["row_reg"].values, values, d_slots)
     met = [_first_appearance(k["met_lane"].values[w], k["met_elem"].values[w], values, b_slots)
            for w in range(ds.sizes["word"])]
@@ -139,7 +143,7 @@ def _sparse_map(ds: xr.Dataset, kernel: str, operand: str) -> LaneMap:
 
 def _first_appearance(lane: np.ndarray, sub: np.ndarray, values: int,
                       bounds: tuple[int, int]) -> np.ndarray:
-    """(lane, sub) pairs (a D register, a B slot) over (a_lane, a_elem) as labels numbered
+    """(lane, sub) pairs (a D register, a B slot) over (a_lane, a_value) as labels numbered
     by first appearance in slot order (value-major, as a lane-id dataset's canonical labels
     are); -1 where a code (nothing arrived, ambiguous: past the slots' `bounds`) stands."""
     lane, sub = (_ids(x[:, :values], b) for x, b in zip((lane, sub), bounds, strict=True))

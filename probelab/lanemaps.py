@@ -1,11 +1,13 @@
 """Measured lane maps in the field's notations (`probelab layout show|compare`).
 
 A lane map is what a lane-id dataset records of one operand of one kernel: the variables
-`<op>_row` and `<op>_col` over (kernel, <op>_lane, <op>_reg), (thread, value) -> (row,
+`<op>_row` and `<op>_col` over (kernel, <op>_lane, <op>_value), (thread, value) -> (row,
 col), -1 where a slot holds nothing, in the dataset's canonical labels (rows and k numbered
 by first appearance over A's slots, columns over B's: a lane-id experiment determines a map
 up to a renumbering of each axis, and the attrs say which numbering it is). The dataset
-describes itself: nothing here reads probe code.
+describes itself: nothing here reads probe code. Datasets are read in the fragment
+vocabulary (`<op>_value`, `<op>_values`): an archive dataset, which says `<op>_reg`, through
+its recorded translation (probelab.vocabulary.translated, where it is opened).
 
 From a map this finds, and proves cell by cell:
 - the smallest CuTe layout (thread, value) -> index, the index column-major over the
@@ -52,7 +54,7 @@ LANES_PER_WARP = 32
 # axis each labels: A's columns are k, as are B's rows
 HELPERS = {"a": ("a_m", "a_k"), "b": ("b_k", "b_n"), "d": ("d_m", "d_n")}
 # each helper over the slots of its operand, as a grid's coordinates span them
-HELPER_DIMS = {h: ("kernel", f"{operand}_lane", f"{operand}_reg")
+HELPER_DIMS = {h: ("kernel", f"{operand}_lane", f"{operand}_value")
                for operand, helpers in HELPERS.items() for h in helpers}
 Numbering = dict[str, dict[int, int]]  # axis -> {canonical label: documented label}
 
@@ -227,13 +229,14 @@ def tile_operands(ds: xr.Dataset, kernel: str) -> list[str]:
         ({"b"} if "swizzle" in ds.coords else set())
     declared -= {n for n in "ab" if f"{n}_tile" in ds.coords and not int(k[f"{n}_tile"])}
     return [n for n in "ab" if n in declared
-            or (canonical(ds, kernel, n)[0][:, : int(k[f"{n}_regs"])] < 0).any()]
+            or (canonical(ds, kernel, n)[0][:, : int(k[f"{n}_values"])] < 0).any()]
 
 
 def value_count(ds: xr.Dataset, op: str, at: int) -> int:
     """The kernel's own value count (the value dim is padded to the widest kernel's)."""
-    count = f"{'d' if op == 'c' else op}_regs"
-    return int(ds[count].values[at]) if count in ds.coords else ds.sizes[f"{op}_reg"]
+    slots = "d" if op == "c" else op  # C lives on D's slots
+    count = f"{slots}_values"
+    return int(ds[count].values[at]) if count in ds.coords else ds.sizes[f"{slots}_value"]
 
 
 # -- CuTe ------------------------------------------------------------------------------------

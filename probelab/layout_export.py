@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from probelab import dataset, kitmaps, lanemaps
+from probelab import dataset, kitmaps, lanemaps, vocabulary
 from probelab.errors import IntegrityError, UsageError
 from probelab.lanemaps import LaneMap, Score
 from probelab.layouts import Cute, Layout, Linear, Table, parse_cute, parse_linear, parse_table
@@ -66,7 +66,7 @@ def source(probe: str | None, path: Path | None, kernel: str | None, operand: st
         raise UsageError(f"{path} is simulated: a model's output, never a measured map")
     if probe is not None and judged.prov.get("probe") != probe:
         raise UsageError(f"{path} is a dataset of {judged.prov.get('probe')}, not {probe}")
-    ds = judged.read.open()
+    ds = vocabulary.translated(judged.read.open())  # an archive dataset: its recorded names
     maps = kitmaps.maps_of(ds, kernel, operand)
     if prereg is not None:
         maps = _numbered(maps, ds, path, prereg)
@@ -93,7 +93,7 @@ def sealed_source(prereg: Path, kernel: str | None, operand: str | None) -> Sour
         raise IntegrityError(f"{prereg} is not a sealed file as its ledger entry records it "
                              "(unsealed, or edited since): no table is read off it")
     h = load_hypothesis(prereg)
-    grid = get_probe(h.probe).stimulus()
+    grid = vocabulary.translated(get_probe(h.probe).stimulus())
     labels = helper_values(h, grid, HELPER_DIMS)
     kernels = [str(k) for k in grid["kernel"].values]
     if kernel is not None and kernel not in kernels:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import xarray as xr
 
-from probelab import dataset
+from probelab import dataset, vocabulary
 from probelab.errors import IntegrityError, UsageError
 from probelab.probe import Probe, get_probe
 
@@ -42,8 +42,10 @@ def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scori
         judged = checking.submit(standing, read)
         checked = None if prereg is None else (prereg, checking.submit(check, prereg,
                                                                        dataset_path))
-        return _draw(read.open().load(), probe, dataset_path, kinds, scoring, out_dir,
-                     checked, judged, tampered)
+        # drawn in the fragment vocabulary: an archive dataset through its recorded
+        # translation (probelab.vocabulary), as today's probe declares its observables
+        return _draw(vocabulary.translated(read.open().load()), probe, dataset_path, kinds,
+                     scoring, out_dir, checked, judged, tampered)
 
 
 def _draw(ds: xr.Dataset, probe: Probe, dataset_path: Path, kinds: list[str] | None,

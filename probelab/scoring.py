@@ -25,6 +25,7 @@ from probelab.hypothesis import (
     table_shapes,
     value_key,
 )
+from probelab.vocabulary import RECORD
 
 MISMATCHES_SHOWN = 8
 # observed values are read as slabs (a variable whole, else a kernel's values) so every
@@ -44,13 +45,14 @@ def _cell(ds: xr.Dataset, observable: str, index: tuple[int, ...],
           coords: dict[str, np.ndarray]) -> dict[str, Any]:
     """Every coordinate of one cell: the grid dims and the labels that hang on them (read
     from the variables once, into `coords`: a lazily opened dataset reads a coordinate
-    from the file each time it is asked)."""
+    from the file each time it is asked). A grid's record of its vocabulary is no label of
+    a cell (its aliases are: the names a sealed file reads)."""
     dims = ds.variables[observable].dims
     point = dict(zip(dims, index, strict=True))
     cell = {}
     for name in ds.coords:
         coord = ds.variables[name]
-        if name != "kernel" and set(coord.dims) <= set(dims):
+        if name not in ("kernel", RECORD) and set(coord.dims) <= set(dims):
             if name not in coords:
                 coords[str(name)] = np.asarray(coord.values)
             cell[str(name)] = _plain(coords[str(name)][tuple(point[d] for d in coord.dims)])

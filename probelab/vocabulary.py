@@ -15,7 +15,13 @@ names are read through a translation that is recorded, never guessed:
   reads `a_reg` or `a_regs` binds as it did. Both are coordinates, so the content hash
   covers them.
 - A dataset without that record is read in the vocabulary through `FRAGMENT_V1`
-  (`translated`), restricted to the names it has.
+  (`translated`), restricted to the names it has. Readers translate where they open a
+  dataset (layout export, plots, diff), so the code after them sees one vocabulary. A check
+  reads a dataset as stored (its verdicts name the cells as its variables do), evaluates a
+  sealed file over it with the vocabulary's names bound beside the archive's (`bindable`:
+  a file may name `a_value` or `a_reg` on any grid), and reads dims it must take from
+  today's probe (a dataset older than the record of its observables) in the dataset's own
+  names (`named_as`).
 - A grid's hash (probelab.dataset.grid_sha256) is taken under the archive's names
   (`archive_names`): renaming is no stimulus change, so a renamed grid hashes as the grid
   its seals were evaluated on. Only a record that holds exactly (every alias equal to its
@@ -26,12 +32,15 @@ names are read through a translation that is recorded, never guessed:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
 
 from probelab import bounded
+
+if TYPE_CHECKING:  # no xarray call here: a kit imports this where discovery needs none
+    import xarray as xr
 
 RECORD = "vocabulary"  # the coordinate a renamed grid records its translation in
 
@@ -104,6 +113,39 @@ def translated(ds: xr.Dataset) -> xr.Dataset:
     """A dataset read in the vocabulary: as it is where it records its own translation,
     else through the recorded `FRAGMENT_V1` (an archive dataset, never rewritten)."""
     return renamed(ds, FRAGMENT_V1)
+
+
+def bindable(ds: xr.Dataset) -> xr.Dataset:
+    """`ds` with the vocabulary's names bindable beside the archive's, for evaluating
+    expressions over it: a dataset that records no translation (an archive dataset) gets
+    each vocabulary name of an archive coordinate it has as a coordinate of its own (that
+    coordinate's dims and values: `a_value` over dim `a_reg`), so a sealed file naming
+    `a_value` reads an archive grid as it reads a new one. Its dims and variables stay as
+    stored (a check's cells are named as the dataset names them). A grid in the vocabulary
+    binds both already (its aliases) and is returned as it is."""
+    if RECORD in ds.coords:
+        return ds
+    add = {new: ds.variables[old] for old, new in FRAGMENT_V1.items()
+           if old in ds.coords and new not in ds.variables and new not in ds.dims}
+    return ds.assign_coords(add) if add else ds
+
+
+def aliases(ds: xr.Dataset) -> set[str]:
+    """The alias coordinates a grid keeps for the translation it records (none where it
+    records none that holds)."""
+    table = recorded(ds)
+    return {old for old, new in (table or {}).items() if new in ds.coords}
+
+
+def named_as(dims: tuple[str, ...], have: Collection[str]) -> tuple[str, ...]:
+    """Dims in the vocabulary (a probe's declaration) as a dataset whose dims are `have`
+    names them: each vocabulary name `have` lacks becomes the archive name of it that `have`
+    holds (`FRAGMENT_V1`); any other name is left as it is."""
+    back: dict[str, list[str]] = {}
+    for old, new in FRAGMENT_V1.items():
+        back.setdefault(new, []).append(old)
+    return tuple(d if d in have else next((o for o in back.get(d, ()) if o in have), d)
+                 for d in dims)
 
 
 def archive_names(ds: xr.Dataset) -> xr.Dataset:

@@ -93,9 +93,11 @@ def fragment(h, grid, op: str, linear_first: bool) -> tuple[dict, list[tuple[str
     if not all(guards) or guards[0]["none"] != guards[1]["none"] or \
             guards[0]["op"] not in (op, None):
         return f"{row}/{col} are not fragment lets"
-    dims = ("kernel", f"{op}_lane", f"{op}_reg")
+    # the grid's dims in the fragment vocabulary; the text written keeps the parents' names
+    # (`a_reg`, `a_regs`: alias coordinates of today's grids, the archive's own names)
+    dims = ("kernel", f"{op}_lane", f"{op}_value")
     values = helper_values(h, grid, {row: dims, col: dims})
-    counts = grid[f"{op}_regs"].values
+    counts = grid[f"{op}_values"].values
     widest = int(np.argmax(counts))
     n = int(counts[widest])
     rows, cols = values[row][widest, :, :n], values[col][widest, :, :n]

@@ -41,7 +41,7 @@ import pytest
 import xarray as xr
 from archive import needs_archive
 
-from probelab import dataset
+from probelab import dataset, vocabulary
 from probelab.expr import compile_program
 from probelab.hypothesis import helper_values, load_hypothesis
 from probelab.kits.lane_id.figures import lane_map_table
@@ -114,7 +114,8 @@ def archive_path(name: str) -> str:
 
 @cache
 def _dataset(name: str) -> xr.Dataset:
-    return dataset.load(ROOT / archive_path(name))
+    """An archive dataset, read in the fragment vocabulary (its a_reg as a_value)."""
+    return vocabulary.translated(dataset.load(ROOT / archive_path(name)))
 
 
 @cache
@@ -126,7 +127,7 @@ def _ptx_table(name: str, kernel: str) -> dict[str, dict[str, np.ndarray]]:
     (sealed,) = [p for p in (ROOT / "preregistrations" / name.split("/")[0]).glob("ptx-*.toml")
                  if not p.stem.endswith("-as-layout")]
     hypothesis = load_hypothesis(sealed)
-    dims = {helper: ("kernel", f"{operand}_lane", f"{operand}_reg")
+    dims = {helper: ("kernel", f"{operand}_lane", f"{operand}_value")
             for operand, helpers in HELPERS.items() for helper in helpers}
     numbering = numbering_of(ds, kernel, helper_values(hypothesis, ds, dims), hypothesis.id)
     table = lane_map_table(ds, kernel, numbering)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from archive import needs_archive
 
-from probelab import dataset
+from probelab import dataset, vocabulary
 from probelab.kits.elements import E4M3, F32, S8, S32, Codec
 from probelab.kits.lane_id import engine, storage
 from probelab.kits.lane_id.engine import Shape, Sizes
@@ -224,10 +224,10 @@ def test_an_archive_dataset_of_the_float_form_still_decodes_and_plots() -> None:
     from probelab.kits.lane_id.figures import lane_map_table, tile_operands, tile_table
 
     path = _archive(["wgmma-f16-f32-wide"])[0]
-    ds = dataset.load(path)
+    ds = vocabulary.translated(dataset.load(path))  # an archive dataset: a_reg, as a_value
     raw = engine.raw_named(ds, "d_bnamed")
-    assert raw.dtype == np.float64 and raw.dims == ("kernel", "a_lane", "a_reg", "d_lane",
-                                                    "d_reg")
+    assert raw.dtype == np.float64 and raw.dims == ("kernel", "a_lane", "a_value", "d_lane",
+                                                    "d_value")
     assert ((raw.values == 0) == (ds["b_src"].values == engine.NONE)).all()
     for kernel in map(str, ds["kernel"].values):
         assert lane_map_table(ds, kernel).rows

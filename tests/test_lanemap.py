@@ -139,7 +139,7 @@ def test_a_lane_map_is_numbered_only_by_a_hypothesis_that_confirms_it(sim_path: 
 
     ds = dataset.load(sim_path)
     h = load_hypothesis(ROOT / "preregistrations" / "dmma-f64" / "ptx-fragments.toml")
-    values = helper_values(h, ds, {"a_m": ("kernel", "a_lane", "a_reg")})["a_m"]
+    values = helper_values(h, ds, {"a_m": ("kernel", "a_lane", "a_value")})["a_m"]
     k16 = [str(k) for k in ds["kernel"].values].index("m16n8k16")
     assert values[k16, 5, 0] == 1 and values[k16, 5, 1] == 9
     with pytest.raises(UsageError, match="on no kernel"):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from probelab import lanemaps
+from probelab import lanemaps, vocabulary
 from probelab.cli import app
 from probelab.lanemaps import LaneMap
 from probelab.layouts import evaluate, parse_cute
@@ -321,7 +321,8 @@ def test_sparse_maps_are_the_datasets_rows_pairings_and_governing_fields() -> No
 
     from probelab import kitmaps
 
-    with xr.open_dataset(_newest("mma-sp-f16")) as ds:
+    with xr.open_dataset(_newest("mma-sp-f16")) as stored:
+        ds = vocabulary.translated(stored)  # an archive dataset: a_elem, read as a_value
         maps = kitmaps.maps_of(ds, None, None)
         k = ds.sel(kernel=maps[0].kernel)
         values = int(k["elems"])
@@ -375,7 +376,7 @@ def test_the_wgmma_tiles_past_offset_0_are_proved_with_their_base_offset() -> No
 
     for probe, kernel in (("wgmma-f16-ss", "ss_sw64_hi"), ("wgmma-f16-rs", "rs_sw128_k1")):
         with xr.open_dataset(_newest(probe)) as ds:
-            (m,) = lanemaps.lane_maps(ds, kernel, "b")
+            (m,) = lanemaps.lane_maps(vocabulary.translated(ds), kernel, "b")
         found = lanemaps.cute_of(m)
         assert not isinstance(found, str) and found.offset == m.offsets()[0, 0] > 0
         assert lanemaps.reproduces(found, m).matches == m.held

@@ -106,7 +106,7 @@ def _documented(probe, hypothesis) -> dict[str, engine.Layout]:
 
     pairs = {"a": ("a_m", "a_k"), "b": ("b_k", "b_n"), "d": ("d_m", "d_n")}
     labels = helper_values(hypothesis, probe.stimulus(), {
-        h: ("kernel", f"{op}_lane", f"{op}_reg") for op, hs in pairs.items() for h in hs})
+        h: ("kernel", f"{op}_lane", f"{op}_value") for op, hs in pairs.items() for h in hs})
     layouts = {}
     for i, shape in enumerate(probe.shapes):
         cells = {}

@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from probelab import vocabulary
 from probelab.kits.elements import F64, Codec, Element, digits, pack, unpack, words
 from probelab.kits.fragment import Fragment
 from probelab.kits.lane_id import storage
@@ -327,11 +328,14 @@ def stimulus(shapes: Sequence[Shape], trials: int, seed: int, design: str = BOTH
             coords["c_digit"] = ("c_digit", u32(plan.c_digits), {"long_name": (
                 "digit of the C slot ids a c-named wave carries")})
     ds = xr.Dataset(coords=coords)
-    for n in "abd":  # the archive's dim names: a lane-id "reg" is a value (an element)
+    for n in "abd":
         ds[f"{n}_reg"].attrs["long_name"] = (f"value (element) of a lane's {n.upper()} "
                                              "fragment, in the order its registers hold them")
         ds[f"{n}_reg"].attrs["slot"] = size.fragment(n).describe()  # not hashed: words
-    return ds
+    # made under the archive's names (the grid its seals were evaluated on, value for
+    # value), then named in the fragment vocabulary: `<op>_value`, `<op>_values`, the old
+    # names kept as alias coordinates and the translation recorded (probelab.vocabulary)
+    return vocabulary.renamed(ds)
 
 
 def _ids(slots: int) -> np.ndarray:
@@ -394,8 +398,8 @@ def numbers(codec: Codec, operand: str, regs: np.ndarray, values: int) -> np.nda
 
 
 def _sizes(grid: xr.Dataset) -> Sizes:
-    return Sizes(grid.sizes["a_lane"], grid.sizes["a_reg"], grid.sizes["b_reg"],
-                 grid.sizes["d_reg"])
+    return Sizes(grid.sizes["a_lane"], grid.sizes["a_value"], grid.sizes["b_value"],
+                 grid.sizes["d_value"])
 
 
 # ---- the simulated unit (tests and the sim backend only; never evidence) ----
@@ -628,21 +632,21 @@ def gemm_exact(layout: Layout, grid: xr.Dataset, d_gemm: np.ndarray, shape: Shap
 
 
 SLOT_DIMS = {"a": "a", "b": "b", "c": "d", "d": "d"}  # C lives on D's slots
-LANE_MAP_DIMS = {n: ("kernel", f"{SLOT_DIMS[n]}_lane", f"{SLOT_DIMS[n]}_reg") for n in OPERANDS}
+LANE_MAP_DIMS = {n: ("kernel", f"{SLOT_DIMS[n]}_lane", f"{SLOT_DIMS[n]}_value") for n in OPERANDS}
 OBSERVABLES_APART = {  # one named experiment; b_src holds every relation (module docstring)
-    "b_src": ("kernel", "a_lane", "a_reg", "d_lane", "d_reg"),
-    "c_src": ("kernel", "d_lane", "d_reg"),
+    "b_src": ("kernel", "a_lane", "a_value", "d_lane", "d_value"),
+    "c_src": ("kernel", "d_lane", "d_value"),
     "recovered": ("kernel",),
     "gemm_exact": ("kernel", "trial"),
 }
 OBSERVABLES = {
-    "same_row": ("kernel", "a_lane", "a_reg", "d_lane", "d_reg"),
-    "same_k": ("kernel", "a_lane", "a_reg", "b_lane", "b_reg"),
-    "same_col": ("kernel", "b_lane", "b_reg", "d_lane", "d_reg"),
-    "same_row_b": ("kernel", "a_lane", "a_reg", "d_lane", "d_reg"),
-    "same_k_b": ("kernel", "a_lane", "a_reg", "b_lane", "b_reg"),
-    "same_col_b": ("kernel", "b_lane", "b_reg", "d_lane", "d_reg"),
-    "c_src": ("kernel", "d_lane", "d_reg"),
+    "same_row": ("kernel", "a_lane", "a_value", "d_lane", "d_value"),
+    "same_k": ("kernel", "a_lane", "a_value", "b_lane", "b_value"),
+    "same_col": ("kernel", "b_lane", "b_value", "d_lane", "d_value"),
+    "same_row_b": ("kernel", "a_lane", "a_value", "d_lane", "d_value"),
+    "same_k_b": ("kernel", "a_lane", "a_value", "b_lane", "b_value"),
+    "same_col_b": ("kernel", "b_lane", "b_value", "d_lane", "d_value"),
+    "c_src": ("kernel", "d_lane", "d_value"),
     "recovered": ("kernel",),
     "gemm_exact": ("kernel", "trial"),
 }
@@ -662,12 +666,12 @@ def _lane_grid(table: np.ndarray, size: Sizes, rows: str, cols: str | None = Non
     return np.moveaxis(out, (-4, -3, -2, -1), (-3, -4, -1, -2))
 
 
-RAW_DIMS = {"d_anamed": ("kernel", "b_lane", "b_reg", "d_lane", "d_reg"),
-            "d_bnamed": ("kernel", "a_lane", "a_reg", "d_lane", "d_reg"),
-            "d_gemm": ("kernel", "trial", "d_lane", "d_reg"),
-            "a_src": ("kernel", "b_lane", "b_reg", "d_lane", "d_reg"),
-            "b_src": ("kernel", "a_lane", "a_reg", "d_lane", "d_reg")}
-RAW_DIMS_APART = {"d_cnamed": ("kernel", "d_lane", "d_reg"),
+RAW_DIMS = {"d_anamed": ("kernel", "b_lane", "b_value", "d_lane", "d_value"),
+            "d_bnamed": ("kernel", "a_lane", "a_value", "d_lane", "d_value"),
+            "d_gemm": ("kernel", "trial", "d_lane", "d_value"),
+            "a_src": ("kernel", "b_lane", "b_value", "d_lane", "d_value"),
+            "b_src": ("kernel", "a_lane", "a_value", "d_lane", "d_value")}
+RAW_DIMS_APART = {"d_cnamed": ("kernel", "d_lane", "d_value"),
                   **{k: RAW_DIMS[k] for k in ("d_bnamed", "d_gemm")}}
 NAMED = ("d_anamed", "d_bnamed")  # raw D of the named waves: one per digit where several
 
@@ -951,18 +955,18 @@ def _store_odd(ds: xr.Dataset, odd: list[tuple[str, np.ndarray, np.ndarray]], pl
                                          storage.UNPLANNED, read)
     digit = ("digit",) if plan.rounds > 1 else ()
     rule = (f"the raw b-named waves d_bnamed (kernel, {'digit, ' if digit else ''}a_lane, "
-            "a_reg, d_lane, d_reg) are not stored: digit p of a cell is floor(b_src / "
+            "a_value, d_lane, d_value) are not stored: digit p of a cell is floor(b_src / "
             f"{plan.base}**p) % {plan.base} + 1 where b_src is a B slot id (< "
             f"{size.slots('b')}), 0 where it is NONE; at each cell listed here (its kernel "
-            "d_bnamed_odd_kernel, its flat index d_bnamed_odd_cell over (a_lane, a_reg, "
-            "d_lane, d_reg) in C order), every INVALID one and any other the rule does not "
+            "d_bnamed_odd_kernel, its flat index d_bnamed_odd_cell over (a_lane, a_value, "
+            "d_lane, d_value) in C order), every INVALID one and any other the rule does not "
             "give bit for bit, these are its raw values, every digit. "
             "probelab.kits.lane_id.engine.raw_named(ds, 'd_bnamed') rebuilds it")
     ds[ODD[0]] = (("odd", *digit), values, attrs | {"encoding": encoding,
                                                      "reconstruction": rule})
     ds[ODD[1]] = (("odd",), kernel, {"description": "the kernel of each d_bnamed_odd cell"})
     ds[ODD[2]] = (("odd",), cells, {"description": "the flat index of each d_bnamed_odd "
-                                    "cell over (a_lane, a_reg, d_lane, d_reg), C order"})
+                                    "cell over (a_lane, a_value, d_lane, d_value), C order"})
 
 
 def raw_named(ds: xr.Dataset, name: str) -> xr.DataArray:

@@ -3,9 +3,13 @@
 A' is A decompressed by metadata: each compressed A element lands at a dense k that some
 2-bit field of some lane's metadata word selects. Which lane, which field and which k is
 the question, and nothing about it is assumed. Everything is in raw per-lane terms: A
-element `a_elem` of lane `a_lane` is bits [w·n, w·(n+1)) of that lane's A registers read
-as one little-endian bit string (w = element width), B elements alike, field f is bits
-2f..2f+1 of a lane's metadata word, D is every lane's accumulator registers.
+element (value) `a_value` of lane `a_lane` is bits [w·n, w·(n+1)) of that lane's A
+registers read as one little-endian bit string (w = element width), B elements alike, field
+f is bits 2f..2f+1 of a lane's metadata word, D is every lane's accumulator registers. The
+grid's dims are the fragment vocabulary's (probelab.kits.fragment); the archive's grids say
+`a_elem`, `b_elem`, read through the recorded translation (probelab.vocabulary). The
+decoded variables keep their names (`met_elem`: the element of B's fragment met, `row_reg`:
+a D register), as the sealed files predict them.
 
 Every wave drives exactly one A element (value 1) and names every B element: B slot s
 (lane · b_elems + elem: this kit's own slot order, thread-major, in which its stimulus is
@@ -64,6 +68,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from probelab import vocabulary
 from probelab.kits.elements import Codec
 from probelab.kits.fragment import THREAD_MAJOR, Fragment
 
@@ -79,21 +84,21 @@ CODED = ("row_lane", "row_reg", "met_lane", "met_elem", "gov_lane", "gov_field",
          "bad_elem", "out_lane", "out_elem")  # decoded variables whose values may be codes
 EMPTY, UNREAD = -1, -2  # per D register while decoding: nothing arrived / no single id
 OBSERVABLES = MappingProxyType({
-    "row_lane": ("kernel", "a_lane", "a_elem"),
-    "row_reg": ("kernel", "a_lane", "a_elem"),
-    "met_lane": ("kernel", "word", "a_lane", "a_elem"),
-    "met_elem": ("kernel", "word", "a_lane", "a_elem"),
-    "met_count": ("kernel", "word", "a_lane", "a_elem"),
-    "gov_lane": ("kernel", "a_lane", "a_elem"),
-    "gov_field": ("kernel", "a_lane", "a_elem"),
-    "random_ok": ("kernel", "trial", "a_lane", "a_elem"),
+    "row_lane": ("kernel", "a_lane", "a_value"),
+    "row_reg": ("kernel", "a_lane", "a_value"),
+    "met_lane": ("kernel", "word", "a_lane", "a_value"),
+    "met_elem": ("kernel", "word", "a_lane", "a_value"),
+    "met_count": ("kernel", "word", "a_lane", "a_value"),
+    "gov_lane": ("kernel", "a_lane", "a_value"),
+    "gov_field": ("kernel", "a_lane", "a_value"),
+    "random_ok": ("kernel", "trial", "a_lane", "a_value"),
     "superposed": ("kernel", "dense"),
 })
 APART = MappingProxyType({  # a design with clash words: collisions measured on their own
     **{k: v for k, v in OBSERVABLES.items() if k != "superposed"},
     "superposed_apart": ("kernel", "dense"),
-    "out_lane": ("kernel", "oword", "a_lane", "a_elem"),
-    "out_elem": ("kernel", "oword", "a_lane", "a_elem"),
+    "out_lane": ("kernel", "oword", "a_lane", "a_value"),
+    "out_elem": ("kernel", "oword", "a_lane", "a_value"),
     "clash": ("kernel", "cword", "trial"),
 })
 # what `clash` holds per dense clash wave: which rule's prediction D equals
@@ -295,7 +300,10 @@ def stimulus(design: Design) -> xr.Dataset:
         grid["oword"].attrs["contract"] = OUTSIDE
     for n in "ab":  # the slot order the stimulus was drawn in, in words (not hashed)
         grid[f"{n}_elem"].attrs["slot"] = design.fragment(n).describe()
-    return grid
+    # made under the archive's names (the grid its seals were evaluated on, value for
+    # value), then named in the fragment vocabulary: `a_value`, `b_value`, the old names kept
+    # as alias coordinates and the translation recorded (probelab.vocabulary)
+    return vocabulary.renamed(grid)
 
 
 
@@ -348,9 +356,9 @@ def waves(grid: xr.Dataset, design: Design) -> dict[str, np.ndarray]:
 def block_dims(grid: xr.Dataset) -> dict[str, tuple[str, ...]]:
     """Each block's dims, in launch order; the outside and clash blocks where the grid's
     metadata has such words."""
-    dims = {"word": ("word", "digit", "a_lane", "a_elem"), "lbit": ("lbit", "a_lane", "a_elem"),
-            "gbit": ("gbit", "a_lane", "a_elem"), "trial": ("trial", "a_lane", "a_elem"),
-            "bad": ("bad", "a_lane", "a_elem"), "outside": ("oword", "a_lane", "a_elem"),
+    a = ("a_lane", "a_value")  # one wave per A slot (lane, value)
+    dims = {"word": ("word", "digit", *a), "lbit": ("lbit", *a), "gbit": ("gbit", *a),
+            "trial": ("trial", *a), "bad": ("bad", *a), "outside": ("oword", *a),
             "dense": ("dense",), "clash": ("cword", "trial")}
     return {k: v for k, v in dims.items() if v[0] in grid.sizes}
 
@@ -379,8 +387,8 @@ class Decoded:
 
 
 def _named(d: np.ndarray, grid: xr.Dataset, codec: Codec) -> np.ndarray:
-    """Word block D (word, digit, a_lane, a_elem, 32, 4) -> the B slot each D register
-    names, (word, a_lane, a_elem, 32, 4): EMPTY where nothing arrived, UNREAD where the
+    """Word block D (word, digit, a_lane, a_value, 32, 4) -> the B slot each D register
+    names, (word, a_lane, a_value, 32, 4): EMPTY where nothing arrived, UNREAD where the
     digits do not spell one id of the grid (a sum, a scaled value, a register that is
     empty in some digits only)."""
     levels = codec.levels
@@ -437,7 +445,7 @@ def _match(d0: np.ndarray, table: dict[bytes, int]) -> np.ndarray:
 def _rows(named: np.ndarray, d_regs: int) -> tuple[np.ndarray, np.ndarray]:
     """Per A slot, the row of D its products fill, named by its smallest register (lane,
     reg): the same registers under every word, else AMBIGUOUS; NONE where none."""
-    reached = (named != EMPTY).reshape(*named.shape[:-2], -1)  # (word, a_lane, a_elem, D)
+    reached = (named != EMPTY).reshape(*named.shape[:-2], -1)  # (word, a_lane, a_value, D)
     same = (reached == reached[:1]).all((0, -1))
     first = reached[0]
     least = np.where(first.any(-1), first.argmax(-1), -1)
@@ -468,8 +476,8 @@ def _partition_problems(named: np.ndarray) -> int:
 def _check_grid(grid: xr.Dataset, design: Design) -> None:
     """The grid must be this design's: the coded waves decode bits of these widths."""
     want = {"lbit": design.lane_code_bits, "gbit": design.group_code_bits,
-            "word": len(design.meta.valid), "a_elem": design.a_elems,
-            "b_elem": design.b_elems}
+            "word": len(design.meta.valid), "a_value": design.a_elems,
+            "b_value": design.b_elems}
     if wrong := {d: (grid.sizes.get(d), n) for d, n in want.items() if grid.sizes.get(d) != n}:
         raise ValueError("the grid is not this sparse design's (dim: grid, design): "
                          + ", ".join(f"{d}: {g}, {n}" for d, (g, n) in wrong.items()))
@@ -481,7 +489,7 @@ def decode(grid: xr.Dataset, design: Design, unit: Unit, blocks: Mapping[str, np
     in the module doc; every wave the decode cannot read is named in `problems`."""
     codec = design.codec
     out = Decoded()
-    named = _named(blocks["word"], grid, codec)  # (word, a_lane, a_elem, 32, d_regs)
+    named = _named(blocks["word"], grid, codec)  # (word, a_lane, a_value, 32, d_regs)
     lane, elem, count = _met(named, design.b_elems)
     out.values |= {"met_lane": lane, "met_elem": elem, "met_count": count}
     out.values["row_lane"], out.values["row_reg"] = _rows(named, design.d_regs)
@@ -491,7 +499,7 @@ def decode(grid: xr.Dataset, design: Design, unit: Unit, blocks: Mapping[str, np
     if split_rows := _partition_problems(named):
         out.problems.append(f"{unit.name}: {split_rows} word waves name B slots that do not "
                             "form one row of B with the other waves (overlapping sets)")
-    names = _row_names(lane, elem, design.b_elems)  # (word, a_lane, a_elem)
+    names = _row_names(lane, elem, design.b_elems)  # (word, a_lane, a_value)
     v = codec.read(blocks["word"][:, 0])  # digit-0 waves, as numbers
     expected = _expected_digit0(named, _b_planes(grid, codec)[0])
     table: dict[bytes, int] = {}
@@ -581,9 +589,9 @@ def _superposed(blocks: Mapping[str, np.ndarray], grid: xr.Dataset, codec: Codec
                 ) -> np.ndarray:
     """Per dense wave: is D exactly the sum of its one-element products (same metadata,
     digit-0 B), in every lane and register?"""
-    a = grid["dense_a"].values.astype(np.float64)  # (dense, a_lane, a_elem)
+    a = grid["dense_a"].values.astype(np.float64)  # (dense, a_lane, a_value)
     parts = np.concatenate([codec.read(blocks["word"][:, 0]),
-                            codec.read(blocks["trial"])])  # (dense, a_lane, a_elem, 32, 4)
+                            codec.read(blocks["trial"])])  # (dense, a_lane, a_value, 32, 4)
     total = np.einsum("dle,dlexy->dxy", a, parts.astype(np.float64))
     dense = codec.read(blocks["dense"]).astype(np.float64)
     if not codec.floating:  # s32 arithmetic wraps
@@ -652,8 +660,8 @@ def assemble(grid: xr.Dataset, design: Design, raw: Mapping[str, np.ndarray]
                             np.stack([split_raw[k][block] for k in names]))
     decoded = [decode(grid, design, unit, split_raw[unit.name]) for unit in design.units]
     problems = [p for dec in decoded for p in dec.problems]
-    recorded = {"bad_lane": ("kernel", "bad", "a_lane", "a_elem"),
-                "bad_elem": ("kernel", "bad", "a_lane", "a_elem")}
+    recorded = {"bad_lane": ("kernel", "bad", "a_lane", "a_value"),
+                "bad_elem": ("kernel", "bad", "a_lane", "a_value")}
     for name, dims in {**observables(design), **recorded}.items():
         ds[name] = (dims, np.stack([dec.values[name] for dec in decoded]))
     for name in recorded:
