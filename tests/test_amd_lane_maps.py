@@ -30,8 +30,12 @@ HELPERS = ("a_m", "a_k", "b_k", "b_n", "d_m", "d_n")
 
 
 def hypotheses(probe: LaneIdProbe) -> dict[str, object]:
+    """The probe's sealed files, less the restatements of another (`parent` and
+    `agrees_with` it: the same tables, test_restatements.py; their helpers may differ from
+    the parent's on slots a narrower kernel does not have, where no unit can be laid out)."""
     folder = ROOT / "preregistrations" / probe.id
-    return {p.stem: parse_hypothesis(p, p.read_bytes()) for p in sorted(folder.glob("*.toml"))}
+    found = {p.stem: parse_hypothesis(p, p.read_bytes()) for p in sorted(folder.glob("*.toml"))}
+    return {k: h for k, h in found.items() if h.parent is None or h.parent not in h.agrees_with}
 
 
 def swept(probe: LaneIdProbe, layouts: dict[str, Layout] | None = None):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from archive import needs_archive
 
-from probelab import dataset
+from probelab import dataset, retirement
 from probelab.check import observed_dims
 from probelab.errors import LabError
 from probelab.hypothesis import _streamed_hash, parse_hypothesis, value_key
@@ -105,8 +105,11 @@ def test_a_restatement_scores_as_its_parent(path):
     grid = probe.stimulus()
     assert _streamed_hash(child, grid, probe.observables) == \
         _streamed_hash(parent, grid, probe.observables)
+    retired = {e["path"] for e in retirement.read()}  # checked by their bytes alone
     for data in sorted((ROOT / "data" / child.probe).glob("*/*.nc")):
-        ds = dataset.load(data)
+        if data.relative_to(ROOT).as_posix() in retired:
+            continue
+        ds = dataset.load_hashed(data)[0]  # lazy: the largest are over what load takes whole
         prov = dataset.provenance(ds)
         if child.targets and prov.get("target") not in child.targets:
             continue
