@@ -131,6 +131,24 @@ def _refuse_blind(h: Hypothesis, probe: Probe, allow_blind: bool) -> list[str]:
     return [p.b for p in blind]
 
 
+def _refuse_inherited_rivals(h: Hypothesis, probe: Probe) -> None:
+    """A new version (`parent`) may declare as agreeing what its parent restates, never a
+    rival its parent's stimulus is blind to: declared, that pair would no longer show as
+    blind in any verdict of the new file (the mistake three wgmma-f16-rs restatements made;
+    their `-2` versions take it back). Such a file is sealed with --allow-blind instead."""
+    if not h.parent or not set(h.agrees_with) - {h.parent}:
+        return
+    sealed = {s.id: s for s in sealed_hypotheses(h.probe)}
+    parent = sealed[h.parent]
+    others = [sealed[x] for x in h.agrees_with if x != h.parent]
+    if rivals := [p.b for p in blind_at_seal(probe, parent, others) if p.kind == "rivals"]:
+        plural = "s" * (len(rivals) > 1)
+        raise UsageError(f"{relative(h.path)}: agrees_with {rivals}: rival{plural} of its "
+                         f"parent {h.parent} that the probe's stimulus cannot tell "
+                         "from it, not restatements; drop them from agrees_with and seal with "
+                         "--allow-blind (the seal commit records the pairs)")
+
+
 def seal(path: Path, allow_blind: bool = False) -> dict[str, Any]:
     """Seal the hypothesis at `path`: refused (nothing written) where it is malformed, in
     the wrong place, already sealed, or blind to a sealed rival or to one of its own near
@@ -158,6 +176,7 @@ def seal(path: Path, allow_blind: bool = False) -> dict[str, Any]:
     if unknown := sorted(set(h.agrees_with) - sealed_ids):
         raise UsageError(f"agrees_with {unknown}: not sealed hypotheses of {h.probe} (seal "
                          "what a file restates first)")
+    _refuse_inherited_rivals(h, probe)
     blind = _refuse_blind(h, probe, allow_blind)
     if gitinfo.git("status", "--porcelain", "--", relative(lp), check=False):
         raise IntegrityError("the ledger has uncommitted changes; commit or restore it first")

@@ -1,6 +1,6 @@
 """Restate the lane-id files that hand-type their fragment maps as `[layout]` versions.
 
-    python scripts/restate_layouts.py [--out preregistrations] [PROBE ...]
+    python scripts/restate_layouts.py [--dry-run] [PROBE ...]
 
 A sealed file of the repeated lane-id form (the same_row / same_k / same_col / c_src
 predictions over lets `a_m, a_k`, `b_n, b_k`, `d_m, d_n`) states each register fragment as
@@ -10,7 +10,9 @@ claim with each such fragment given as the smallest CuTe layout (thread, value) 
 found from the file's own tables on its probe's stimulus (probelab.lanemaps), and the
 sentinels, guards and every other line kept. Nothing is written unless the new file gives
 every table of the old one hash-for-hash on that stimulus (its sealed table_sha256): a
-restatement, declared so (`parent` and `agrees_with`). Memory tiles (wgmma B in shared
+restatement, declared so (`parent`, and `agrees_with` the parent and the files the parent
+restates: declared, or with its very tables; never a rival the stimulus is blind to, which
+the output names: seal those with --allow-blind). Memory tiles (wgmma B in shared
 memory: lets over `o`, `sk`, `sn`) are left as written. Seal the files with
 `probelab prereg seal`; sealed after the data, they are POST-HOC on today's datasets.
 """
@@ -51,7 +53,8 @@ def candidates(probes: set[str]) -> list[tuple[dict, Path]]:
         doc = tomllib.loads(path.read_text())
         if probes and entry["probe"] not in probes:
             continue
-        if set(doc.get("predict", {})) >= PREDICTED and "layout" not in doc:
+        restated = path.with_name(f"{path.stem}-as-layout.toml").exists()  # never rewritten
+        if set(doc.get("predict", {})) >= PREDICTED and "layout" not in doc and not restated:
             out.append((entry, path))
     return out
 
@@ -74,9 +77,11 @@ def agreements() -> dict[tuple[str, str], set[str]]:
 
 
 def blind_to(path: Path) -> set[str]:
-    """The sealed files that the file cannot be told from on its probe's stimulus though no
-    one declared it (sealed before seals were checked for blindness): its restatement
-    cannot be told from them either, so it declares them."""
+    """The sealed files the file cannot be told from on its probe's stimulus though no one
+    declared it a restatement: rivals its stimulus is blind to (sealed with --allow-blind,
+    or before seals were checked for it). Its restatement is blind to them too: never
+    declared as agreeing (that would hide the blindness from every verdict), it is sealed
+    with --allow-blind, as its parent was."""
     h = parse_hypothesis(path, path.read_bytes())
     probe = get_probe(h.probe)
     others = [o for o in sealed_hypotheses(probe.id) if o.id != h.id]
@@ -234,7 +239,7 @@ def main() -> int:
     done: dict[str, set[str]] = {}  # restatements written, per probe: sealed in this order
     for entry, path in candidates(set(args.probes)):
         probe, own = entry["probe"], entry["hypothesis"]
-        friends = agree.get((probe, own), set()) | blind_to(path)
+        friends = agree.get((probe, own), set())
         twins = friends | {f"{f}-as-layout" for f in friends} & done.setdefault(probe, set())
         if entry["probe"] not in grids:
             grids[entry["probe"]] = get_probe(entry["probe"]).stimulus()
@@ -246,6 +251,8 @@ def main() -> int:
             continue
         name, text = found
         done[probe].add(name.removesuffix(".toml"))
+        if blind := blind_to(path):
+            print(f"  blind, as its parent, to {sorted(blind)}: seal it with --allow-blind")
         target = path.with_name(name)
         print(f"{'would write' if args.dry_run else 'wrote'} {target.relative_to(lab_root())}")
         if not args.dry_run:

@@ -318,3 +318,28 @@ def test_a_verdict_on_a_blind_stimulus_says_which_rival_it_cannot_be_told_from()
                          "reasons": [], "blind_to": ["sum"]})
     assert check.verdict_words(doc) == "CONFIRMED, blind to sum"
     assert any(r.startswith("blind to sum:") for r in doc["reasons"])
+
+
+def test_a_new_version_may_not_declare_its_parents_blind_rival_as_agreeing(
+        toylab: ToyLab) -> None:
+    """`sum2` is a rival of `sum` that the toy stimulus cannot tell apart (sealed with
+    --allow-blind). A new version of `sum` declaring `sum2` as agreeing would hide that pair
+    from every verdict of the new file (three wgmma-f16-rs restatements did): refused in one
+    line, nothing written; declaring only its parent, it seals with --allow-blind."""
+    prereg.seal(toylab.write_hyp("sum", "a + b"))
+    prereg.seal(toylab.write_hyp("sum2", "b + a"), allow_blind=True)
+    again = toylab.write_hyp("sum-v2", "a + b")
+    again.write_text(again.read_text().replace(
+        'coordinates = "raw"', 'coordinates = "raw"\nparent = "sum"\nagrees_with = ["sum", '
+        '"sum2"]'))
+    commits, ledger = toylab.commit_count(), toylab.ledger.read_bytes()
+    result = invoke("prereg", "seal", "--allow-blind", again)
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert "agrees_with ['sum2']: rival of its parent sum that the probe's stimulus cannot " \
+        "tell from it, not restatements" in line
+    assert (toylab.commit_count(), toylab.ledger.read_bytes()) == (commits, ledger)
+    again.write_text(again.read_text().replace('agrees_with = ["sum", "sum2"]',
+                                               'agrees_with = ["sum"]'))
+    assert invoke("prereg", "seal", "--allow-blind", again).exit_code == 0
+    assert "blind-to: sum2 (sealed with --allow-blind)" in toylab.git("log", "-1", "--format=%B")
