@@ -190,6 +190,10 @@ def contradictions(prov: Provenance) -> list[str]:
     toolchain = json.dumps(prov.get("toolchain"))
     if "simulated" in toolchain:
         found.append(f"its toolchain is {toolchain}")
+    if "vendor_code" in prov:  # a third party's folder: the measured commit does not pin it
+        found.append(f"it ran vendor code from outside the lab ({prov['vendor_code']!r:.80}), "
+                     "which no commit pins: put the vendor's folder under probelab/vendors/ "
+                     "and commit it")
     kernels = prov.get("kernels")
     for name, record in (kernels if isinstance(kernels, dict) else {}).items():
         evidence = record.get("evidence") if isinstance(record, dict) else None

@@ -27,7 +27,7 @@ from probelab.measurement import Step, SweepResult, blindness_gate, check_root, 
 from probelab.paths import data_dir, shown
 from probelab.probe import BuiltCase, Evidence, supports
 from probelab.records import Provenance
-from probelab.vendors import Vendor, of
+from probelab.vendors import Vendor, of, unpinned
 
 KERNEL = "static"  # the single `kernel` label of a static dataset
 KERNEL_TEXTS = ("instruction", "diagnostic")
@@ -125,6 +125,8 @@ def run_static_sweep(probe, target: str | None, *, toolchain: str | None = None,
         "simulated": False,
         "blind_pairs": blind,
     }
+    if outside := unpinned(vendor.name):
+        prov["vendor_code"] = outside  # its toolchain module, unpinned: never evidence
     return save_sweep(probe, ds, prov, root, step, command, started)
 
 

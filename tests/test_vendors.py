@@ -232,7 +232,8 @@ def test_a_third_vendor_is_one_folder(toyco: ToyLab, tmp_path: Path) -> None:
 
 def test_a_third_vendors_device_measures(toyco: ToyLab, tmp_path: Path, monkeypatch) -> None:
     """Its backend file in its folder is found by name; what it measures is a measurement
-    (its backend measures: derived from its row), gated on its own ISA tables."""
+    (its backend measures: derived from its row), gated on its own ISA tables, that records
+    the vendor code it ran: from outside the lab, pinned by no commit, it never counts."""
     assert "toydev" in backends.names() and "toydev" in vendors.measuring_backends()
     assert vendors.measuring("toy_2") == "toydev"
     assert "toydev" in vendors.fleet_backends()
@@ -246,7 +247,11 @@ def test_a_third_vendors_device_measures(toyco: ToyLab, tmp_path: Path, monkeypa
     saved = run_sweep("toyco-add", "toydev", out_root=tmp_path / "measured", repeats=2)
     prov = dataset.stored_provenance(saved.path)
     assert (prov["backend"], prov["target"], prov["simulated"]) == ("toydev", "toy_1", False)
-    assert dataset.contradictions(prov) == []
+    # its folder lies outside the lab: no commit pins what ran, so the data never count
+    assert prov["vendor_code"]["vendor"] == "toyco"
+    assert prov["vendor_code"]["files_sha256"] == vendors.unpinned("toyco")["files_sha256"]
+    (why,) = dataset.contradictions(prov)
+    assert "it ran vendor code from outside the lab" in why
     evidence = prov["kernels"]["add"]["evidence"]
     assert evidence["ok"] and evidence["matches"] == ["tadd t2, t0, t1"]
     assert [t["reaches"] for t in evidence["operands"]] == ["unmodified", "unmodified"]

@@ -10,6 +10,7 @@ a target's vendor, the backends that measure, the fleet's resources, the default
 Kept light: `probelab list` reads the table (its targets) without importing a toolchain.
 """
 
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -161,6 +162,21 @@ def folder(name: str) -> Path:
     """Vendor `name`'s folder (its backend files may live there too)."""
     table()
     return Path(sys.modules[f"{__name__}.{name}"].__file__ or HERE).parent
+
+
+def unpinned(name: str) -> dict[str, str] | None:
+    """Where vendor `name`'s code lies outside this lab's own package (a PROBELAB_VENDORS
+    folder): its folder and the sha256 of its files, which a measurement through it records
+    (no commit of the lab pins that code, so such data never count: dataset.contradictions);
+    None for the lab's own vendors."""
+    where = folder(name)
+    if where.is_relative_to(HERE):
+        return None
+    digest = hashlib.sha256()
+    for path in sorted(p for p in where.rglob("*") if p.is_file() and
+                       "__pycache__" not in p.parts):
+        digest.update(f"{path.relative_to(where).as_posix()}\0".encode() + path.read_bytes())
+    return {"vendor": name, "folder": str(where), "files_sha256": digest.hexdigest()}
 
 
 def vendor(target: str) -> str:
