@@ -10,7 +10,15 @@ from pathlib import Path
 
 import numpy as np
 
-from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, call_kernel, header
+from probelab.kits.bitops import (
+    Axis,
+    BitOpProbe,
+    Op,
+    asm_kernel,
+    call_kernel,
+    header,
+    random_pairs,
+)
 from probelab.probe import Evidence
 
 HERE = Path(__file__).parent
@@ -48,11 +56,8 @@ def pairs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         a.append(x)
         b.append(y)
         names.append(name)
-    rng = np.random.default_rng([SEED, 1])
-    for k, (x, y) in enumerate(rng.integers(0, 1 << 32, (N_RANDOM_PAIRS, 2), np.uint64)):
-        a.append(int(x))
-        b.append(int(y))
-        names.append(f"random{k}")
+    ra, rb, rn = random_pairs(SEED, N_RANDOM_PAIRS)
+    a, b, names = a + ra, b + rb, names + rn
     return np.array(a, np.uint32), np.array(b, np.uint32), np.array(names)
 
 

@@ -8,8 +8,8 @@ simulated device follows) and its generated kernel source; `BitOpProbe` does the
 are compile-time constants of committed, generated text.
 """
 
-from probelab.kits.bitops.probe import Axis, BitOpProbe, Op
+from probelab.kits.bitops.probe import Axis, BitOpProbe, Op, random_pairs
 from probelab.kits.bitops.source import asm_kernel, call_kernel, header, unrolled_kernel
 
-__all__ = ["Axis", "BitOpProbe", "Op", "asm_kernel", "call_kernel", "header",
+__all__ = ["Axis", "BitOpProbe", "Op", "asm_kernel", "call_kernel", "header", "random_pairs",
            "unrolled_kernel"]

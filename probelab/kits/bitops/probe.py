@@ -24,9 +24,17 @@ from probelab.probe import Evidence, Kernel, Launch
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
     import xarray as xr
 
-__all__ = ["Axis", "BitOpProbe", "Op"]
+__all__ = ["Axis", "BitOpProbe", "Op", "random_pairs"]
 
 Model = Callable[..., np.ndarray]
+
+
+def random_pairs(seed: int, n: int) -> tuple[list[int], list[int], list[str]]:
+    """n seeded random operand word pairs (a, b) and their names random0, random1, ...:
+    what the structured words of a grid miss."""
+    pairs = np.random.default_rng([seed, 1]).integers(0, 1 << 32, (n, 2), np.uint64)
+    return ([int(x) for x, _ in pairs], [int(y) for _, y in pairs],
+            [f"random{k}" for k in range(n)])
 
 
 @dataclass(frozen=True)
