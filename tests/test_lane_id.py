@@ -239,7 +239,8 @@ def test_a_shape_too_big_for_one_id_digit_is_carried_in_digit_waves() -> None:
     """1,024 A slots once exceeded the f64 encoding (C's scale was 1024); now their ids
     travel in two digit waves, as they do for 1,024 f16 A slots into an f16 accumulator
     (C's scale 512, three C levels), and the hidden layout is recovered."""
-    from probelab.kits.elements import F16, Codec
+    from probelab.formats import F16
+    from probelab.kits.elements import Codec
 
     for codec in (lane_id.F64_CODEC, Codec(F16, F16)):
         shapes = (Shape("big", 64, 16, 16, 64, 16, 4, 16, codec=codec),)  # 1,024 A slots

@@ -11,23 +11,10 @@ import numpy as np
 import pytest
 from test_lane_id import assert_same_up_to_relabeling, hidden, run_unit
 
+from probelab import formats
+from probelab.formats import B1, BF16, E4M3, E5M2, F16, F32, F64, S4, S8, S32, TF32, U4, U8
 from probelab.kits import elements
-from probelab.kits.elements import (
-    B1,
-    BF16,
-    E4M3,
-    E5M2,
-    F16,
-    F32,
-    F64,
-    S4,
-    S8,
-    S32,
-    TF32,
-    U4,
-    U8,
-    Codec,
-)
+from probelab.kits.elements import Codec
 from probelab.kits.lane_id import engine
 from probelab.kits.lane_id.engine import Shape
 from probelab.probe import catalog
@@ -85,7 +72,7 @@ def test_b1_carries_bits_after_a_presence_wave_and_impossible_plans_are_refused(
     wave in which every operand slot is 1."""
     plan = engine.Plan.of(Codec(B1, S32), engine.Sizes(32, 32, 32, 2))
     assert plan.presence and plan.base == 2 and plan.rounds == plan.digits + 1 == 11
-    tiny = elements.Element("s3acc", 3, "signed")  # holds 0..3: no room for C beside an id
+    tiny = formats.Element("s3acc", 3, "signed")  # holds 0..3: no room for C beside an id
     with pytest.raises(ValueError, match=r"C digits of base \d .*needs 2"):
         engine.Plan.of(Codec(S8, tiny), engine.Sizes(32, 8, 4, 4))
     with pytest.raises(ValueError, match="random GEMM waves reach"):
@@ -184,7 +171,7 @@ def test_f64_packing_is_the_old_double_view() -> None:
     np.testing.assert_array_equal(elements.pack(F64, values), values.view(np.uint32))
 
 
-@pytest.mark.parametrize("element", list(elements.ELEMENTS.values()), ids=lambda e: e.name)
+@pytest.mark.parametrize("element", list(formats.ELEMENTS.values()), ids=lambda e: e.name)
 def test_every_element_round_trips_its_levels_and_refuses_the_rest(element) -> None:
     values = np.concatenate([[0], element.levels[:300]]).astype(np.float64)
     regs = elements.pack(element, values[None])
@@ -227,7 +214,7 @@ def test_fnuz_fp8_codes_decode_as_cdna3s_formats_say() -> None:
     """CDNA3's fp8 (the FNUZ variants, LLVM's Float8E4M3FNUZ / Float8E5M2FNUZ): the bias one
     higher than OCP's (so 1.0 is 0x40, not 0x38), e4m3 max 240, e5m2 max 57344, no
     infinity, one zero, and 0x80 (OCP's -0) the only NaN."""
-    from probelab.kits.elements import E4M3FNUZ, E5M2FNUZ
+    from probelab.formats import E4M3FNUZ, E5M2FNUZ
 
     assert E4M3FNUZ.encode(np.array([1.0, -1.0])).tolist() == [0x40, 0xC0]
     assert E4M3.encode(np.array([1.0])).tolist() == [0x38]
@@ -242,7 +229,8 @@ F16_PROBE = '''"""f16-lanes: a test-only dense f16 lane-map probe, declared with
 
 from pathlib import Path
 
-from probelab.kits.elements import F16, F32, Codec
+from probelab.formats import F16, F32
+from probelab.kits.elements import Codec
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.probe import Evidence
 

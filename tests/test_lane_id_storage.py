@@ -13,7 +13,8 @@ import pytest
 from archive import needs_archive
 
 from probelab import dataset, vocabulary
-from probelab.kits.elements import E4M3, F32, S8, S32, Codec
+from probelab.formats import E4M3, F32, S8, S32
+from probelab.kits.elements import Codec
 from probelab.kits.lane_id import engine, storage
 from probelab.kits.lane_id.engine import Shape, Sizes
 from probelab.kits.lane_id.probe import LaneIdProbe

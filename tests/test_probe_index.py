@@ -41,13 +41,14 @@ def test_an_edited_probe_is_a_miss_and_listed_as_it_now_is(toylab: ToyLab) -> No
 
 def test_an_edit_to_the_probelab_code_a_folder_imports_is_a_miss(toylab: ToyLab,
                                                                   code_copy) -> None:
-    """The index is keyed by the probelab modules the folder imports (here a kit, inside a
-    function) and by the code that lists it; an edit elsewhere (the CLI) keeps it warm."""
+    """The index is keyed by the probelab modules the folder imports (here the formats,
+    inside a function) and by the code that lists it; an edit elsewhere (the CLI) keeps it
+    warm."""
     source = toylab.root / "probes" / "toy" / "probe.py"
     source.write_text(source.read_text() + "\n\ndef _codec():\n"
-                      "    from probelab.kits.elements import F32\n    return F32\n")
+                      "    from probelab.formats import F32\n    return F32\n")
     invoke("list", "--json")
-    for edited, count in (("cli.py", 1), ("kits/elements.py", 2), ("probe.py", 3)):
+    for edited, count in (("cli.py", 1), ("formats.py", 2), ("probe.py", 3)):
         code_copy.edit(edited)
         fresh()
         assert invoke("list", "--json").exit_code == 0

@@ -15,8 +15,9 @@ import pytest
 from quick import quick_first
 
 from probelab.errors import UsageError
+from probelab.formats import F16, F32, S4, S8, S32
 from probelab.hypothesis import parse_hypothesis, predict
-from probelab.kits.elements import F16, F32, S4, S8, S32, Codec
+from probelab.kits.elements import Codec
 from probelab.kits.sparse import engine as sparse
 from probelab.kits.sparse.engine import LANES, NONE, Law
 from probelab.probe import get_probe, load_sibling

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from test_lane_id import hidden, run_unit
 
-from probelab.kits.elements import F16, F32, Codec
+from probelab.formats import F16, F32
+from probelab.kits.elements import Codec
 from probelab.kits.lane_id.engine import Shape
 from probelab.probe import get_probe
 

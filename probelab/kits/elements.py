@@ -13,26 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# the formats under the names the kits and their probes import them by
-from probelab.formats import (  # noqa: F401
-    B1,
-    BF16,
-    E4M3,
-    E4M3FNUZ,
-    E5M2,
-    E5M2FNUZ,
-    ELEMENTS,
-    F16,
-    F32,
-    F64,
-    S4,
-    S8,
-    S32,
-    TF32,
-    U4,
-    U8,
-    Element,
-)
+from probelab.formats import Element
 
 
 def digits(slots: int, base: int) -> int:

@@ -9,7 +9,8 @@ variant (mfma-fp8-gfx942), CDNA4's the OCP one (mfma-fp8-gfx950).
 
 from pathlib import Path
 
-from probelab.kits.elements import BF16, E4M3, E4M3FNUZ, F16, F32, S8, S32, Codec
+from probelab.formats import BF16, E4M3, E4M3FNUZ, F16, F32, S8, S32
+from probelab.kits.elements import Codec
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.probe import Evidence
 

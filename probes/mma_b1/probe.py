@@ -14,7 +14,8 @@ own reading (tests/test_sm90_lowerings.py holds the lowering).
 
 from pathlib import Path
 
-from probelab.kits.elements import B1, S32, Codec
+from probelab.formats import B1, S32
+from probelab.kits.elements import Codec
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape, warp_shapes
 from probelab.probe import Evidence
 

@@ -7,7 +7,8 @@ f16 (mma-f16-f16) and bf16 into f32 (mma-bf16-f32), each at m16n8k8 and m16n8k16
 
 from pathlib import Path
 
-from probelab.kits.elements import BF16, F16, F32, Codec
+from probelab.formats import BF16, F16, F32
+from probelab.kits.elements import Codec
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape, warp_shapes
 from probelab.probe import Evidence
 

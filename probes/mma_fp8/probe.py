@@ -13,7 +13,8 @@ version 1 counted only the two HMMA.
 
 from pathlib import Path
 
-from probelab.kits.elements import E4M3, E5M2, F16, F32, Codec
+from probelab.formats import E4M3, E5M2, F16, F32
+from probelab.kits.elements import Codec
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.probe import Evidence
 

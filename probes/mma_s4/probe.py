@@ -15,7 +15,8 @@ both stayed within [0, 4]), so the host reference also checks each operand's sig
 
 from pathlib import Path
 
-from probelab.kits.elements import S4, S32, U4, Codec
+from probelab.formats import S4, S32, U4
+from probelab.kits.elements import Codec
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape, warp_shapes
 from probelab.probe import Evidence
 

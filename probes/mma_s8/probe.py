@@ -11,7 +11,8 @@ reference also checks that the unit reads each operand in its own signedness.
 
 from pathlib import Path
 
-from probelab.kits.elements import S8, S32, U8, Codec
+from probelab.formats import S8, S32, U8
+from probelab.kits.elements import Codec
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape, warp_shapes
 from probelab.probe import Evidence
 

@@ -11,7 +11,8 @@ in both metadata forms, `sp` and `om` (::ordered_metadata).
 
 from pathlib import Path
 
-from probelab.kits.elements import F16, F32, S4, S8, S32, Codec
+from probelab.formats import F16, F32, S4, S8, S32
+from probelab.kits.elements import Codec
 from probelab.kits.sparse.engine import Design, Metadata, Unit
 from probelab.kits.sparse.probe import SparseProbe
 from probelab.probe import Evidence

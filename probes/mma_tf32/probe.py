@@ -6,7 +6,8 @@ f32 bit patterns (probelab.kits.elements.TF32).
 
 from pathlib import Path
 
-from probelab.kits.elements import F32, TF32, Codec
+from probelab.formats import F32, TF32
+from probelab.kits.elements import Codec
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.probe import Evidence
 

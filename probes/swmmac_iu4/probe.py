@@ -16,7 +16,8 @@ d[w][l][0..8).
 
 from pathlib import Path
 
-from probelab.kits.elements import S4, S32, Codec
+from probelab.formats import S4, S32
+from probelab.kits.elements import Codec
 from probelab.kits.sparse.engine import Design, Metadata, Unit
 from probelab.kits.sparse.probe import SparseProbe
 from probelab.probe import Evidence

@@ -26,7 +26,8 @@ and M-major (imm-trans-a = 1, SASS `.tnspA`) unswizzled and 128B; B K-major unsw
 
 from pathlib import Path
 
-from probelab.kits.elements import F16, F32, Codec
+from probelab.formats import F16, F32
+from probelab.kits.elements import Codec
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.probe import Evidence
 

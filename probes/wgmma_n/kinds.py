@@ -3,7 +3,8 @@
 
 from dataclasses import dataclass
 
-from probelab.kits.elements import BF16, E4M3, E5M2, F16, F32, S8, S32, TF32, Codec
+from probelab.formats import BF16, E4M3, E5M2, F16, F32, S8, S32, TF32
+from probelab.kits.elements import Codec
 
 # QGMMA into f32 keeps sums exact only below 2**14 (probes/wgmma_types, version 1 of its fp8
 # probes): ids and C digits are planned within it

@@ -12,7 +12,8 @@ wgmma-tf32-f32-sw128, wgmma-e4m3-f32-sw128, wgmma-s8-s32-sw128: the same with B 
 
 from pathlib import Path
 
-from probelab.kits.elements import BF16, E4M3, E5M2, F16, F32, S8, S32, TF32, Codec
+from probelab.formats import BF16, E4M3, E5M2, F16, F32, S8, S32, TF32
+from probelab.kits.elements import Codec
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.probe import Evidence
 

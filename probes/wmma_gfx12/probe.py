@@ -9,7 +9,8 @@ the four fp8/bf8 pairs into f32. The users' question: which lane holds which out
 
 from pathlib import Path
 
-from probelab.kits.elements import BF16, E4M3, E5M2, F16, F32, S4, S8, S32, Codec, Element
+from probelab.formats import BF16, E4M3, E5M2, F16, F32, S4, S8, S32, Element
+from probelab.kits.elements import Codec
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.probe import Evidence
 

@@ -61,7 +61,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from probelab import vocabulary
-from probelab.kits.elements import F64, Codec, Element, digits, pack, unpack, words
+from probelab.formats import F64, Element
+from probelab.kits.elements import Codec, digits, pack, unpack, words
 from probelab.kits.fragment import Fragment
 from probelab.kits.lane_id import storage
 from probelab.kits.sentinels import FLAGS, INVALID, NONE
@@ -863,7 +864,7 @@ class Stored:
 
 def grid_codec(grid: xr.Dataset) -> Codec:
     """The codec a grid (or a dataset) names: f64 where it names none (the archive's)."""
-    from probelab.kits.elements import ELEMENTS
+    from probelab.formats import ELEMENTS
 
     def named(coord: str) -> Element:
         return ELEMENTS[str(grid[coord].values)] if coord in grid.coords else F64

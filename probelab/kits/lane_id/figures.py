@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 
 from probelab.drawing import Table, cell_table, dataset_header, new_figure
 from probelab.errors import IntegrityError
-from probelab.kits.elements import ELEMENTS, F64
+from probelab.formats import ELEMENTS, F64
 from probelab.lanemaps import (
     AXES,
     Numbering,
