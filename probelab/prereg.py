@@ -132,21 +132,24 @@ def _refuse_blind(h: Hypothesis, probe: Probe, allow_blind: bool) -> list[str]:
 
 
 def _refuse_inherited_rivals(h: Hypothesis, probe: Probe) -> None:
-    """A new version (`parent`) may declare as agreeing what its parent restates, never a
-    rival its parent's stimulus is blind to: declared, that pair would no longer show as
-    blind in any verdict of the new file (the mistake three wgmma-f16-rs restatements made;
-    their `-2` versions take it back). Such a file is sealed with --allow-blind instead."""
-    if not h.parent or not set(h.agrees_with) - {h.parent}:
+    """What a file declares as one claim (its `agrees_with`, and its `parent`) must not
+    hold two sealed rivals the probe's stimulus is blind to: declared as restating both, the
+    file would hide that pair from every verdict of its own (the mistake three wgmma-f16-rs
+    restatements made with their parents' blind rival; their `-2` versions take it back).
+    Such a file declares one side and is sealed with --allow-blind."""
+    named = sorted({*h.agrees_with, *([h.parent] if h.parent else [])})
+    if len(named) < 2:
         return
     sealed = {s.id: s for s in sealed_hypotheses(h.probe)}
-    parent = sealed[h.parent]
-    others = [sealed[x] for x in h.agrees_with if x != h.parent]
-    if rivals := [p.b for p in blind_at_seal(probe, parent, others) if p.kind == "rivals"]:
-        plural = "s" * (len(rivals) > 1)
-        raise UsageError(f"{relative(h.path)}: agrees_with {rivals}: rival{plural} of its "
-                         f"parent {h.parent} that the probe's stimulus cannot tell "
-                         "from it, not restatements; drop them from agrees_with and seal with "
-                         "--allow-blind (the seal commit records the pairs)")
+    for i, first in enumerate(named):
+        rivals = [p.b for p in blind_at_seal(probe, sealed[first],
+                                             [sealed[x] for x in named[i + 1:]])
+                  if p.kind == "rivals"]
+        if rivals:
+            raise UsageError(f"{relative(h.path)}: it declares {first} and {rivals} as one "
+                             "claim (agrees_with, parent), rivals that the probe's stimulus "
+                             "cannot tell apart, not restatements; declare one side and seal "
+                             "with --allow-blind (the seal commit records the pairs)")
 
 
 def seal(path: Path, allow_blind: bool = False) -> dict[str, Any]:

@@ -125,8 +125,8 @@ def run_static_sweep(probe, target: str | None, *, toolchain: str | None = None,
         "simulated": False,
         "blind_pairs": blind,
     }
-    if outside := unpinned(vendor.name):
-        prov["vendor_code"] = outside  # its toolchain module, unpinned: never evidence
+    if outside := unpinned():
+        prov["vendor_code"] = outside  # code no commit pins ran here: never evidence
     return save_sweep(probe, ds, prov, root, step, command, started)
 
 

@@ -108,8 +108,8 @@ def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | N
         "simulated": backend.simulated,
         "blind_pairs": blind,  # rival pairs this stimulus could not separate (--allow-blind)
     }
-    if not backend.simulated and (outside := vendors.unpinned(backend.vendor)):
-        prov["vendor_code"] = outside  # what ran that no commit pins: never evidence
+    if not backend.simulated and (outside := vendors.unpinned()):
+        prov["vendor_code"] = outside  # code no commit pins ran here: never evidence
     return save_sweep(probe, ds, prov, root, step, command, started)
 
 

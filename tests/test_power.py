@@ -144,11 +144,14 @@ def test_a_restatement_without_agrees_with_is_refused_at_seal(toylab: ToyLab,
     assert result.exit_code == 0, result.stderr
     assert "blind-to: sum (sealed with --allow-blind)" in toylab.git("log", "-1", "--format=%B")
     assert measured_sweep(toylab, monkeypatch).exit_code == 3
+    # a third restating both would hide their blind pair: it declares one, and is blind to
+    # the other as that one is (test_a_new_version_may_not_declare_...)
     declared = toylab.write_hyp("sum3", "a + b")
     declared.write_text(declared.read_text().replace(
-        'coordinates = "raw"', 'coordinates = "raw"\nagrees_with = ["sum", "sum2"]'))
-    assert invoke("prereg", "seal", declared).exit_code == 0
-    assert "blind-to" not in toylab.git("log", "-1", "--format=%B")
+        'coordinates = "raw"', 'coordinates = "raw"\nagrees_with = ["sum"]'))
+    assert invoke("prereg", "seal", declared).exit_code == 2
+    assert invoke("prereg", "seal", "--allow-blind", declared).exit_code == 0
+    assert "blind-to: sum2 (sealed with --allow-blind)" in toylab.git("log", "-1", "--format=%B")
 
 
 def test_agrees_with_must_name_a_sealed_hypothesis(toylab: ToyLab) -> None:
@@ -325,7 +328,8 @@ def test_a_new_version_may_not_declare_its_parents_blind_rival_as_agreeing(
     """`sum2` is a rival of `sum` that the toy stimulus cannot tell apart (sealed with
     --allow-blind). A new version of `sum` declaring `sum2` as agreeing would hide that pair
     from every verdict of the new file (three wgmma-f16-rs restatements did): refused in one
-    line, nothing written; declaring only its parent, it seals with --allow-blind."""
+    line, nothing written, with a parent or without; declaring only its parent, it seals
+    with --allow-blind."""
     prereg.seal(toylab.write_hyp("sum", "a + b"))
     prereg.seal(toylab.write_hyp("sum2", "b + a"), allow_blind=True)
     again = toylab.write_hyp("sum-v2", "a + b")
@@ -336,8 +340,13 @@ def test_a_new_version_may_not_declare_its_parents_blind_rival_as_agreeing(
     result = invoke("prereg", "seal", "--allow-blind", again)
     assert result.exit_code == 2
     (line,) = result.stderr.splitlines()
-    assert "agrees_with ['sum2']: rival of its parent sum that the probe's stimulus cannot " \
-        "tell from it, not restatements" in line
+    assert "it declares sum and ['sum2'] as one claim (agrees_with, parent), rivals that " \
+        "the probe's stimulus cannot tell apart, not restatements" in line
+    assert (toylab.commit_count(), toylab.ledger.read_bytes()) == (commits, ledger)
+    orphan = toylab.write_hyp("sum-v3", "a + b")  # no parent: the same two named
+    orphan.write_text(orphan.read_text().replace(
+        'coordinates = "raw"', 'coordinates = "raw"\nagrees_with = ["sum", "sum2"]'))
+    assert invoke("prereg", "seal", "--allow-blind", orphan).exit_code == 2
     assert (toylab.commit_count(), toylab.ledger.read_bytes()) == (commits, ledger)
     again.write_text(again.read_text().replace('agrees_with = ["sum", "sum2"]',
                                                'agrees_with = ["sum"]'))

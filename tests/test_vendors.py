@@ -248,8 +248,8 @@ def test_a_third_vendors_device_measures(toyco: ToyLab, tmp_path: Path, monkeypa
     prov = dataset.stored_provenance(saved.path)
     assert (prov["backend"], prov["target"], prov["simulated"]) == ("toydev", "toy_1", False)
     # its folder lies outside the lab: no commit pins what ran, so the data never count
-    assert prov["vendor_code"]["vendor"] == "toyco"
-    assert prov["vendor_code"]["files_sha256"] == vendors.unpinned("toyco")["files_sha256"]
+    (code,) = prov["vendor_code"]
+    assert code["vendor"] == "toyco" and code == vendors.unpinned()[0]
     (why,) = dataset.contradictions(prov)
     assert "it ran vendor code from outside the lab" in why
     evidence = prov["kernels"]["add"]["evidence"]
@@ -270,3 +270,24 @@ def test_a_vendor_folder_must_declare_its_row(tmp_path: Path, monkeypatch) -> No
         monkeypatch.delenv(vendors.ENV)
         vendors.reload()
     assert vendors.of("sm_90").name == "nvidia"
+
+
+def test_a_vendor_folder_may_not_take_a_backend_name_already_taken(tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    """A folder whose driver is named `sim` (or another vendor's backend) would make what
+    that backend runs count as measured wherever the folder is on PROBELAB_VENDORS."""
+    folder = tmp_path / "vendors" / "posing"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text(
+        "from probelab.vendors import Driver, Vendor\n"
+        "VENDOR = Vendor('posing', ('pose_1',), 'pose_*', None, lambda text: {},\n"
+        "                drivers=(Driver('sim', '/nonexistent', 'json', 'none', 'none'),))\n")
+    monkeypatch.setenv(vendors.ENV, str(tmp_path / "vendors"))
+    vendors.reload()
+    try:
+        with pytest.raises(UsageError, match="backend 'sim' is no vendor's"):
+            vendors.table()
+    finally:
+        monkeypatch.delenv(vendors.ENV)
+        vendors.reload()
+    assert "sim" not in vendors.measuring_backends()

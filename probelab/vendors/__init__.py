@@ -107,11 +107,16 @@ def _load() -> dict[str, Vendor]:
                                  f"a probelab.vendors.Vendor named {sub.name!r}")
             found[sub.name] = vendor
     owner: dict[str, str] = {}
+    runs: dict[str, str] = {name: "no vendor's" for name in (SIM, STATIC, TOOLCHAIN)}
     for vendor in found.values():
         for target in vendor.targets:
             if owner.setdefault(target, vendor.name) != vendor.name:
                 raise UsageError(f"target {target!r} is both {owner[target]}'s and "
                                  f"{vendor.name}'s: a target has one vendor")
+        for driver in vendor.drivers:  # a name taken would make what it runs "measured"
+            if runs.setdefault(driver.backend, vendor.name) != vendor.name:
+                raise UsageError(f"vendor {vendor.name}: backend {driver.backend!r} is "
+                                 f"{runs[driver.backend]}: a backend belongs to one vendor")
     return dict(sorted(found.items(), key=lambda item: (item[1].rank, item[0])))
 
 
@@ -164,19 +169,22 @@ def folder(name: str) -> Path:
     return Path(sys.modules[f"{__name__}.{name}"].__file__ or HERE).parent
 
 
-def unpinned(name: str) -> dict[str, str] | None:
-    """Where vendor `name`'s code lies outside this lab's own package (a PROBELAB_VENDORS
-    folder): its folder and the sha256 of its files, which a measurement through it records
-    (no commit of the lab pins that code, so such data never count: dataset.contradictions);
-    None for the lab's own vendors."""
-    where = folder(name)
-    if where.is_relative_to(HERE):
-        return None
-    digest = hashlib.sha256()
-    for path in sorted(p for p in where.rglob("*") if p.is_file() and
-                       "__pycache__" not in p.parts):
-        digest.update(f"{path.relative_to(where).as_posix()}\0".encode() + path.read_bytes())
-    return {"vendor": name, "folder": str(where), "files_sha256": digest.hexdigest()}
+def unpinned() -> list[dict[str, str]]:
+    """Every vendor folder this process loaded from outside the lab's own package (a
+    PROBELAB_VENDORS folder: its `__init__.py` ran here, whichever backend measures): its
+    folder and the sha256 of its files. A measurement records them, and with them it never
+    counts (dataset.contradictions): no commit of the lab pins that code."""
+    found = []
+    for name in table():
+        where = folder(name)
+        if where.is_relative_to(HERE):
+            continue
+        digest = hashlib.sha256()
+        for path in sorted(p for p in where.rglob("*") if p.is_file() and
+                           "__pycache__" not in p.parts):
+            digest.update(f"{path.relative_to(where).as_posix()}\0".encode() + path.read_bytes())
+        found.append({"vendor": name, "folder": str(where), "files_sha256": digest.hexdigest()})
+    return found
 
 
 def vendor(target: str) -> str:
