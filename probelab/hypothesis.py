@@ -762,11 +762,13 @@ def value_key(h: Hypothesis, grid: xr.Dataset,
               observables: Mapping[str, tuple[str, ...]]) -> str | None:
     """What the claim's tables are a function of, with its helpers taken by value: its
     predictions, scope and translations as written, the dims and sizes they span, and the
-    value of every [let] (or [layout]) they read, each evaluated over its own support. Two
-    claims of one grid with one value key have the same tables, however their helpers are
-    written: a file restated in another notation (a CuTe layout for a hand-typed index) is
-    evaluated once. None where a helper spans more than SHARED_LET_CELLS cells, the file has
-    a [model], or anything fails to compile or evaluate (the claim's own walk says why)."""
+    value of every [let] (or [layout]) they read under each scoring (over the coordinates
+    that scoring's translation moves, as the walk evaluates them), each over its own
+    support. Two claims of one grid with one value key have the same tables, however their
+    helpers are written: a file restated in another notation (a CuTe layout for a
+    hand-typed index) is evaluated once. None where a helper spans more than
+    SHARED_LET_CELLS cells, the file has a [model], or anything fails to compile or evaluate
+    (a fault included: the claim's own walk says why)."""
     if h.model is not None:
         return None
     lets = {name for name, _ in h.lets}
@@ -776,18 +778,26 @@ def value_key(h: Hypothesis, grid: xr.Dataset,
             dims = observables[observable]
             names = _grid_names(grid, dims)
             axes = {name: set(grid.variables[name].dims) for name in names}
+            env = _grid_env(grid, dims)
             read = _names(source) | (_names(h.where) if h.where is not None else set())
             digest.update(repr((observable, source, dims,
                                 [grid.sizes[d] for d in dims])).encode())
-            for let in sorted(read & lets):
-                program = compile_program([*_needed(h.lets, [("", let)]), ("predicted", let)],
-                                          names, h.tables)
-                span = _support(program, axes)["predicted"]
-                if np.prod([grid.sizes[d] for d in span]) > SHARED_LET_CELLS:
-                    return None
-                value = np.ascontiguousarray(program.evaluate(
-                    _grid_env(grid, dims), ("predicted",), compact=True)["predicted"], "<i8")
-                digest.update(f"|{let}|{value.shape}|".encode() + value.tobytes())
+            for scoring in sorted(h.scorings()):
+                moves = {coord: compile_program([("translated", src)], names)
+                         for coord, src in h.translations.get(scoring, {}).items()
+                         if coord not in observables and coord in env}
+                moved = {c: _support(m, axes)["translated"] for c, m in moves.items()}
+                scoped = env | {c: m.evaluate(env, compact=True)["translated"]
+                                for c, m in moves.items()}
+                for let in sorted(read & lets):
+                    program = compile_program(
+                        [*_needed(h.lets, [("", let)]), ("predicted", let)], names, h.tables)
+                    span = _support(program, axes | moved)["predicted"]
+                    if np.prod([grid.sizes[d] for d in span]) > SHARED_LET_CELLS:
+                        return None
+                    value = np.ascontiguousarray(program.evaluate(
+                        scoped, ("predicted",), compact=True)["predicted"], "<i8")
+                    digest.update(f"|{scoring}|{let}|{value.shape}|".encode() + value.tobytes())
     except (ExprError, KeyError):
         return None
     moved = {name for mapping in h.translations.values() for name in mapping}

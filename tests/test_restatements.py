@@ -118,3 +118,29 @@ def test_a_restatement_scores_as_its_parent(path):
                    if child.kernels is None or str(k) in child.kernels]
         assert score_claim(child, ds, dims, [(ds, kernels)]) == \
             score_claim(parent, ds, dims, [(ds, kernels)]), data
+
+
+def _toy(let: str, where: str | None = None):
+    text = ('schema = 1\nid = "t"\nprobe = "toy"\nclaim = "c"\ncoordinates = "raw"\n'
+            + (f'where = "{where}"\n' if where else "")
+            + f'[let]\nf = "{let}"\n[predict]\nout = "f"\n'
+            + '[translations.shifted]\nlane = "lane + 32"\n')
+    return parse_hypothesis(Path("t.toml"), text.encode())
+
+
+def test_helpers_equal_on_the_grid_but_not_where_a_translation_moves_it_key_apart():
+    """`lane` and `lane & 31` agree on lanes 0-31, not on the lanes 32-63 the translation
+    reads: the tables differ, so the keys do (found in review: helpers were compared on the
+    raw coordinates only); a helper that faults under the translation is never shared."""
+    import numpy as np
+    import xarray as xr
+
+    grid = xr.Dataset(coords={"lane": ("lane", np.arange(32, dtype=np.uint32))})
+    observables = {"out": ("lane",)}
+    plain, masked = _toy("lane"), _toy("lane & 31")
+    assert value_key(plain, grid, observables) != value_key(masked, grid, observables)
+    together = score_claims([(plain, grid, observables, []), (masked, grid, observables, [])])
+    assert together[1] == score_claim(masked, grid, observables, [])
+    assert value_key(_toy("lane if lane < 32 else 1 // 0"), grid, observables) is None
+    assert value_key(_toy("lane", where="f < 64"), grid, observables) != \
+        value_key(_toy("lane", where="f < 32"), grid, observables)
