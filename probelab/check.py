@@ -39,7 +39,7 @@ from probelab.hypothesis import (
 )
 from probelab.paths import data_dir, lab_root, relative, shown
 from probelab.prereg import Record, evaluate
-from probelab.probe import get_probe
+from probelab.probe import get_probe, recorded_info
 from probelab.records import Provenance, Verdict
 from probelab.scoring import score_claims
 from probelab.storage import atomic_write_text
@@ -249,18 +249,22 @@ def _code_problems(prov: Provenance, head: str, record: Record) -> list[str]:
 def observed_dims(variables: Mapping[str, tuple[str, ...]], prov: Provenance, probe_id: str
                   ) -> dict[str, tuple[str, ...]]:
     """The grid dims of each observable, as the dataset records them: a verdict on data
-    that observed it never depends on today's probe. Only a dataset older than that record
-    (or one whose record its variables contradict) takes them from the probe's
-    declaration (in the dataset's own names: a probe in the fragment vocabulary declares
-    `a_value` where an archive dataset says `a_reg`; probelab.vocabulary), and for an
-    observable the probe has retired, the variable's own dims after `kernel`."""
+    that observed it never depends on today's probe. A dataset that records its probe's
+    facts (probelab.probe.ProbeInfo) is read from them alone. Only a dataset older than
+    that record (or one whose record of its observables its variables contradict) takes
+    them from the probe's declaration (in the dataset's own names: a probe in the fragment
+    vocabulary declares `a_value` where an archive dataset says `a_reg`;
+    probelab.vocabulary), and for an observable the probe has retired, the variable's own
+    dims after `kernel`."""
     own = {name: tuple(d for d in dims if d != "kernel") for name, dims in variables.items()}
-    recorded = prov.get("observables")
+    facts = recorded_info(prov)
+    recorded = ({n: list(d) for n, d in facts.observables.items()} if facts is not None
+                else prov.get("observables"))
     fitted = {name: tuple(map(str, value)) for name, value in
               (recorded.items() if isinstance(recorded, dict) else ())
               if isinstance(value, list) and name in own and
               tuple(d for d in value if d != "kernel") == own[name]}
-    if isinstance(recorded, dict) and len(fitted) == len(recorded):
+    if facts is not None or (isinstance(recorded, dict) and len(fitted) == len(recorded)):
         return own | fitted
     have = {d for dims in variables.values() for d in dims}
     declared = {name: vocabulary.named_as(tuple(dims), have)
@@ -375,20 +379,27 @@ def prescore_all(claims: Evaluations,
 def not_applicable(h: Hypothesis, ds: "xr.Dataset | Judged") -> str | None:
     """Why a hypothesis says nothing about a dataset (another target, absent kernels, or
     observables the probe no longer has: sealed for an earlier version of it). `ds`: the
-    dataset, or a judged one (read off its summary: nothing is opened)."""
-    retired = retired_observables(h)  # also refuses a probe that retires a live observable
+    dataset, or a judged one (read off its summary: nothing is opened). A dataset that
+    records its probe's facts is judged from them alone; one that records none (the
+    archive's older datasets) from today's probe too, which is then imported."""
     if isinstance(ds, Judged):
         prov, variables, kernels = ds.prov, set(ds.variables), set(ds.summary.kernels)
     else:
         prov, variables = dataset.provenance(ds), set(map(str, ds.data_vars))
         kernels = {str(k) for k in ds.kernel.values}
+    facts = recorded_info(prov)  # refuses a record that retires a live observable
+    # today's probe, for a dataset without facts (also refuses a probe that retires a live
+    # observable)
+    retired = retired_observables(h) if facts is None else \
+        sorted(set(h.predict) & set(facts.retired))
     if isinstance(prov.get("retired"), dict):  # and as the dataset's own probe version said
         retired = sorted(set(retired) | (set(h.predict) & set(prov["retired"])))
     if absent := sorted(set(h.predict) - variables):
         if retired:
             return (f"it predicts {retired}, which {h.probe} no longer observes, and this "
                     "dataset does not have them (sealed for an earlier version of the probe)")
-        if why := unobserved(h, get_probe(h.probe).observables):
+        observables = get_probe(h.probe).observables if facts is None else facts.observables
+        if why := unobserved(h, observables):
             return f"it {why}"
         return f"the dataset has no {absent} (measured before the probe observed them)"
     target = str(prov.get("target"))
@@ -570,7 +581,7 @@ def check(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = Non
         raise UsageError(f"{dataset_path} is a {prov.get('probe')!r} dataset; "
                          f"{hypothesis_path} is about {h.probe!r}")
     kernels = list(judged.summary.kernels)
-    if why := not_applicable(h, judged):  # today's probe: its declarations against the archive
+    if why := not_applicable(h, judged):  # the dataset's facts (older ones: today's probe)
         raise UsageError(f"{h.id} does not apply to {dataset_path}: {why}")
     doc: Verdict = {"hypothesis": _hypothesis_doc(h, hypothesis_path, kernels),
                     "dataset": _dataset_doc(judged), "reasons": []}

@@ -363,7 +363,7 @@ def sweep(
     """
     from probelab.backends import prewarm
     from probelab.paths import data_dir
-    from probelab.probe import get_probe
+    from probelab.probe import get_probe, info
     from probelab.vendors import default_backend
 
     if check_after and out_dir is not None and backend != "sim" \
@@ -372,7 +372,7 @@ def sweep(
                          f"{shown(data_dir())}/, where it is pinned, so no verdict on one under "
                          "--out would count; sweep without --out to check it, or without "
                          "--check to try the probe")
-    static = getattr(get_probe(probe), "static", False)
+    static = info(get_probe(probe)).static
     if not static:
         if toolchain is not None:
             raise UsageError(f"--toolchain is for static probes; {probe} runs on a device "

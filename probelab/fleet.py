@@ -66,13 +66,13 @@ def node_resources(sim_targets: Iterable[str] = ()) -> dict[str, float]:
     the static probes; the sim targets asked for; and, for `fleet status`, the names of its
     toolchains."""
     from probelab import backends
-    from probelab.probe import catalog
+    from probelab.probe import catalog, info
 
     out: dict[str, float] = {}
     for name in vendors.device_backends():
         with contextlib.suppress(LabError):  # no such device here: `probelab doctor` says why
             out[resource(name, backends.module(name).make(None, None).device().target)] = 1
-    static = {t for p in catalog().probes.values() if getattr(p, "static", False)
+    static = {t for p in catalog().probes.values() if info(p).static
               for t in p.targets}
     for vendor in vendors.VENDORS.values():  # its toolchains, and targets they build here
         if (machine := vendor.machine_module()) is not None:
@@ -113,14 +113,14 @@ def plan(probe_ids: Iterable[str], offered: Iterable[str], backend: str | None =
     if backend not in (None, *devices, vendors.SIM):
         raise UsageError(f"--backend {backend}: the fleet runs {', '.join(devices)} or "
                          f"{vendors.SIM} (static probes run on a toolchain by themselves)")
-    from probelab.probe import get_probe, supports
+    from probelab.probe import get_probe, info, supports
 
     served = [parsed for name in offered if (parsed := parse_resource(name))]
     patterns = list(patterns)
     out = Plan()
     for probe_id in dict.fromkeys(probe_ids):  # a probe named twice is one set of tasks
         probe = get_probe(probe_id)
-        static = getattr(probe, "static", False)  # on a toolchain, whatever `backend` says
+        static = info(probe).static  # on a toolchain, whatever `backend` says
         want = vendors.STATIC if static else backend
         found = sorted({t for b, t in served if supports(probe, t)
                         and b == (want or vendors.measuring(t))})
@@ -445,14 +445,14 @@ def status() -> list[dict[str, Any]]:
     could run there."""
     import ray
 
-    from probelab.probe import catalog, supports
+    from probelab.probe import catalog, info, supports
 
     probes = list(catalog().probes.values())
     rows = []
     for node in ray.nodes():
         offers = sorted(p for name in node.get("Resources", {}) if (p := parse_resource(name)))
         runs = {f"{b}:{t}": sorted(p.id for p in probes if supports(p, t)
-                                   and getattr(p, "static", False) == (b == "static"))
+                                   and info(p).static == (b == "static"))
                 for b, t in offers}
         toolchains = sorted(name.split(":", 2)[2] for name in node.get("Resources", {})
                             if name.startswith(f"{PREFIX}:toolchain:"))

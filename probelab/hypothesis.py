@@ -458,16 +458,11 @@ def retired_observables(h: Hypothesis) -> list[str]:
     valid; the claim no longer applies. An observable that is simply gone, undeclared, is
     not retired: evaluating the claim then fails, and `prereg verify` says so.
 
-    A probe may retire only what it no longer observes (UsageError otherwise): retiring a
-    live observable would turn every verdict on it into a note."""
-    from probelab.probe import get_probe
+    A probe may retire only what it no longer observes (UsageError otherwise, from its
+    `ProbeInfo`): retiring a live observable would turn every verdict on it into a note."""
+    from probelab.probe import get_probe, info
 
-    probe = get_probe(h.probe)
-    retired = set(getattr(probe, "retired", {}))
-    if live := sorted(retired & set(probe.observables)):
-        raise UsageError(f"{probe.id} declares {live} retired but still observes them: an "
-                         "observable is retired only by a new probe version that drops it")
-    return sorted(set(h.predict) & retired)
+    return sorted(set(h.predict) & set(info(get_probe(h.probe)).retired))
 
 
 def unobserved(h: Hypothesis, observables: Mapping[str, tuple[str, ...]]) -> str | None:

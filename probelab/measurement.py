@@ -19,7 +19,7 @@ import probelab
 from probelab import codetree, dataset, gitinfo, manifest, storage
 from probelab.errors import IntegrityError, UsageError
 from probelab.paths import data_dir, shown
-from probelab.probe import Probe
+from probelab.probe import INFO_KEY, Probe, info
 from probelab.records import Provenance
 
 Step = Callable[[str], None]
@@ -82,6 +82,7 @@ def save_sweep(probe: Probe, ds: xr.Dataset, prov: Provenance, root: Path, step:
     """Add what every dataset records about where and when it was made (the run that made
     it, begun at `started`), and save it."""
     head, dirty = gitinfo.head()
+    facts = info(probe)
     now = datetime.now(UTC)
     prov = {
         "probe": probe.id,
@@ -93,9 +94,11 @@ def save_sweep(probe: Probe, ds: xr.Dataset, prov: Provenance, root: Path, step:
         "grid_sha256": dataset.grid_sha256(ds),
         "code_tree": codetree.snapshot(),  # what decoded it: checked against git_head
         # what a check needs, so that it reads this dataset and no probe code: the
-        # observables and their dims, those the probe has retired, the plots it offers
+        # observables and their dims, those the probe has retired, the plots it offers,
+        # and all the probe's facts (probelab.probe.ProbeInfo)
         "observables": {name: list(dims) for name, dims in probe.observables.items()},
-        "retired": dict(getattr(probe, "retired", {})),
+        "retired": dict(facts.retired),
+        INFO_KEY: facts.record(),  # the probe's facts, for a check to read
         "plots": sorted(probe.plots),
         "command": command or sys.argv,
         "run": run_facts(started),

@@ -23,7 +23,7 @@ import xarray as xr
 from probelab import bounded, targets
 from probelab.hypothesis import Hypothesis
 from probelab.prereg import sealed_hypotheses
-from probelab.probe import Probe, require_target
+from probelab.probe import Probe, info, require_target
 from probelab.rivals import Pair, near_misses, readings, rivals
 
 
@@ -73,11 +73,12 @@ def blind_names(probe: Probe, grid: xr.Dataset, target: str) -> tuple[list[list[
     from probelab.dataset import grid_sha256
 
     hypotheses = sealed_hypotheses(probe.id)  # read once: for the key, and on a miss
+    facts = info(probe)
     key = cache_key(
         probe=probe.id, version=probe.version, target=target, grid=grid_sha256(grid),
         seals=[h.sha256 for h in hypotheses], code=depends.digest(__name__),
         declared=[dict(probe.observables), list(probe.targets),
-                  dict(getattr(probe, "excluded", {})), dict(getattr(probe, "retired", {}))])
+                  dict(facts.excluded), dict(facts.retired)])
     def build() -> bytes:
         return json.dumps([[p.a, p.b] for p in blind_pairs(probe, grid, target, hypotheses)]
                           ).encode()

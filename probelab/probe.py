@@ -102,13 +102,15 @@ class Launch:
 
 
 class Probe(Protocol):
-    """Optional attributes the core reads with getattr: `excluded` ({target pattern: why the
-    probe cannot run there}), `nondeterministic` (output buffer names whose values may
-    legitimately differ between repeats; the sweep records how many cells did) and
-    `retired` ({observable an earlier version had: why it is gone}; hypotheses sealed for
-    it are kept and marked, never scored) and `declared_bytes` (f(stimulus) -> the bytes
-    its dataset will declare decoded: the sweep refuses one too large to save before any
-    kernel runs)."""
+    """Optional attributes, read by `info` alone (the core reads a probe's declarations
+    through its `ProbeInfo`): `excluded` ({target pattern: why the probe cannot run
+    there}), `nondeterministic` (output buffer names whose values may legitimately differ
+    between repeats; the sweep records how many cells did), `retired` ({observable an
+    earlier version had: why it is gone}; hypotheses sealed for it are kept and marked,
+    never scored), `problems_variable` (the dataset variable in which the decode lists what
+    it could not read; the sweep says how many) and `declared_bytes` (f(stimulus) -> the
+    bytes its dataset will declare decoded: the sweep refuses one too large to save before
+    any kernel runs)."""
 
     id: str
     version: str
@@ -186,6 +188,110 @@ class StaticPipeline(StaticBase, Protocol):
                 step: Callable[[str], None]) -> list[BuiltCase]: ...
 
 
+DEVICE, STATIC_KERNEL, STATIC_PIPELINE = "device", "static kernel", "static pipeline"
+INSTRUMENTS = (DEVICE, STATIC_KERNEL, STATIC_PIPELINE)
+INFO_KEY = "probe_info"  # the provenance key a dataset records its probe's facts under
+
+
+@dataclass(frozen=True)
+class ProbeInfo:
+    """What the core knows of a probe besides its code: what measures it (`instrument`: a
+    device, or the compiler, one build per case or the probe's own pipeline), its
+    observables (name -> the grid dims a prediction spans; `per_kernel`: those with
+    `kernel` first, whose prediction may differ per kernel), those an earlier version had
+    (`retired`: name -> why gone), the targets it cannot run on (`excluded`: pattern ->
+    why), the outputs that may vary between repeats (`nondeterministic`) and the variable
+    its decode lists what it could not read in (`problems`). `info(probe)` derives it;
+    every sweep records it in its dataset (`record()`, provenance key `probe_info`), so a
+    check reads it from the dataset (`recorded_info`) and never imports the probe."""
+
+    id: str
+    version: str
+    instrument: str
+    observables: Mapping[str, tuple[str, ...]]
+    retired: Mapping[str, str] = field(default_factory=dict)
+    excluded: Mapping[str, str] = field(default_factory=dict)
+    nondeterministic: frozenset[str] = frozenset()
+    problems: str | None = None
+
+    def __post_init__(self) -> None:
+        from types import MappingProxyType
+
+        if self.instrument not in INSTRUMENTS:
+            raise UsageError(f"{self.id}: instrument {self.instrument!r} is not one of "
+                             f"{', '.join(INSTRUMENTS)}")
+        for name, value in (("observables", {k: tuple(map(str, v)) for k, v in
+                                             self.observables.items()}),
+                            ("retired", dict(self.retired)), ("excluded", dict(self.excluded))):
+            object.__setattr__(self, name, MappingProxyType(value))
+        object.__setattr__(self, "nondeterministic", frozenset(self.nondeterministic))
+        if live := sorted(set(self.retired) & set(self.observables)):
+            raise UsageError(f"{self.id} declares {live} retired but still observes them: an "
+                             "observable is retired only by a new probe version that drops it")
+
+    @property
+    def static(self) -> bool:
+        return self.instrument != DEVICE
+
+    @property
+    def per_kernel(self) -> frozenset[str]:
+        return frozenset(n for n, dims in self.observables.items() if dims[:1] == ("kernel",))
+
+    def excluded_why(self, target: str) -> str | None:
+        return next((why for pattern, why in self.excluded.items()
+                     if fnmatch.fnmatchcase(target, pattern)), None)
+
+    def record(self) -> dict[str, object]:
+        """The facts as a dataset records them (JSON; id and version are the provenance's
+        own `probe` and `probe_version`)."""
+        return {"instrument": self.instrument,
+                "observables": {n: list(d) for n, d in self.observables.items()},
+                "per_kernel": sorted(self.per_kernel), "retired": dict(self.retired),
+                "excluded": dict(self.excluded),
+                "nondeterministic": sorted(self.nondeterministic), "problems": self.problems}
+
+
+def info(probe: Probe | StaticBase) -> ProbeInfo:
+    """A probe's facts, read off its declarations: the one place the core asks a probe
+    for its optional attributes."""
+    instrument = DEVICE if not getattr(probe, "static", False) else \
+        STATIC_PIPELINE if hasattr(probe, "measure") else STATIC_KERNEL
+    return ProbeInfo(probe.id, probe.version, instrument, dict(probe.observables),
+                     dict(getattr(probe, "retired", {})), dict(getattr(probe, "excluded", {})),
+                     frozenset(getattr(probe, "nondeterministic", ())),
+                     getattr(probe, "problems_variable", None))
+
+
+def recorded_info(prov: Mapping[str, object]) -> ProbeInfo | None:
+    """The facts a dataset recorded of its probe (`ProbeInfo.record`), or None where it
+    records none (datasets made before they did: their checks ask today's probe). Facts
+    recorded in a form this code does not write raise UsageError: a dataset is judged
+    from its own record or not at all."""
+    doc = prov.get(INFO_KEY)
+    if doc is None:
+        return None
+    try:
+        if not (isinstance(doc, dict) and set(doc) == {
+                "instrument", "observables", "per_kernel", "retired", "excluded",
+                "nondeterministic", "problems"}):
+            raise TypeError("not the form a sweep writes")
+        observables = {str(k): tuple(map(str, v)) for k, v in doc["observables"].items()
+                       if isinstance(v, list)}
+        found = ProbeInfo(str(prov.get("probe")), str(prov.get("probe_version")),
+                          doc["instrument"], observables,
+                          {str(k): str(v) for k, v in doc["retired"].items()},
+                          {str(k): str(v) for k, v in doc["excluded"].items()},
+                          frozenset(map(str, doc["nondeterministic"])), doc["problems"])
+        if len(observables) != len(doc["observables"]) or \
+                sorted(found.per_kernel) != doc["per_kernel"] or \
+                not isinstance(found.problems, str | None):
+            raise TypeError("its parts do not agree")
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise UsageError(f"the dataset's recorded probe facts ({INFO_KEY}) cannot be read: "
+                         f"{exc}") from None
+    return found
+
+
 def stack_kernels(stimulus: xr.Dataset, outputs: Mapping[str, Mapping[str, np.ndarray]],
                   output: str, dims: tuple[str, ...]) -> tuple[xr.Dataset, np.ndarray]:
     """The grid with a `kernel` axis, and one output of every kernel shaped (kernel, *dims)."""
@@ -206,8 +312,7 @@ def require_target(probe: Probe, target: str) -> None:
     optional `excluded`: {pattern: reason}, e.g. a GPU without the instruction)."""
     if supports(probe, target):
         return
-    why = next((reason for pattern, reason in getattr(probe, "excluded", {}).items()
-                if fnmatch.fnmatchcase(target, pattern)), None)
+    why = info(probe).excluded_why(target)
     raise UsageError(f"{probe.id} does not target {target}"
                      + (f": {why}" if why else f" (targets: {', '.join(probe.targets)})"))
 
@@ -308,7 +413,7 @@ def get_probe(probe_id: str) -> Probe:
     if (probe := found.get(probe_id)) is not None:
         return probe
     known = sorted({e.id for e in found.entries()})
-    near = [repr(k) for k in closest(probe_id.replace("_", "-"), known)]
+    near = [repr(k) for k in closest(probe_id.replace("_", "-"), known)] if known else []
     hint = f"; did you mean {either(near)}?" if near else ""
     raise UsageError(f"unknown probe {probe_id!r}{hint} (`probelab list` shows all "
                      f"{len(known)})" if known else f"unknown probe {probe_id!r}: this lab "

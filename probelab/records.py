@@ -47,6 +47,7 @@ class Provenance(TypedDict, total=False):
     code_tree: dict[str, str]  # lab-relative path -> git blob id of the code that ran
     observables: dict[str, list[str]]  # observable -> the grid dims a prediction spans
     retired: dict[str, str]  # observable an earlier version had -> why it is gone
+    probe_info: dict[str, Any]  # the probe's facts (probelab.probe.ProbeInfo.record)
     plots: list[str]  # the plot kinds the probe offered
     command: list[str]
     host: dict[str, str]

@@ -25,7 +25,7 @@ from probelab.errors import IntegrityError, Unavailable, UsageError
 from probelab.evidence import gate
 from probelab.measurement import Step, SweepResult, blindness_gate, check_root, save_sweep
 from probelab.paths import data_dir, shown
-from probelab.probe import BuiltCase, Evidence, supports
+from probelab.probe import STATIC_PIPELINE, BuiltCase, Evidence, info, supports
 from probelab.records import Provenance
 from probelab.vendors import Vendor, of, unpinned
 
@@ -97,7 +97,7 @@ def run_static_sweep(probe, target: str | None, *, toolchain: str | None = None,
     check_root(root, simulated=False)
     grid = probe.stimulus()
     blind = blindness_gate(probe, grid, target, allow_blind)
-    if hasattr(probe, "measure"):
+    if info(probe).instrument == STATIC_PIPELINE:
         built = probe.measure(grid, target, tc, step)
         again = probe.measure(grid, target, tc, lambda text: step(f"again: {text}"))
         if built != again:

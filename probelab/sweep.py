@@ -22,7 +22,7 @@ from probelab.evidence import gate
 from probelab.limits import DEFAULT_TIMEOUT_S
 from probelab.measurement import Step, SweepResult, blindness_gate, check_root, save_sweep
 from probelab.paths import data_dir, shown, sim_data_dir
-from probelab.probe import Kernel, Launch, Probe, get_probe, require_target
+from probelab.probe import Kernel, Launch, Probe, get_probe, info, require_target
 from probelab.records import KernelRecord, Provenance
 
 __all__ = ["SweepResult", "run_sweep"]
@@ -66,7 +66,8 @@ def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | N
     is measured on the toolchain: a backend, repeats or a timeout given for one are refused."""
     started = time.time()
     probe = get_probe(probe_id)
-    if getattr(probe, "static", False):
+    facts = info(probe)
+    if facts.static:
         from probelab.static import refuse_device_options, run_static_sweep
 
         refuse_device_options(probe, backend=backend_name, repeats=repeats, timeout=timeout_s)
@@ -88,11 +89,12 @@ def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | N
     launch = probe.launch(stimulus)
     records, codes = _compile_and_gate(backend, kernels, device.target, step)
     poisons = [POISONS[r % len(POISONS)] for r in range(repeats)]
-    outputs, varied = _run_repeats(probe, backend, kernels, codes, launch, poisons, step)
+    outputs, varied = _run_repeats(facts.nondeterministic, backend, kernels, codes, launch,
+                                   poisons, step)
     ds = probe.assemble(stimulus, outputs)
-    if "decode_problems" in ds and ds["decode_problems"].size:  # kept, and shown
-        step(f"the decode could not read everything ({ds['decode_problems'].size} problems, "
-             "recorded in the dataset as decode_problems)")
+    if (said := facts.problems) and said in ds and ds[said].size:  # kept, and shown
+        step(f"the decode could not read everything ({ds[said].size} problems, "
+             f"recorded in the dataset as {said})")
     prov: Provenance = {
         "backend": backend.name,
         "device": device.name,
@@ -169,12 +171,11 @@ def _compile_and_gate(backend: Backend, kernels: list[Kernel], target: str, step
     return records, codes
 
 
-def _run_repeats(probe: Probe, backend: Backend, kernels: list[Kernel],
+def _run_repeats(declared: frozenset[str], backend: Backend, kernels: list[Kernel],
                  codes: dict[str, CodeObject], launch: Launch, poisons: list[int], step: Step
                  ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, int]]]:
     """Each kernel run once per poison, the repeats compared: repeat 0's outputs per
-    kernel, and per kernel the declared-nondeterministic cells that varied."""
-    declared = frozenset(getattr(probe, "nondeterministic", ()))
+    kernel, and per kernel the declared-nondeterministic (`declared`) cells that varied."""
     outputs, varied = {}, {}
     for kernel in kernels:
         runs = []

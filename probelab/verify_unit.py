@@ -40,7 +40,7 @@ from probelab.errors import LabError
 from probelab.hypothesis import Hypothesis, load_hypothesis
 from probelab.paths import lab_root
 from probelab.prereg import Record, seal_row
-from probelab.probe import get_probe
+from probelab.probe import get_probe, info, recorded_info
 from probelab.records import toolchain_name
 from probelab.toolchains import identity
 
@@ -183,16 +183,27 @@ def _prescore(judged: dict[str, Judged | str], record: Record) -> None:
 
 
 def _retired_too_soon(judged: Judged) -> str | None:
-    """Retirement needs a newer probe version: data of the probe's current version must not
-    observe what it declares retired."""
+    """Retirement needs a newer probe version: data of a probe version must not observe what
+    that version declares retired. A dataset that records its probe's facts is judged from
+    them (the version that made it); one that records none, against today's probe."""
     try:
-        probe = get_probe(str(judged.prov.get("probe")))
-    except LabError:
-        return None  # said by the checks against its hypotheses
-    retired = set(getattr(probe, "retired", {})) & set(judged.variables)
-    if retired and judged.prov.get("probe_version") == probe.version:
-        return (f"{probe.id} version {probe.version} declares {sorted(retired)} retired, yet "
-                "this dataset of that version observes them: retirement needs a newer version")
+        facts = recorded_info(judged.prov)
+    except LabError as exc:
+        return str(exc)
+    if facts is not None:
+        version, retired = facts.version, set(facts.retired)
+    else:
+        try:
+            probe = get_probe(str(judged.prov.get("probe")))
+        except LabError:
+            return None  # said by the checks against its hypotheses
+        if judged.prov.get("probe_version") != probe.version:
+            return None
+        version, retired = probe.version, set(info(probe).retired)
+    if retired := retired & set(judged.variables):
+        return (f"{judged.prov.get('probe')} version {version} declares {sorted(retired)} "
+                "retired, yet this dataset of that version observes them: retirement needs a "
+                "newer version")
     return None
 
 

@@ -7,7 +7,7 @@ import json
 import sys
 
 import pytest
-from toylab import TOY_MODULE, ToyLab, invoke
+from toylab import DELETE, TOY_MODULE, ToyLab, invoke
 
 from probelab import dataset, prereg
 from probelab.check import check
@@ -140,27 +140,45 @@ def test_a_decode_change_that_flips_a_verdict_is_a_problem(toylab: ToyLab) -> No
 
 
 def test_a_live_observable_cannot_be_retired(toylab: ToyLab, monkeypatch) -> None:
+    """Today's probe retiring what it observes: its seals say so, a dataset that records no
+    probe facts (the archive's older ones, judged against today's probe) is refused, and no
+    sweep can record such facts. A dataset that records its own is judged from them."""
     hyp = sealed(toylab, "sum", "a + b")
-    data = toylab.as_measured(toylab.sim_dataset())
+    recorded = toylab.as_measured(toylab.sim_dataset())
+    data = toylab.as_measured(toylab.sim_dataset(), probe_info=DELETE)
     monkeypatch.setattr(toylab.probe(), "retired", {"value": "inconvenient"}, raising=False)
     (row,) = prereg.verify_seals()
     assert not row["ok"] and "still observes" in row["problems"][0]
     with pytest.raises(UsageError, match="still observes"):
         check(hyp, data)
     assert invoke("prereg", "verify").exit_code == 3
+    with pytest.raises(UsageError, match="still observes"):
+        toylab.sim_dataset()
+    assert check(hyp, recorded)["verdict"] == "CONFIRMED"
 
 
 def test_retirement_needs_a_newer_probe_version(toylab: ToyLab, monkeypatch) -> None:
     """Dropping an observable and retiring it, without a new version: the data of that very
-    version observe it, so the retirement is a problem, and their verdicts still stand."""
+    version observe it, so the retirement is a problem, and their verdicts still stand. A
+    dataset without recorded probe facts is held to today's probe; one with them, to the
+    facts its own version recorded."""
     hyp = sealed(toylab, "sum", "a + b")
-    data = toylab.as_measured(toylab.sim_dataset())
+    data = toylab.as_measured(toylab.sim_dataset(), probe_info=DELETE)
+    recorded = toylab.as_measured(toylab.sim_dataset())
     monkeypatch.setattr(toylab.probe(), "observables", {"total": ("a", "b")})
     monkeypatch.setattr(toylab.probe(), "retired", {"value": "renamed"}, raising=False)
     assert check(hyp, data)["verdict"] == "CONFIRMED"
-    assert any("retirement needs a newer version" in p for p in verify_archive()["problems"])
+    found = [p for p in verify_archive()["problems"] if "retirement needs" in p]
+    assert len(found) == 1 and data.name in found[0]  # `recorded` retired nothing
     monkeypatch.setattr(toylab.probe(), "version", "2")
     assert not any("retirement" in p for p in verify_archive()["problems"])
+    # the facts of a version that retires what its own data observe (the toy still decodes
+    # `value`): a problem read off that dataset alone, whatever today's probe says
+    retiring = toylab.as_measured(toylab.sim_dataset())
+    monkeypatch.setattr(toylab.probe(), "retired", {}, raising=False)
+    (found,) = [p for p in verify_archive()["problems"] if "retirement needs" in p]
+    assert retiring.name in found and "toy version 2 declares ['value'] retired" in found
+    assert check(hyp, recorded)["verdict"] == "CONFIRMED"
 
 
 def test_stale_bytecode_cannot_stand_in_for_the_recorded_source(toylab: ToyLab) -> None:

@@ -40,6 +40,8 @@ class SparseProbe(Declared):
     # observables an earlier version of the probe had: {name: why they are gone}. Sealed
     # hypotheses that predict them are kept, marked as for that version, never scored.
     retired: Mapping[str, str] = field(default_factory=dict)
+    # the variable in which the decode lists what it could not read (the sweep says so)
+    problems_variable: str = "decode_problems"
 
     def __post_init__(self) -> None:
         if not self.observables:
