@@ -505,6 +505,10 @@ class GridPrint:
 
     @classmethod
     def of(cls, grid: xr.Dataset) -> "GridPrint":
+        """The print of the grid as claims bind it, under the archive's names with the
+        fragment vocabulary's bindable beside them (probelab.vocabulary): a grid renamed into
+        the vocabulary and its archive twin evaluate every claim alike, and print alike."""
+        grid = vocabulary.bindable(vocabulary.archive_names(grid))
         h, coords = hashlib.sha256(), []
         for name in sorted(str(n) for n in grid.coords):
             var = grid.variables[name]

@@ -741,10 +741,15 @@ def _claim_key(h: Hypothesis, grid: "xr.Dataset | GridPrint",
         fields += (tuple((name, t.shape, hashlib.sha256(t.tobytes()).hexdigest())
                          for name, t in h.tables.items()),)
     names = {*h.predict, *(name for mapping in h.translations.values() for name in mapping)}
-    seen = {n: tuple(observables[n]) if n in observables else None for n in names}
-    dims = {d for n in h.predict for d in seen[n] or ()}
     printed = grid if isinstance(grid, GridPrint) else GridPrint.of(grid)
     sizes = dict(printed.sizes)
+    # the print is under the archive's names (GridPrint.of): a dim named in the vocabulary
+    # is the archive dim its alias coordinate lives on (`a_value` over `a_reg`)
+    on = {name: dims for name, dims, _, _ in printed.coords}
+    archive = {d: on[d][0] for d in on if d not in sizes and len(on[d]) == 1}
+    seen = {n: tuple(archive.get(d, d) for d in observables[n]) if n in observables else None
+            for n in names}
+    dims = {d for n in h.predict for d in seen[n] or ()}
     header = (sorted(seen.items()), sorted((d, sizes.get(d)) for d in dims), printed.coords)
     return repr(fields), hashlib.sha256(f"{header!r}|{printed.digest}".encode()).hexdigest()
 
