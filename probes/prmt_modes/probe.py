@@ -83,8 +83,7 @@ PROBE = BitOpProbe(
     summary=("prmt.b32 .f4e/.b4e/.rc8/.ecl/.ecr/.rc16: every 8-bit selector and random ones "
              "over byte-named operand pairs"),
     targets=("sm_*",), vendor="nvidia", source=SOURCE,
-    axes=(Axis("word", {"word": np.arange(len(a), dtype=np.uint32), "a": a, "b": b,
-                        "pattern": pattern},
+    axes=(Axis.numbered("word", {"a": a, "b": b, "pattern": pattern},
                {"a": {"description": "source bytes 0-3", "display": "hex"},
                 "b": {"description": "source bytes 4-7", "display": "hex"}}),
           Axis("selector", {"selector": selectors()},

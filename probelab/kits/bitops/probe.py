@@ -43,6 +43,14 @@ class Axis:
     coords: Mapping[str, np.ndarray]  # name -> values along `dim` (the first is the index)
     attrs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
+    @classmethod
+    def numbered(cls, dim: str, coords: Mapping[str, object],
+                 attrs: Mapping[str, Mapping[str, str]] | None = None) -> Axis:
+        """An axis of operand words numbered 0, 1, ... by its own index, `coords` (the
+        words and their pattern names) beside it."""
+        n = len(next(iter(coords.values())))
+        return cls(dim, {dim: np.arange(n, dtype=np.uint32), **coords}, attrs or {})
+
 
 @dataclass(frozen=True)
 class Op:
