@@ -174,6 +174,16 @@ def digest(*modules: str) -> str:
     return _tree.digest(tuple(sorted(set(modules))))
 
 
+def files_digest(folder: Path) -> str:
+    """The sha256 of every file under `folder` (bytecode caches aside), each under its
+    relative path: what a folder holds, whatever it imports."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and
+                       "__pycache__" not in p.parts):
+        h.update(f"{path.relative_to(folder).as_posix()}\0".encode() + path.read_bytes())
+    return h.hexdigest()
+
+
 def digest_folder(folder: Path, *modules: str) -> str:
     """The digest of a folder of code outside probelab (a probe's): its Python files, each
     read once, and `modules` with every probelab module they or those files import."""

@@ -571,11 +571,7 @@ class Evaluations:
         if folder is None:  # not a folder of this lab's catalogue: made, never kept
             grid, grid_hash = self.grid(probe)
             return GridPrint.of(grid), grid_hash
-        files = hashlib.sha256()
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()
-                           and "__pycache__" not in p.parts):
-            files.update(f"{path.relative_to(folder).as_posix()}\0".encode() + path.read_bytes())
-        key = cache_key(probe=probe.id, files=files.hexdigest(),
+        key = cache_key(probe=probe.id, files=depends.files_digest(folder),
                         code=depends.digest_folder(folder, "probelab.probe", __name__))
 
         def made() -> bytes:

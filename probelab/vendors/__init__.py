@@ -10,7 +10,6 @@ a target's vendor, the backends that measure, the fleet's resources, the default
 Kept light: `probelab list` reads the table (its targets) without importing a toolchain.
 """
 
-import hashlib
 import importlib
 import importlib.util
 import os
@@ -22,6 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TypeVar
 
+from probelab.depends import files_digest
 from probelab.errors import Unavailable, UsageError
 from probelab.isa import Instruction, Isa
 from probelab.text import closest, either
@@ -179,11 +179,8 @@ def unpinned() -> list[dict[str, str]]:
         where = folder(name)
         if where.is_relative_to(HERE):
             continue
-        digest = hashlib.sha256()
-        for path in sorted(p for p in where.rglob("*") if p.is_file() and
-                           "__pycache__" not in p.parts):
-            digest.update(f"{path.relative_to(where).as_posix()}\0".encode() + path.read_bytes())
-        found.append({"vendor": name, "folder": str(where), "files_sha256": digest.hexdigest()})
+        found.append({"vendor": name, "folder": str(where),
+                      "files_sha256": files_digest(where)})
     return found
 
 
