@@ -35,8 +35,8 @@ from timing import ROOT, timed
 sys.path.insert(0, str(ROOT))  # probelab itself, when not installed
 
 from probelab.backends.guards import POISONS
-from probelab.backends.ops_cuda import CudaBackend, _check
 from probelab.probe import get_probe
+from probelab.vendors.nvidia.ops_cuda import CudaBackend, _check
 
 
 def whole_sweep(cache: Path, out: Path) -> float:
@@ -68,7 +68,7 @@ def phases() -> dict[str, float]:
 
 def import_time() -> float:
     return timed([sys.executable, "-c", "import probelab.cli, probelab.sweep, "
-                  "probelab.backends.ops_cuda"])
+                  "probelab.vendors.nvidia.ops_cuda"])
 
 
 def launch_phase(kernel_name: str) -> dict[str, float | bool]:

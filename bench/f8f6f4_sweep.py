@@ -26,7 +26,7 @@ from timing import report, timed  # noqa: E402
 
 from probelab import gitinfo  # noqa: E402
 from probelab.probe import load_sibling  # noqa: E402
-from probelab.toolchains import amdgpu  # noqa: E402
+from probelab.vendors.amd import toolchain as amdgpu  # noqa: E402
 
 
 def write_modules(folder: Path, target: str) -> int:

@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from probelab.disasm import Instruction
+from probelab.isa import Instruction
 
 
 @dataclass(frozen=True)

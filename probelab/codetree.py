@@ -91,8 +91,8 @@ def differences(recorded: dict[str, str], tree: dict[str, str] | None) -> list[s
                   if rel.split("/")[0] in scopes and recorded.get(rel) != tree.get(rel))
 
 
-# where a sweep enters the core, besides the backends (every backends/ops_*.py: they are
-# imported by name, so no import statement leads to them)
+# where a sweep enters the core, besides the backends (every ops_*.py of backends/ or of a
+# vendor's folder: they are imported by name, so no import statement leads to them)
 _ENTRIES = ("probelab/sweep.py", "probelab/static.py", "probelab/measurement.py")
 
 
@@ -112,10 +112,11 @@ def measuring_code(probe_folder: str, commit: str | None = None) -> list[str]:
 
 
 def _measuring_code(probe_folder: str, commit: str | None) -> list[str]:
-    listed = _listing(commit, (probe_folder, "probelab/backends"))
+    listed = _listing(commit, (probe_folder, "probelab/backends", "probelab/vendors"))
     found = {rel for rel in listed if rel.startswith(f"{probe_folder}/") and _counts(rel)}
     todo = [rel for rel in found if rel.endswith(".py")] + list(_ENTRIES)
-    todo += [rel for rel in listed if re.fullmatch(r"probelab/backends/ops_\w+\.py", rel)]
+    todo += [rel for rel in listed
+             if re.fullmatch(r"probelab/(backends|vendors/\w+)/ops_\w+\.py", rel)]
     seen: set[str] = set()
     while todo:
         batch = [rel for rel in dict.fromkeys(todo) if rel not in seen]

@@ -9,7 +9,7 @@ from collections import Counter
 from probelab import vendors
 from probelab.isa import Instruction
 
-__all__ = ["Instruction", "histogram", "padding", "without_padding"]
+__all__ = ["histogram", "padding", "without_padding"]
 
 
 def padding() -> frozenset[str]:

@@ -20,7 +20,7 @@ from itertools import combinations
 
 import xarray as xr
 
-from probelab import bounded, targets
+from probelab import bounded, vendors
 from probelab.hypothesis import Hypothesis
 from probelab.prereg import sealed_hypotheses
 from probelab.probe import Probe, info, require_target
@@ -34,7 +34,7 @@ def power(probe: Probe, grid: xr.Dataset | None = None, target: str | None = Non
     stimulus by default), among `hypotheses` (the sealed ones as `sealed_hypotheses` reads
     them, by default). Returns the pairs and notes on what was left out."""
     if target is not None:
-        targets.vendor(target)  # a made-up target is refused, not counted against
+        vendors.vendor(target)  # a made-up target is refused, not counted against
         require_target(probe, target)
     grid = probe.stimulus() if grid is None else grid
     hypotheses = sealed_hypotheses(probe.id) if hypotheses is None else hypotheses

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from probelab import gitinfo, ledger, targets
+from probelab import gitinfo, ledger, vendors
 from probelab.errors import HistoryError, IntegrityError, LabError, UsageError
 from probelab.hypothesis import (
     Evaluations,
@@ -30,7 +30,7 @@ SEAL_TAG = "probelab-seal:"
 
 
 def _kernel_names(probe: Probe) -> set[str]:
-    return {k.name for vendor in targets.VENDORS for k in probe.kernels(vendor)}
+    return {k.name for vendor in vendors.TARGETS for k in probe.kernels(vendor)}
 
 
 def evaluate(h: Hypothesis, claims: Evaluations | None = None) -> tuple[Probe, str, str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
-from probelab import targets
+from probelab import vendors
 from probelab.errors import UsageError
 from probelab.paths import probes_dir, shown
 from probelab.probe_index import Entry
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # numpy and xarray are imported where used: discovery needs n
     import numpy as np
     import xarray as xr
 
-    from probelab.disasm import Instruction
+    from probelab.isa import Instruction
 
 
 @dataclass(frozen=True)
@@ -80,12 +80,31 @@ class Kernel:
     headers: str | None = None  # "hip": needs HIP's headers, so only ROCm's hiprtc builds it
     defines: Mapping[str, int] = field(default_factory=dict)  # -D NAME=value when compiling
     targets: tuple[str, ...] | None = None  # fnmatch patterns; None: every target of the probe
+    # the source's text where the probe renders it from its declarations (`Rendered`): no
+    # file is kept at `source`, the lab path it is shown and recorded under; None: the file
+    text: str | None = None
 
     def for_target(self, target: str) -> bool:
         return self.targets is None or any(fnmatch.fnmatchcase(target, t) for t in self.targets)
 
     def source_text(self) -> str:
-        return self.source.read_text()
+        return self.source.read_text() if self.text is None else self.text
+
+    def source_bytes(self) -> bytes:
+        """What is compiled, as a dataset's kernel record hashes it (`source_sha256`)."""
+        return self.source.read_bytes() if self.text is None else self.text.encode()
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A kernel source a kit renders from a probe's declarations each time it is built (one
+    template per kit; the declarations give shapes, instruction and operand plumbing), so
+    near-copies of one kernel are never kept as files. `path` names it where a file would
+    stand: a dataset records that path with the sha256 of the rendered bytes, and
+    `probelab source PROBE` prints or writes the exact text a build compiles."""
+
+    path: Path
+    render: Callable[[], str]
 
 
 @dataclass(frozen=True)
@@ -340,7 +359,7 @@ def _load(folder: Path) -> tuple[Probe, ...]:
 
 def _entries(folder: Path, probes: tuple[Probe, ...]) -> list[Entry]:
     return [Entry(p.id, p.version, p.summary, tuple(p.targets),
-                  {v: [k.name for k in ks] for v in targets.VENDORS if (ks := p.kernels(v))},
+                  {v: [k.name for k in ks] for v in vendors.TARGETS if (ks := p.kernels(v))},
                   folder.name) for p in probes]
 
 

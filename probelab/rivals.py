@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from probelab import targets
+from probelab import vendors
 from probelab.errors import LabError
 from probelab.hypothesis import Hypothesis, evaluate_claim, retired_observables
 from probelab.probe import Probe, supports
@@ -147,4 +147,4 @@ def blind_at_seal(probe: Probe, new: Hypothesis, sealed: list[Hypothesis]) -> li
 def _share_a_target(probe: Probe, *hypotheses: Hypothesis) -> bool:
     """Whether some known target of the probe is one every hypothesis is about."""
     return any(supports(probe, t) and all(h.about_target(t) for h in hypotheses)
-               for known in targets.VENDORS.values() for t in known)
+               for known in vendors.TARGETS.values() for t in known)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probelab import dataset, targets, vendors
+from probelab import dataset, vendors
 from probelab.backends import Backend, DeviceInfo, load_backend
 from probelab.backends.guards import POISONS
 from probelab.codeobject import CodeObject
@@ -119,8 +119,8 @@ def _backend(probe: Probe, name: str | None, target: str | None,
              timeout_s: float | None) -> Backend:
     """The backend, refusing a target of the other vendor before any device is opened."""
     backend = load_backend(name or vendors.default_backend(), probe, target)
-    if target is not None and targets.vendor(target) != backend.vendor:
-        raise UsageError(f"--target {target} is an {targets.vendor(target)} target; the "
+    if target is not None and vendors.vendor(target) != backend.vendor:
+        raise UsageError(f"--target {target} is an {vendors.vendor(target)} target; the "
                          f"{backend.name} backend runs {backend.vendor} devices")
     backend.timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
     return backend
@@ -152,7 +152,7 @@ def _compile_and_gate(backend: Backend, kernels: list[Kernel], target: str, step
         record: KernelRecord = {
             "symbol": kernel.symbol,
             "source": shown(kernel.source),
-            "source_sha256": hashlib.sha256(kernel.source.read_bytes()).hexdigest(),
+            "source_sha256": hashlib.sha256(kernel.source_bytes()).hexdigest(),
             "code_object_sha256": code.sha256,
             "cache_hit": code.cache_hit,
             "built_for": code.target,  # the target's arch-specific variant where asked (sm_90a)

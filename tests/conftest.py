@@ -129,7 +129,7 @@ def repo_lab(monkeypatch: pytest.MonkeyPatch):
 
 def _amd_toolchains() -> list[str]:
     from probelab.errors import Unavailable
-    from probelab.toolchains import amdgpu
+    from probelab.vendors.amd import toolchain as amdgpu
 
     try:
         return [t.name for t in amdgpu.toolchains()]
@@ -141,7 +141,7 @@ def _amd_toolchains() -> list[str]:
 def each_amd_toolchain(request, monkeypatch: pytest.MonkeyPatch):
     """Run a test once per AMDGPU toolchain found (clang-19, clang-22, ...), that toolchain
     the default: compile evidence must hold under every compiler the lab records."""
-    from probelab.toolchains import amdgpu
+    from probelab.vendors.amd import toolchain as amdgpu
 
     if request.param == "none":
         pytest.skip("no AMDGPU toolchain")

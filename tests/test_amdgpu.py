@@ -12,7 +12,7 @@ from probelab.cli import app
 from probelab.errors import IntegrityError, Unavailable
 from probelab.evidence import gate
 from probelab.probe import Evidence, Kernel, get_probe
-from probelab.toolchains import amdgpu
+from probelab.vendors.amd import toolchain as amdgpu
 from probelab.vendors.amd.isa import GCN
 
 try:

@@ -13,10 +13,10 @@ import pytest
 import xarray as xr
 
 from probelab.asm import inspect
-from probelab.disasm import Instruction
 from probelab.errors import Unavailable
 from probelab.evidence import gate
 from probelab.hypothesis import load_hypothesis, predict
+from probelab.isa import Instruction
 from probelab.probe import Evidence, Kernel, load_sibling
 from probelab.vendors.amd.isa import GCN
 
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.usefixtures("each_amd_toolchain")  # under every AMDGPU
 
 @pytest.fixture(autouse=True)
 def _target_built_by_the_toolchain(request, each_amd_toolchain):
-    from probelab.toolchains import amdgpu
+    from probelab.vendors.amd import toolchain as amdgpu
 
     target = getattr(request.node, "callspec", None) and request.node.callspec.params.get(
         "target")
@@ -41,7 +41,7 @@ def _target_built_by_the_toolchain(request, each_amd_toolchain):
 
 @pytest.fixture(scope="module")
 def clang():
-    from probelab.toolchains import amdgpu
+    from probelab.vendors.amd import toolchain as amdgpu
 
     try:
         return amdgpu.find_clang()
@@ -54,7 +54,7 @@ def amd_kernel(name: str) -> Kernel:
 
 
 def build(kernel: Kernel, target: str) -> list[Instruction]:
-    from probelab.toolchains import amdgpu
+    from probelab.vendors.amd import toolchain as amdgpu
 
     return amdgpu.build(kernel, target).functions[kernel.symbol]
 

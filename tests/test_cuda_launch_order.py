@@ -16,11 +16,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from probelab.backends import ops_cuda
 from probelab.backends.guards import POISONS
 from probelab.codeobject import CodeObject
 from probelab.errors import IntegrityError
 from probelab.probe import Evidence, Kernel, Launch
+from probelab.vendors.nvidia import ops_cuda
 
 N = 1000
 A = np.random.default_rng(2).integers(0, 1 << 32, N, dtype=np.uint64).astype(np.uint32)

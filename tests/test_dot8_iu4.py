@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from toylab import checked_with_and_without_history
 
-from probelab.disasm import Instruction
 from probelab.errors import Unavailable
 from probelab.evidence import gate
 from probelab.hypothesis import load_hypothesis, predict
+from probelab.isa import Instruction
 from probelab.kits.sentinels import INVALID, NONE
 from probelab.probe import Kernel, load_sibling
 from probelab.vendors.amd.disasm import parse_gcn
@@ -44,7 +44,7 @@ CALL = {name: f"__builtin_amdgcn_sudot8({sa}, (int)a[t], {sb}, (int)b[t], (int)c
 @pytest.fixture
 def amd(each_amd_toolchain, request):
     """The toolchain under test, skipping a target it does not build."""
-    from probelab.toolchains import amdgpu
+    from probelab.vendors.amd import toolchain as amdgpu
 
     target = request.node.callspec.params.get("target", "gfx1201")
     if target not in amdgpu.supported_targets(each_amd_toolchain):

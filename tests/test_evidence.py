@@ -9,7 +9,7 @@ from probelab.evidence import gate
 from probelab.probe import Evidence, Kernel, get_probe
 from probelab.vendors.nvidia.isa import SASS
 
-nvidia = pytest.importorskip("probelab.toolchains.nvidia")
+nvidia = pytest.importorskip("probelab.vendors.nvidia.toolchain")
 
 try:
     nvidia.nvrtc_version()
@@ -118,8 +118,8 @@ def test_declared_modifiers_must_be_exactly_the_instructions() -> None:
     """AMD sign flags and clamp print as modifiers; a kernel whose builtin call got one wrong
     computes something else, so where a probe declares them (Evidence.modifiers) the gate
     refuses any other set, missing or extra; None leaves them unchecked."""
-    from probelab.disasm import Instruction
     from probelab.evidence import gate
+    from probelab.isa import Instruction
     from probelab.vendors.amd.isa import GCN
 
     def code(modifiers: tuple[str, ...]) -> list[Instruction]:

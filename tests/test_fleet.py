@@ -130,7 +130,7 @@ def test_tasks_go_where_their_target_is_and_match_local_sweeps(cluster) -> None:
 
 
 def test_a_static_probe_runs_on_the_node_with_the_toolchain(cluster) -> None:
-    from probelab.toolchains import amdgpu
+    from probelab.vendors.amd import toolchain as amdgpu
 
     try:
         amdgpu.find_clang()
@@ -304,7 +304,7 @@ def test_a_node_says_what_it_serves(cluster) -> None:
     offered = json.loads(result.stdout)
     assert {"probelab:sim:sm_90", "probelab:sim:gfx1201"} <= set(offered)
     assert all(fleet.parse_resource(r) or r.startswith("probelab:toolchain:") for r in offered)
-    from probelab.toolchains import amdgpu
+    from probelab.vendors.amd import toolchain as amdgpu
 
     try:
         default = amdgpu.find_clang()

@@ -19,13 +19,13 @@ import pytest
 from toylab import ToyLab
 from typer.testing import CliRunner
 
-import probelab.toolchains.amdgpu as amdgpu
+import probelab.vendors.amd.toolchain as amdgpu
 from probelab.backends import load_backend
-from probelab.backends import ops_hip as ops
 from probelab.backends.guards import GUARD, GUARD_WORDS, POISONS
 from probelab.codeobject import CodeObject
 from probelab.errors import IntegrityError, Unavailable
 from probelab.probe import Evidence, Kernel, Launch, catalog
+from probelab.vendors.amd import ops_hip as ops
 from probelab.vendors.amd import rocm
 
 REPO = Path(__file__).resolve().parents[1]

@@ -446,7 +446,7 @@ def test_a_sweep_needs_no_archive_and_its_import_counts(toylab: ToyLab, monkeypa
     """A real measurement (a static probe, measured on the compiler) on a device-like copy
     whose data/ is absent or holds an empty manifest: the sweep starts the chain, and its
     import counts here."""
-    from probelab.toolchains import amdgpu
+    from probelab.vendors.amd import toolchain as amdgpu
 
     try:
         amdgpu.find_clang()

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from probelab.disasm import Instruction
 from probelab.errors import Unavailable
 from probelab.evidence import EvidenceReport, gate
+from probelab.isa import Instruction
 from probelab.probe import Evidence, Kernel
-from probelab.toolchains import amdgpu
+from probelab.vendors.amd import toolchain as amdgpu
 from probelab.vendors.amd.disasm import parse_gcn
 from probelab.vendors.amd.isa import GCN
 

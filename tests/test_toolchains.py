@@ -15,7 +15,8 @@ from quick import quick_first
 from probelab.errors import IntegrityError, Unavailable, UsageError
 from probelab.probe import BuiltCase, Evidence
 from probelab.records import toolchain_label, toolchain_name
-from probelab.toolchains import amdgpu, identity
+from probelab.toolchains import identity
+from probelab.vendors.amd import toolchain as amdgpu
 from probelab.vendors.amd.disasm import gcn_instruction
 from probelab.verify import across_toolchains
 

@@ -94,7 +94,7 @@ def test_a_file_is_checked_against_its_package_s_own_record(tmp_path: Path) -> N
 
 def test_a_wheel_s_file_is_checked_against_its_record() -> None:
     try:
-        from probelab.toolchains import nvidia
+        from probelab.vendors.nvidia import toolchain as nvidia
 
         nvdisasm = nvidia.find_nvdisasm()
     except ImportError:

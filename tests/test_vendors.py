@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from toylab import ToyLab, git, invoke
 
-from probelab import backends, dataset, fleet, targets, vendors
+from probelab import backends, dataset, fleet, vendors
 from probelab.doctor import diagnose
 from probelab.errors import Unavailable, UsageError
 from probelab.probe import catalog
@@ -199,10 +199,10 @@ def test_the_default_backend_is_the_first_whose_driver_is_here(monkeypatch) -> N
 
 def test_a_third_vendor_is_one_folder(toyco: ToyLab, tmp_path: Path) -> None:
     assert list(vendors.VENDORS) == ["nvidia", "amd", "toyco"]
-    assert targets.vendor("toy_2") == "toyco" and vendors.of("toy_1").name == "toyco"
-    assert targets.VENDORS["toyco"] == ("toy_1", "toy_2")
+    assert vendors.vendor("toy_2") == "toyco" and vendors.of("toy_1").name == "toyco"
+    assert vendors.TARGETS["toyco"] == ("toy_1", "toy_2")
     with pytest.raises(UsageError, match="toyco's toy_1 and toy_2"):
-        targets.vendor("toy_9")
+        vendors.vendor("toy_9")
     with pytest.raises(Unavailable, match="no toolchain builds toyco"):
         vendors.of("toy_1").tools()
     # its parser and register tables are what the gate reads

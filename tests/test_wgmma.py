@@ -120,7 +120,7 @@ def test_a_kernel_may_ask_only_for_its_targets_own_arch_specific_variant(tmp_pat
     from dataclasses import replace
 
     from probelab.errors import UsageError
-    from probelab.toolchains import nvidia
+    from probelab.vendors.nvidia import toolchain as nvidia
 
     (kernel,) = [k for k in get_probe("wgmma-f16-rs").kernels("nvidia") if k.name == "rs_none"]
     for arch in ("sm_100a", "sm_80", "sm_90b"):

@@ -6,8 +6,8 @@ from probelab.errors import Unavailable
 
 
 def nvidia_tools():
-    """probelab.toolchains.nvidia with NVRTC and nvdisasm present, else skip."""
-    from probelab.toolchains import nvidia
+    """probelab.vendors.nvidia.toolchain with NVRTC and nvdisasm present, else skip."""
+    from probelab.vendors.nvidia import toolchain as nvidia
 
     try:
         nvidia.nvrtc_version()
@@ -19,8 +19,8 @@ def nvidia_tools():
 
 
 def amd_tools():
-    """probelab.toolchains.amdgpu with a clang >= 19 that targets AMDGPU, else skip."""
-    from probelab.toolchains import amdgpu
+    """probelab.vendors.amd.toolchain with a clang >= 19 that targets AMDGPU, else skip."""
+    from probelab.vendors.amd import toolchain as amdgpu
 
     try:
         amdgpu.find_clang()
@@ -31,7 +31,7 @@ def amd_tools():
 
 def cuda_device():
     """(CudaBackend, its DeviceInfo) where an NVIDIA GPU is usable, else skip the module."""
-    ops_cuda = pytest.importorskip("probelab.backends.ops_cuda")
+    ops_cuda = pytest.importorskip("probelab.vendors.nvidia.ops_cuda")
     try:
         backend = ops_cuda.CudaBackend()
         return backend, backend.device()

@@ -1,7 +1,7 @@
-"""Backends: one small file each (ops_cuda, ops_sim, ...) behind one protocol, found by
-name: `--backend NAME` is `probelab/backends/ops_NAME.py` (or a vendor folder's own
-`ops_NAME.py`), which exposes `make(probe, target)` (the constructor) and `status()` (what
-`probelab doctor` says of it).
+"""Backends: one small file each (ops_sim here; ops_cuda, ops_hip in their vendors' folders)
+behind one protocol, found by name: `--backend NAME` is `probelab/backends/ops_NAME.py` or a
+vendor folder's own `ops_NAME.py`, which exposes `make(probe, target)` (the constructor) and
+`status()` (what `probelab doctor` says of it).
 
 compile(kernel, target) -> CodeObject     (toolchain work; no device needed for cuda)
 run(code, kernel, launch, poison) -> outputs   (poisoned, guarded, every call checked)

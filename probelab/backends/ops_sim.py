@@ -6,7 +6,7 @@ produces is marked simulated and is never counted as evidence.
 
 import numpy as np
 
-from probelab import targets
+from probelab import vendors
 from probelab.backends import DeviceInfo
 from probelab.backends.guards import framed, unframe
 from probelab.codeobject import CodeObject
@@ -24,7 +24,7 @@ class SimBackend:
     def __init__(self, probe: Probe, target: str) -> None:
         self.probe, self.target = probe, target
         self.timeout_s = DEFAULT_TIMEOUT_S  # the model returns or raises; nothing to wait for
-        self.vendor = targets.vendor(target)
+        self.vendor = vendors.vendor(target)
 
     def device(self) -> DeviceInfo:
         return DeviceInfo(f"simulated {self.target}", self.target, {"simulated": "true"})

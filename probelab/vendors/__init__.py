@@ -3,7 +3,7 @@ and any vendor folder under a folder named in PROBELAB_VENDORS (os.pathsep betwe
 folders), as a third party adds one. A folder's `__init__.py` declares `VENDOR`, its row:
 its targets, how its disassembly is read (parser, register and load tables), the toolchain
 module that builds offline (`Toolchain`, probelab.toolchains), the drivers and backends
-(`backends/ops_<backend>.py`) that run its devices, and what `doctor` and the fleet ask of
+(its own `ops_<backend>.py`) that run its devices, and what `doctor` and the fleet ask of
 the machine (its `machine` module). Everything the core knows of vendors is derived here:
 a target's vendor, the backends that measure, the fleet's resources, the default device.
 
@@ -36,7 +36,7 @@ SIM, STATIC, TOOLCHAIN = "sim", "static", "toolchain"  # the backends of no one 
 class Driver:
     """What a backend needs installed, checked without opening a device (`probelab list`)."""
 
-    backend: str  # probelab/backends/ops_<backend>.py
+    backend: str  # ops_<backend>.py, in the vendor's folder
     path: str  # exists where the vendor's driver is installed
     bindings: str  # the Python module the backend drives the device through
     what: str  # how `doctor` names the driver

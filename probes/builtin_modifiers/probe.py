@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from probelab.disasm import Instruction
+from probelab.isa import Instruction
 from probelab.probe import Evidence, Kernel
 
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none

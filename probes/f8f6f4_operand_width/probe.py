@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from probelab.disasm import Instruction
+from probelab.isa import Instruction
 from probelab.probe import BuiltCase, Evidence, Kernel
 from probelab.vendors.amd.disasm import gcn_instruction, parse_gcn
 from probelab.vendors.amd.isa import GCN

@@ -8,7 +8,7 @@ from probelab.vendors.amd.naming import recorded_name
 from probelab.vendors.amd.targets import FEATURES, TARGETS
 
 VENDOR = Vendor(
-    "amd", TARGETS, "gfx*", GCN, parse_gcn, "probelab.toolchains.amdgpu",
+    "amd", TARGETS, "gfx*", GCN, parse_gcn, "probelab.vendors.amd.toolchain",
     (Driver("hip", "/dev/kfd", "hip", "ROCm's /dev/kfd", "hip-python", "AMD GPU, ROCm"),),
     sim_targets=("gfx1201", "gfx942"),
     features=FEATURES,

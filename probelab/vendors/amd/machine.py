@@ -12,8 +12,7 @@ PIPELINE = ("llc", "llvm-mc")  # the LLVM tools pipeline probes run, beside clan
 
 def rocm_rows() -> list[tuple[str, bool, str]]:
     """Can the HIP runtime and hiprtc be loaded, at which version."""
-    from probelab.toolchains import hiprtc
-    from probelab.vendors.amd import rocm
+    from probelab.vendors.amd import hiprtc, rocm
 
     def runtime() -> str:
         (runtime,) = rocm.check(rocm.hip().hipRuntimeGetVersion(), "hipRuntimeGetVersion")
@@ -31,7 +30,8 @@ def rocm_rows() -> list[tuple[str, bool, str]]:
 
 
 def rows() -> list[tuple[str, bool, str]]:
-    from probelab.toolchains import amdgpu, identity
+    from probelab.toolchains import identity
+    from probelab.vendors.amd import toolchain as amdgpu
 
     out = rocm_rows()
     try:
@@ -68,7 +68,7 @@ def named_targets() -> list[str]:
 def resources(static: set[str]) -> tuple[list[str], list[str]]:
     """(its toolchains here, the targets static probes matching `static` can run on: those
     the default toolchain builds)."""
-    from probelab.toolchains import amdgpu
+    from probelab.vendors.amd import toolchain as amdgpu
 
     names: list[str] = []
     try:  # no AMDGPU toolchain: no static probe runs here

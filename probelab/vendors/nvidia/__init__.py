@@ -8,7 +8,7 @@ from probelab.vendors.nvidia.targets import TARGETS
 _CUDA = "pip install 'probelab[cuda]'"
 
 VENDOR = Vendor(
-    "nvidia", TARGETS, "sm_*", SASS, parse_sass, "probelab.toolchains.nvidia",
+    "nvidia", TARGETS, "sm_*", SASS, parse_sass, "probelab.vendors.nvidia.toolchain",
     (Driver("cuda", "/proc/driver/nvidia/version", "cuda.bindings", "the NVIDIA driver",
             "cuda-bindings", "NVIDIA GPU"),),
     sim_targets=("sm_90",),

@@ -5,7 +5,8 @@ from probelab.errors import LabError
 
 
 def rows() -> list[tuple[str, bool, str]]:
-    from probelab.toolchains import identity, nvidia
+    from probelab.toolchains import identity
+    from probelab.vendors.nvidia import toolchain as nvidia
 
     out = []
     try:
@@ -27,7 +28,7 @@ def rows() -> list[tuple[str, bool, str]]:
 
 def resources(static: set[str]) -> tuple[list[str], list[str]]:
     """(its toolchains here, the targets static probes matching `static` can run on)."""
-    from probelab.toolchains import nvidia
+    from probelab.vendors.nvidia import toolchain as nvidia
 
     try:
         return [f"nvrtc-{nvidia.nvrtc_version()}".replace(" ", "")], []

@@ -5,7 +5,7 @@ that run; a kernel that needs HIP's headers is built on the device by hiprtc and
 disassembled the same way. hip-python returns every call as a tuple (error, *values), and
 every error is checked here. Without ROCm, hip-python imports but each call raises
 RuntimeError ("failed to dlopen libamdhip64.so"): that is reported as Unavailable
-(probelab.vendors.amd.rocm). hiprtc is a toolchain (probelab.toolchains.hiprtc).
+(probelab.vendors.amd.rocm). hiprtc is a toolchain (probelab.vendors.amd.hiprtc).
 """
 
 import ctypes
@@ -18,8 +18,8 @@ from probelab.backends.guards import guarded_run
 from probelab.codeobject import CodeObject
 from probelab.errors import IntegrityError, Unavailable
 from probelab.probe import Kernel, Launch, Probe
-from probelab.toolchains import amdgpu, hiprtc
-from probelab.vendors.amd import rocm
+from probelab.vendors.amd import hiprtc, rocm
+from probelab.vendors.amd import toolchain as amdgpu
 from probelab.vendors.amd.isa import GCN
 
 # The null stream: every copy, memset and launch of a run goes on it, in order.

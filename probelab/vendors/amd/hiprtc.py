@@ -10,8 +10,9 @@ from probelab.codeobject import CodeObject
 from probelab.errors import Unavailable
 from probelab.probe import Kernel
 from probelab.records import ToolRecord
-from probelab.toolchains import amdgpu, identity
+from probelab.toolchains import identity
 from probelab.vendors.amd import rocm
+from probelab.vendors.amd import toolchain as amdgpu
 from probelab.vendors.amd.disasm import parse_gcn
 
 

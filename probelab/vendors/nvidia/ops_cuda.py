@@ -1,4 +1,4 @@
-"""CUDA backend: kernels built by NVRTC (probelab.toolchains.nvidia), run through the CUDA
+"""CUDA backend: kernels built by NVRTC (probelab.vendors.nvidia.toolchain), run through the CUDA
 driver API (cuda.bindings), one launch per kernel variant, every call's result checked.
 
 The driver API alone is imported to run: cuda-core, whose import costs a sweep more than
@@ -19,7 +19,7 @@ from probelab.backends.guards import guarded_run
 from probelab.codeobject import CodeObject
 from probelab.errors import IntegrityError, Unavailable
 from probelab.probe import Kernel, Launch, Probe
-from probelab.toolchains import nvidia
+from probelab.vendors.nvidia import toolchain as nvidia
 from probelab.vendors.nvidia.isa import SASS
 
 
