@@ -488,6 +488,37 @@ def asm(
         raise typer.Exit(int(Exit.INTEGRITY))
 
 
+@app.command("source", epilog=EPILOG)
+@guarded
+def source_cmd(
+    probe: Annotated[str, typer.Argument(help="Probe id (see `probelab list`).")],
+    write: Annotated[Path | None, typer.Option(
+        help="Write each source under this folder, at its lab path, instead of printing it "
+             "(a folder outside probes/: a file there would count as code that ran).")] = None,
+) -> None:
+    """Show the exact kernel sources a build of PROBE compiles, each under the lab path and
+    sha256 its datasets record (kernels' `source`, `source_sha256`): a kept file's bytes,
+    or the text a kit renders from the probe's declarations (no file holds it)."""
+    import hashlib
+
+    from probelab.paths import probes_dir
+    from probelab.probe import get_probe, kernel_sources
+
+    found = kernel_sources(get_probe(probe))
+    if write is not None and write.resolve().is_relative_to(probes_dir().resolve()):
+        raise UsageError(f"--write {write} is inside probes/: a source written there would "
+                         "count as code that ran")
+    for path, data in found.items():
+        rel = shown(path)
+        if write is None:
+            say(f"// == {rel} (sha256 {hashlib.sha256(data).hexdigest()})")
+            sys.stdout.write(data.decode())
+            continue
+        (write / rel).parent.mkdir(parents=True, exist_ok=True)
+        (write / rel).write_bytes(data)
+        say(f"wrote {shown(write / rel)}")
+
+
 @prereg_app.command("new", epilog=EPILOG)
 @guarded
 def prereg_new(probe: str, hypothesis_id: Annotated[str, typer.Argument(metavar="ID")]) -> None:

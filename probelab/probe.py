@@ -357,6 +357,12 @@ def _load(folder: Path) -> tuple[Probe, ...]:
     return tuple(module.PROBES) if hasattr(module, "PROBES") else (module.PROBE,)
 
 
+def kernel_sources(probe: Probe | StaticBase) -> dict[Path, bytes]:
+    """Every kernel source a build of `probe` compiles, under the lab path a dataset records
+    it by: a file's bytes, or the text the probe renders from its declarations."""
+    return {k.source: k.source_bytes() for v in vendors.TARGETS for k in probe.kernels(v)}
+
+
 def _entries(folder: Path, probes: tuple[Probe, ...]) -> list[Entry]:
     return [Entry(p.id, p.version, p.summary, tuple(p.targets),
                   {v: [k.name for k in ks] for v in vendors.TARGETS if (ks := p.kernels(v))},

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from probelab.probe import Evidence, Kernel
+from probelab.probe import Evidence, Kernel, Rendered
 
 
 @dataclass
@@ -23,7 +23,7 @@ class Declared:
     summary: str
     targets: tuple[str, ...]  # fnmatch patterns of ISA targets, e.g. "sm_90*"
     vendor: str  # the one vendor its kernels are for
-    source: Path  # the kernel source every kernel of the probe is built from
+    source: Path | Rendered  # the kernel source every kernel of the probe is built from
 
     def kernels_of(self, vendor: str, units: Iterable[Any], evidence: Callable[[Any], Evidence],
                    symbol: Callable[[Any], str] = lambda unit: f"probe_{unit.name}",
@@ -32,8 +32,10 @@ class Declared:
         probe's own vendor only, built with `options` (e.g. {"arch": "sm_90a"})."""
         if vendor != self.vendor:
             return []
-        return [Kernel(u.name, symbol(u), self.source, vendor, evidence(u),
-                       options=dict(options or {})) for u in units]
+        path, text = ((self.source.path, self.source.render())
+                      if isinstance(self.source, Rendered) else (self.source, None))
+        return [Kernel(u.name, symbol(u), path, vendor, evidence(u),
+                       options=dict(options or {}), text=text) for u in units]
 
 
 def lazy_figures(module: str, function: str) -> Callable[..., dict[str, object]]:

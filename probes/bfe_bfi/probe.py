@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, header
-from probelab.probe import Evidence
+from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
 SOURCE = HERE / "bfe_bfi.cu"
@@ -117,7 +117,7 @@ PROBE = BitOpProbe(
     id="bfe-bfi", version="1",
     summary=("bfe.u32/.s32 and bfi.b32 (lowered on sm_90): every pos and len 0-33 and the "
              "edges past 255, over bit-naming words"),
-    targets=("sm_*",), vendor="nvidia", source=SOURCE,
+    targets=("sm_*",), vendor="nvidia", source=Rendered(SOURCE, source),
     axes=(Axis.numbered("word", {"a": a, "b": b, "pattern": names},
                {"a": {"description": "bfe's source; bfi's field", "display": "hex"},
                 "b": {"description": "bfi's base (bfe ignores it)", "display": "hex"}}),

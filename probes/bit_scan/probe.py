@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, call_kernel, header
-from probelab.probe import Evidence
+from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
 SOURCE = HERE / "bit_scan.cu"
@@ -115,7 +115,7 @@ PROBE = BitOpProbe(
     id="bit-scan", version="1",
     summary=("brev, bfind (.u32 .s32 .shiftamt), clz and __brev/__clz/__ffs over words with "
              "their first and last set and clear bits at every position"),
-    targets=("sm_*",), vendor="nvidia", source=SOURCE,
+    targets=("sm_*",), vendor="nvidia", source=Rendered(SOURCE, source),
     axes=(Axis("word", {"word": w, "pattern": names}, {"word": {"display": "hex"}}),),
     ops=tuple(Op(name, evidence(name), model, facts={"op": FORMS[name][0]})
               for name in FORMS),

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, header
-from probelab.probe import Evidence
+from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
 SOURCE = HERE / "bmsk.cu"
@@ -50,7 +50,7 @@ def source() -> str:
 PROBE = BitOpProbe(
     id="bmsk", version="1",
     summary="bmsk.clamp/.wrap.b32: every position and width 0-40 and the edges past 32",
-    targets=("sm_*",), vendor="nvidia", source=SOURCE,
+    targets=("sm_*",), vendor="nvidia", source=Rendered(SOURCE, source),
     axes=(Axis("pos", {"pos": amounts()}, {"pos": {"description": "operand a"}}),
           Axis("width", {"width": amounts()}, {"width": {"description": "operand b"}})),
     # SASS BMSK reads (pos, width); .W is the wrap form, so each forbids the other

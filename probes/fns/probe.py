@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, call_kernel, header
-from probelab.probe import Evidence
+from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
 SOURCE = HERE / "fns.cu"
@@ -84,7 +84,7 @@ PROBE = BitOpProbe(
     id="fns", version="1",
     summary=("fns.b32 and __fns (lowered on sm_90): every base 0-31 and offset -33..33 and "
              "the edges, over masks with known set bits"),
-    targets=("sm_*",), vendor="nvidia", source=SOURCE,
+    targets=("sm_*",), vendor="nvidia", source=Rendered(SOURCE, source),
     axes=(Axis("mask", {"mask": m, "pattern": names}, {"mask": {"display": "hex"}}),
           Axis("base", {"base": np.arange(32, dtype=np.uint32)}),
           Axis("offset", {"offset": offsets()},

@@ -1,10 +1,12 @@
-"""Writes lop3.cu from probe.py's LUTS: `python probes/lop3/generate.py`;
-tests/test_bitops.py fails when the committed file is not what this writes."""
+"""Prints lop3.cu, rendered from probe.py's LUTS: the kernel source a build compiles,
+kept in no file (`probelab source` shows it too; tests/test_rendered_sources.py proves
+it is what the archive's datasets compiled)."""
 
+import sys
 from pathlib import Path
 
 from probelab.probe import load_sibling
 
 if __name__ == "__main__":
     probe = load_sibling(Path(__file__).parent / "probe.py")
-    probe.SOURCE.write_text(probe.source())
+    sys.stdout.write(probe.source())

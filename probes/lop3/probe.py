@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from probelab.kits.bitops import Axis, BitOpProbe, Op, header, unrolled_kernel
-from probelab.probe import Evidence
+from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
 SOURCE = HERE / "lop3.cu"
@@ -65,7 +65,7 @@ HEX = {"display": "hex"}
 PROBE = BitOpProbe(
     id="lop3", version="1",
     summary="lop3.b32: all 256 truth tables over bit-complete and random operand triples",
-    targets=("sm_*",), vendor="nvidia", source=SOURCE,
+    targets=("sm_*",), vendor="nvidia", source=Rendered(SOURCE, source),
     axes=(Axis.numbered("triple", {"a": a, "b": b, "c": c,
                                    "pattern": names}, {"a": HEX, "b": HEX, "c": HEX}),
           Axis("lut", {"lut": np.array(LUTS, np.uint32)},

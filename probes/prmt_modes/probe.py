@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, header, random_pairs
-from probelab.probe import Evidence
+from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
 SOURCE = HERE / "prmt_modes.cu"
@@ -82,7 +82,7 @@ PROBE = BitOpProbe(
     id="prmt-modes", version="1",
     summary=("prmt.b32 .f4e/.b4e/.rc8/.ecl/.ecr/.rc16: every 8-bit selector and random ones "
              "over byte-named operand pairs"),
-    targets=("sm_*",), vendor="nvidia", source=SOURCE,
+    targets=("sm_*",), vendor="nvidia", source=Rendered(SOURCE, source),
     axes=(Axis.numbered("word", {"a": a, "b": b, "pattern": pattern},
                {"a": {"description": "source bytes 0-3", "display": "hex"},
                 "b": {"description": "source bytes 4-7", "display": "hex"}}),

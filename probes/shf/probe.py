@@ -19,7 +19,7 @@ from probelab.kits.bitops import (
     header,
     random_pairs,
 )
-from probelab.probe import Evidence
+from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
 SOURCE = HERE / "shf.cu"
@@ -101,7 +101,7 @@ PROBE = BitOpProbe(
     id="shf", version="1",
     summary=("shf.{l,r}.{clamp,wrap}.b32 and __funnelshift_{l,lc,r,rc}: every shift 0-70, "
              "the edges past 32 and random ones, over bit-naming operand pairs"),
-    targets=("sm_*",), vendor="nvidia", source=SOURCE,
+    targets=("sm_*",), vendor="nvidia", source=Rendered(SOURCE, source),
     axes=(Axis.numbered("pair", {"a": a, "b": b, "pattern": names},
                {"a": {"description": "bits 31:0 of the source", "display": "hex"},
                 "b": {"description": "bits 63:32 of the source", "display": "hex"}}),

@@ -1,9 +1,11 @@
-"""Writes wgmma_n.cu, the one kernel source of every wgmma-<type>-wide and -n256 probe, from
+"""Renders wgmma_n.cu, the one kernel source of every wgmma-<type>-wide and -n256 probe, from
 kinds.py: an N = 256 accumulator is 128 registers, each an inline-asm operand, so the
-source is generated, not typed (and, one file, it is compiled once for all 14 probes).
-`python probes/wgmma_n/generate.py` rewrites it; tests/test_wgmma_n.py fails when the
-committed file is not what this writes."""
+source is generated, not typed (and, one text, it is compiled once for all 14 probes). No
+file keeps it: `python probes/wgmma_n/generate.py` (or `probelab source`) prints it, and
+tests/test_rendered_sources.py proves it is what the archive's datasets compiled."""
 
+import sys
+from functools import cache
 from pathlib import Path
 
 from probelab.probe import load_sibling
@@ -122,6 +124,7 @@ def kernel(kind_name: str, group: str, form: Form) -> str:
     return "\n".join(lines) + "\n"
 
 
+@cache
 def source() -> str:
     parts = [HEAD]
     for kind_name in KINDS:
@@ -131,4 +134,4 @@ def source() -> str:
 
 
 if __name__ == "__main__":
-    SOURCE.write_text(source())
+    sys.stdout.write(source())
