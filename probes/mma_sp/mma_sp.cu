@@ -84,3 +84,28 @@ SPARSE(s4_k128_s0_sp, SP S4_K128, 4, r, 0)
 SPARSE(s4_k64_s0_om, OM S4_K64, 2, r, 0)
 SPARSE(s4_k64_s1_om, OM S4_K64, 2, r, 1)
 SPARSE(s4_k128_s0_om, OM S4_K128, 4, r, 0)
+
+// Both selector families of one type in one form: selectors 0-3 on the smaller shape
+// (2 A/B registers), 0-1 on the larger (4), f32 C and D.
+#define FOUR_TWO(NA, NB, IA, IB, FORM, TAG)                                        \
+    SPARSE(NA##_s0_##TAG, FORM IA, 2, f, 0) SPARSE(NA##_s1_##TAG, FORM IA, 2, f, 1)   \
+    SPARSE(NA##_s2_##TAG, FORM IA, 2, f, 2) SPARSE(NA##_s3_##TAG, FORM IA, 2, f, 3)   \
+    SPARSE(NB##_s0_##TAG, FORM IB, 4, f, 0) SPARSE(NB##_s1_##TAG, FORM IB, 4, f, 1)
+
+// bf16 (as f16): m16n8k16 selectors 0-3, m16n8k32 selectors 0-1.
+#define BF16_K16 "m16n8k16.row.col.f32.bf16.bf16.f32"
+#define BF16_K32 "m16n8k32.row.col.f32.bf16.bf16.f32"
+FOUR_TWO(bf16_k16, bf16_k32, BF16_K16, BF16_K32, SP, sp)
+FOUR_TWO(bf16_k16, bf16_k32, BF16_K16, BF16_K32, OM, om)
+
+// tf32 (1:2, one element per register): m16n8k8 selectors 0-3, m16n8k16 selectors 0-1.
+#define TF32_K8 "m16n8k8.row.col.f32.tf32.tf32.f32"
+#define TF32_K16 "m16n8k16.row.col.f32.tf32.tf32.f32"
+FOUR_TWO(tf32_k8, tf32_k16, TF32_K8, TF32_K16, SP, sp)
+FOUR_TWO(tf32_k8, tf32_k16, TF32_K8, TF32_K16, OM, om)
+
+// fp8 into f32 (sm_89+): m16n8k64 selector 0 only, both forms; f16 C/D and .kind::f8f6f4
+// need sm_120a.
+#define FP8(T, I) SPARSE(T##_k64_s0_sp, SP I, 4, f, 0) SPARSE(T##_k64_s0_om, OM I, 4, f, 0)
+FP8(e4m3, "m16n8k64.row.col.f32.e4m3.e4m3.f32")
+FP8(e5m2, "m16n8k64.row.col.f32.e5m2.e5m2.f32")

@@ -23,7 +23,7 @@ ptx = load_sibling(Path(__file__).parent / "ptx.py")
 def literal_rows(law: sparse.Law, word: int) -> np.ndarray:
     """Per A slot, the smallest B slot (lane * b_elems + elem, the law's B has the design's
     b_elems per lane) of the row a literal reading of `word` selects."""
-    value = (int(word) >> (sparse.FIELD_BITS * law.gov_field)) & 3
+    value = ((int(word) >> (sparse.FIELD_BITS * law.gov_field)) & 3) >> law.shift
     k = law.base + law.stride * value
     slot = np.full(law.a_row.shape, sparse.NONE, np.int64)
     exist = law.a_row >= 0

@@ -26,12 +26,15 @@ def ptx_law(unit: Unit, design: Design) -> Law:
             if unit.pairwise:  # indices name pairs of an 8-wide chunk
                 chunk, survivor = divmod(ck // 2, 2)
                 base[lane, n], stride[lane, n] = 8 * chunk + ck % 2, 2
+            elif design.meta.whole_group:  # tf32 1:2: one element of a 2-wide chunk
+                chunk, survivor = ck, 0
+                base[lane, n] = 2 * chunk
             else:
                 chunk, survivor = divmod(ck, 2)
                 base[lane, n] = 4 * chunk
-            if unit.bits == 16 and unit.K == 16:
+            if unit.bits >= 16 and unit.K * unit.bits == 256:  # f16/bf16 k16, tf32 k8
                 owner, nibble = 4 * g + unit.sel, chunk + 4 * half
-            elif unit.bits == 16:
+            elif unit.bits >= 16:  # f16/bf16 k32, tf32 k16
                 owner, nibble = 4 * g + 2 * unit.sel + chunk // 4, chunk % 4 + 4 * half
             elif unit.regs == 2:  # s8 m16n8k32, s4 m16n8k64
                 owner, nibble = 4 * g + 2 * unit.sel + half, chunk
@@ -46,4 +49,5 @@ def ptx_law(unit: Unit, design: Design) -> Law:
             b_kn[lane, i] = (per * t + i % per + 4 * per * (i // per), g)
     d_mn = np.array([[(lane // 4 + 8 * (i >> 1), 2 * (lane % 4) + (i & 1))
                       for i in range(design.d_regs)] for lane in range(LANES)])
-    return Law(a_row, gov_lane, gov_field, base, stride, b_kn, d_mn)
+    return Law(a_row, gov_lane, gov_field, base, stride, b_kn, d_mn,
+               shift=int(design.meta.whole_group))

@@ -149,6 +149,10 @@ class Metadata:
     outside: tuple[int, ...] = ()
     # group values whose two fields are equal, for the collision waves (group_bits 4 only)
     clash: tuple[int, ...] = ()
+    # 1:2 sparsity (NVIDIA tf32): each kept element is the one of a 2-wide chunk, placed by
+    # its whole group (0x4 or 0xE: the element's two 16-bit halves); gov_field names the
+    # group's first field
+    whole_group: bool = False
 
     def __post_init__(self) -> None:
         apart = self.valid + self.outside
@@ -563,8 +567,8 @@ def _governors(grid: xr.Dataset, design: Design, names: np.ndarray,
         agree = p[:, None, :] == p[None, :, :]
         phis.append((~same[..., None] | agree).all((0, 1)))
     phis = np.array(phis)  # (phi, slot)
-    one_phi = phis.sum(0) == 1
-    phi = phis.argmax(0)
+    one_phi = phis[0] if meta.whole_group else phis.sum(0) == 1
+    phi = np.zeros_like(one_phi, np.int64) if meta.whole_group else phis.argmax(0)
     governed = (p != p[:1]).any(0)  # does the metadata move this element at all?
     ok = governed & lane_ok & group_ok & one_phi
     gov_lane = np.where(ok, lane_bits, np.where(governed, AMBIGUOUS, NONE))
@@ -698,34 +702,39 @@ class Law:
     # two elements on one position: "adds", or the one of the later ("last") or earlier
     # ("first") governing field is all the position holds
     clash: str = "adds"
+    shift: int = 0  # the field value's bits dropped before it names a position (1:2: one)
 
 
 def random_law(unit: Unit, design: Design, rng: np.random.Generator) -> Law:
     """A 2:4-style unit nobody documented: rows, chunks, governing lanes and fields, and
     the B and D layouts all shuffled. The two kept elements of a chunk read the two 2-bit
-    fields of one nibble of one lane (as on NVIDIA; on gfx12 each lane reads its own)."""
+    fields of one nibble of one lane (as on NVIDIA; on gfx12 each lane reads its own); a
+    1:2 unit's one kept element reads the whole nibble (`Metadata.whole_group`)."""
     M, N, per = design.M, design.N, unit.elems  # A elements per lane this kernel has
+    whole = design.meta.whole_group
+    kept = 1 if whole else 2  # indices per chunk
     kc = unit.K // 2  # compressed columns
-    chunks = unit.K // 8 if unit.pairwise else unit.K // 4
+    chunks = unit.K // 8 if unit.pairwise else unit.K // (2 * kept)
     cells = rng.permutation(M * kc)  # compressed (row, ck) per existing slot
     row, ck = cells // kc, cells % kc
     index = ck // 2 if unit.pairwise else ck  # what one 2-bit index selects
-    chunk = index // 2
+    chunk = index // kept
     a_row = np.full((LANES, design.a_elems), -1)
     base, stride = np.zeros_like(a_row), np.ones_like(a_row)
     gov_lane, gov_field = np.zeros_like(a_row), np.zeros_like(a_row)
     a_row[:, :per] = row.reshape(LANES, per)
-    base[:, :per] = (8 * chunk + ck % 2 if unit.pairwise else 4 * chunk).reshape(LANES, per)
+    base[:, :per] = (8 * chunk + ck % 2 if unit.pairwise else 2 * kept * chunk
+                     ).reshape(LANES, per)
     stride[:, :per] = 2 if unit.pairwise else 1
     owner = rng.permutation(LANES * 8)[row * chunks + chunk]  # (lane, nibble) per chunk
     gov_lane[:, :per] = (owner // 8).reshape(LANES, per)
-    gov_field[:, :per] = (2 * (owner % 8) + index % 2).reshape(LANES, per)
+    gov_field[:, :per] = (2 * (owner % 8) + index % kept).reshape(LANES, per)
     b_kn = np.full((LANES, design.b_elems, 2), -1)
     kn = np.stack(np.meshgrid(np.arange(unit.K), np.arange(N), indexing="ij"), -1)
     b_kn[:, :unit.b_elems] = rng.permutation(kn.reshape(-1, 2)).reshape(LANES, -1, 2)
     mn = np.stack(np.meshgrid(np.arange(M), np.arange(N), indexing="ij"), -1)
     d_mn = rng.permutation(mn.reshape(-1, 2)).reshape(LANES, design.d_regs, 2)
-    return Law(a_row, gov_lane, gov_field, base, stride, b_kn, d_mn)
+    return Law(a_row, gov_lane, gov_field, base, stride, b_kn, d_mn, shift=int(whole))
 
 
 WAVE_CHUNK = 128  # waves multiplied at once: their dense operands a few MB, in the caches
@@ -782,7 +791,8 @@ def _multiply(law: Law, unit: Unit, codec: Codec, writes: _Writes, a: np.ndarray
     flat = dense_a.reshape(-1)
     waves = np.arange(w)[:, None]
     for layer in writes.layers:  # no two of a layer's elements can share a position
-        value = (e[waves, writes.gov_lane[layer]].astype(np.int64) >> writes.shift[layer]) & 3
+        value = ((e[waves, writes.gov_lane[layer]].astype(np.int64) >> writes.shift[layer])
+                 & 3) >> law.shift
         at = waves * (M * unit.K) + (writes.row * unit.K + writes.base)[layer] + \
             writes.stride[layer] * value
         flat[at] = av[waves, writes.lanes[layer], writes.elems[layer]] + \
