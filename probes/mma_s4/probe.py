@@ -15,14 +15,11 @@ both stayed within [0, 4]), so the host reference also checks each operand's sig
 
 from pathlib import Path
 
-from probelab.formats import S4, S32, U4
-from probelab.kits.elements import Codec
-from probelab.kits.lane_id.probe import LaneIdProbe, Shape, warp_shapes
+from probelab.kits.lane_id.engine import Shape
+from probelab.kits.lane_id.mma_sync import integer_probes, integer_types
 from probelab.probe import Evidence
 
-HERE = Path(__file__).parent
-TYPES = {"s4s4": (S4, S4), "u4u4": (U4, U4), "s4u4": (S4, U4), "u4s4": (U4, S4)}
-MIXED = ("s4u4", "u4s4")
+TYPES = integer_types(4)
 SEEDS = {"s4s4": 0x5EED_0C17, "u4u4": 0x5EED_0D17, "s4u4": 0x5EED_0E17, "u4s4": 0x5EED_0F17}
 # (name, M, N, K, A values, B values, D values) per lane
 SHAPES = (("m8n8k32", 8, 8, 32, 8, 8, 2), ("m16n8k32", 16, 8, 32, 16, 8, 4),
@@ -49,18 +46,9 @@ def evidence(kind: str):
     return of
 
 
-def probe(kind: str) -> LaneIdProbe:
-    a, b = TYPES[kind]
-    return LaneIdProbe(
-        id=f"mma-{kind}", version="3" if kind in MIXED else "2",
-        summary=f"{a.name} x {b.name} -> s32 mma.sync m8n8k32, m16n8k32, m16n8k64 (lowered on "
-                "sm_90): (lane, value) <-> (row, col)",
-        targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_s4.cu",
-        shapes=warp_shapes(kind, SHAPES, Codec(a, S32, b)),
-        evidence=evidence(kind), seed=SEEDS[kind], block=128,
-        excluded={"sm_[0-7]*": "measured and sealed for sm_90 (4-bit mma.sync needs sm_75+)",
-                  "sm_8*": "measured and sealed for sm_90 (sm_8x has a native 4-bit unit)",
-                  "sm_1??*": "measured and sealed for sm_90"})
-
-
-PROBES = tuple(probe(kind) for kind in TYPES)
+PROBES = integer_probes(
+    4, Path(__file__).parent, SHAPES, SEEDS, ("2", "3"), evidence,
+    "m8n8k32, m16n8k32, m16n8k64 (lowered on sm_90)",
+    {"sm_[0-7]*": "measured and sealed for sm_90 (4-bit mma.sync needs sm_75+)",
+     "sm_8*": "measured and sealed for sm_90 (sm_8x has a native 4-bit unit)",
+     "sm_1??*": "measured and sealed for sm_90"})

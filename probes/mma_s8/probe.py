@@ -11,14 +11,11 @@ reference also checks that the unit reads each operand in its own signedness.
 
 from pathlib import Path
 
-from probelab.formats import S8, S32, U8
-from probelab.kits.elements import Codec
-from probelab.kits.lane_id.probe import LaneIdProbe, Shape, warp_shapes
+from probelab.kits.lane_id.engine import Shape
+from probelab.kits.lane_id.mma_sync import integer_probes, integer_types
 from probelab.probe import Evidence
 
-HERE = Path(__file__).parent
-TYPES = {"s8s8": (S8, S8), "u8u8": (U8, U8), "s8u8": (S8, U8), "u8s8": (U8, S8)}
-MIXED = ("s8u8", "u8s8")
+TYPES = integer_types(8)
 SEEDS = {"s8s8": 0x5EED_0417, "u8u8": 0x5EED_0517, "s8u8": 0x5EED_0617, "u8s8": 0x5EED_0717}
 # (name, M, N, K, A values, B values, D values) per lane
 SHAPES = (("m8n8k16", 8, 8, 16, 4, 4, 2), ("m16n8k16", 16, 8, 16, 8, 4, 4),
@@ -39,18 +36,7 @@ def evidence(kind: str):
     return of
 
 
-def probe(kind: str) -> LaneIdProbe:
-    a, b = TYPES[kind]
-    return LaneIdProbe(
-        id=f"mma-{kind}", version="2" if kind in MIXED else "1",
-        summary=f"{a.name} x {b.name} -> s32 mma.sync m8n8k16, m16n8k16, m16n8k32: "
-                "(lane, value) <-> (row, col)",
-        targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_s8.cu",
-        shapes=warp_shapes(kind, SHAPES, Codec(a, S32, b)),
-        evidence=evidence(kind), seed=SEEDS[kind], block=128,
-        excluded={"sm_[0-7]*": "measured and sealed for sm_90 (m16n8k32 needs sm_80)",
-                  "sm_8*": "measured and sealed for sm_90",
-                  "sm_1??*": "measured and sealed for sm_90"})
-
-
-PROBES = tuple(probe(kind) for kind in TYPES)
+PROBES = integer_probes(
+    8, Path(__file__).parent, SHAPES, SEEDS, ("1", "2"), evidence, "m8n8k16, m16n8k16, m16n8k32",
+    {"sm_[0-7]*": "measured and sealed for sm_90 (m16n8k32 needs sm_80)",
+     "sm_8*": "measured and sealed for sm_90", "sm_1??*": "measured and sealed for sm_90"})

@@ -8,11 +8,20 @@ from pathlib import Path
 
 from probelab.formats import F32, TF32
 from probelab.kits.elements import Codec
+from probelab.kits.lane_id.mma_sync import per_shape
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape
-from probelab.probe import Evidence
+from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
 CODEC = Codec(TF32, F32)
+# the kernel source's opening comment
+PROSE = """\
+mma-tf32 probe, NVIDIA side: one warp = one wave = one dense tf32 mma.sync into f32.
+Lane l of wave w reads its fragment registers from a[w][l][0..4), b[w][l][0..2),
+c[w][l][0..4) (the widest shape's strides: m16n8k8) and writes d[w][l][0..4); one tf32
+element (an f32 bit pattern whose low 13 bits the unit ignores) per register.
+Operands come straight from global memory so the evidence gate can see the loads.
+params[0] = number of waves."""
 SHAPES = (Shape("tf32_m16n8k4", 16, 8, 4, 32, a_values=2, b_values=1, d_values=4, codec=CODEC),
           Shape("tf32_m16n8k8", 16, 8, 8, 32, a_values=4, b_values=2, d_values=4, codec=CODEC))
 
@@ -31,7 +40,9 @@ def evidence(shape: Shape) -> Evidence:
 PROBE = LaneIdProbe(
     id="mma-tf32", version="1",
     summary="tf32 -> f32 mma.sync m16n8k4, m16n8k8: (lane, value) <-> (row, col)",
-    targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_tf32.cu", shapes=SHAPES,
+    targets=("sm_90*",), vendor="nvidia", source=Rendered(HERE / "mma_tf32.cu", lambda: per_shape(
+        PROSE, [SHAPES], lambda s: f"mma.sync.aligned.m{s.M}n{s.N}k{s.K}.row.col.f32.tf32.tf32.f32",
+        spelled=True)), shapes=SHAPES,
     evidence=evidence, seed=0x5EED_0317, block=128,
     excluded={"sm_[0-7]*": "tf32 mma.sync needs sm_80; measured and sealed for sm_90",
               "sm_8*": "measured and sealed for sm_90",
