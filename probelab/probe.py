@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import importlib.util
+import json
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -220,9 +221,12 @@ class ProbeInfo:
     `kernel` first, whose prediction may differ per kernel), those an earlier version had
     (`retired`: name -> why gone), the targets it cannot run on (`excluded`: pattern ->
     why), the outputs that may vary between repeats (`nondeterministic`) and the variable
-    its decode lists what it could not read in (`problems`). `info(probe)` derives it;
-    every sweep records it in its dataset (`record()`, provenance key `probe_info`), so a
-    check reads it from the dataset (`recorded_info`) and never imports the probe."""
+    its decode lists what it could not read in (`problems`), and what its stimulus is made
+    of beyond the grid's coordinates (`stimulus`: seeds, conventions, descriptors, the JSON
+    object its kit declares as `stimulus_facts`), so that its inputs can be rebuilt from a
+    dataset alone. `info(probe)` derives it; every sweep records it in its dataset
+    (`record()`, provenance key `probe_info`), so a check reads it from the dataset
+    (`recorded_info`) and never imports the probe."""
 
     id: str
     version: str
@@ -232,6 +236,7 @@ class ProbeInfo:
     excluded: Mapping[str, str] = field(default_factory=dict)
     nondeterministic: frozenset[str] = frozenset()
     problems: str | None = None
+    stimulus: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from types import MappingProxyType
@@ -241,7 +246,8 @@ class ProbeInfo:
                              f"{', '.join(INSTRUMENTS)}")
         for name, value in (("observables", {k: tuple(map(str, v)) for k, v in
                                              self.observables.items()}),
-                            ("retired", dict(self.retired)), ("excluded", dict(self.excluded))):
+                            ("retired", dict(self.retired)), ("excluded", dict(self.excluded)),
+                            ("stimulus", json.loads(json.dumps(self.stimulus)))):
             object.__setattr__(self, name, MappingProxyType(value))
         object.__setattr__(self, "nondeterministic", frozenset(self.nondeterministic))
         if live := sorted(set(self.retired) & set(self.observables)):
@@ -267,7 +273,8 @@ class ProbeInfo:
                 "observables": {n: list(d) for n, d in self.observables.items()},
                 "per_kernel": sorted(self.per_kernel), "retired": dict(self.retired),
                 "excluded": dict(self.excluded),
-                "nondeterministic": sorted(self.nondeterministic), "problems": self.problems}
+                "nondeterministic": sorted(self.nondeterministic), "problems": self.problems,
+                "stimulus": dict(self.stimulus)}
 
 
 def info(probe: Probe | StaticBase) -> ProbeInfo:
@@ -278,21 +285,22 @@ def info(probe: Probe | StaticBase) -> ProbeInfo:
     return ProbeInfo(probe.id, probe.version, instrument, dict(probe.observables),
                      dict(getattr(probe, "retired", {})), dict(getattr(probe, "excluded", {})),
                      frozenset(getattr(probe, "nondeterministic", ())),
-                     getattr(probe, "problems_variable", None))
+                     getattr(probe, "problems_variable", None),
+                     getattr(probe, "stimulus_facts", {}))
 
 
 def recorded_info(prov: Mapping[str, object]) -> ProbeInfo | None:
     """The facts a dataset recorded of its probe (`ProbeInfo.record`), or None where it
     records none (datasets made before they did: their checks ask today's probe). Facts
     recorded in a form this code does not write raise UsageError: a dataset is judged
-    from its own record or not at all."""
+    from its own record or not at all (one recorded before `stimulus` was records none)."""
     doc = prov.get(INFO_KEY)
     if doc is None:
         return None
     try:
-        if not (isinstance(doc, dict) and set(doc) == {
+        if not (isinstance(doc, dict) and set(doc) - {"stimulus"} == {
                 "instrument", "observables", "per_kernel", "retired", "excluded",
-                "nondeterministic", "problems"}):
+                "nondeterministic", "problems"} and isinstance(doc.get("stimulus", {}), dict)):
             raise TypeError("not the form a sweep writes")
         observables = {str(k): tuple(map(str, v)) for k, v in doc["observables"].items()
                        if isinstance(v, list)}
@@ -300,7 +308,8 @@ def recorded_info(prov: Mapping[str, object]) -> ProbeInfo | None:
                           doc["instrument"], observables,
                           {str(k): str(v) for k, v in doc["retired"].items()},
                           {str(k): str(v) for k, v in doc["excluded"].items()},
-                          frozenset(map(str, doc["nondeterministic"])), doc["problems"])
+                          frozenset(map(str, doc["nondeterministic"])), doc["problems"],
+                          doc.get("stimulus", {}))
         if len(observables) != len(doc["observables"]) or \
                 sorted(found.per_kernel) != doc["per_kernel"] or \
                 not isinstance(found.problems, str | None):

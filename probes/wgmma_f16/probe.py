@@ -29,28 +29,31 @@ from pathlib import Path
 from probelab.formats import F16, F32
 from probelab.kits.elements import Codec
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape
+from probelab.kits.tiles import Tile, grid_facts
 from probelab.probe import Evidence
 
 HERE = Path(__file__).parent
 F16_F32 = Codec(F16, F32)
 
 
-def shapes(kernels: dict[str, tuple[int, ...]], n: int, values: tuple[int, int, int],
-           tiles: tuple[str, ...], fields: tuple[str, ...]) -> tuple[Shape, ...]:
-    """One m64n{n}k16 shape per kernel, its descriptor's numbers (as the kernel source builds
-    them) declared as the grid's per-kernel coordinates `fields`; values = A, B, D per lane."""
+def shapes(kernels: dict[str, tuple[Tile, ...]], n: int, values: tuple[int, int, int],
+           fields: tuple[str, ...]) -> tuple[Shape, ...]:
+    """One m64n{n}k16 shape per kernel, its tiles (as the kernel source builds them) and their
+    descriptor fields `fields` as the grid's per-kernel coordinates; values = A, B, D per
+    lane."""
     a, b, d = values
     return tuple(Shape(name, 64, n, 16, 128, a_values=a, b_values=b, d_values=d,
-                       codec=F16_F32, tiles=tiles, facts=tuple(zip(fields, numbers, strict=True)))
-                 for name, numbers in kernels.items())
+                       codec=F16_F32, smem=tiles, facts=grid_facts(tiles, fields))
+                 for name, tiles in kernels.items())
 
 
 B_FIELDS = ("swizzle", "lbo", "sbo", "start")  # B's descriptor; bytes (swizzle 0: none)
-# kernel -> its B descriptor as wgmma_f16.cu builds it: swizzle, LBO, SBO, start
-KERNELS = {"rs_none": (0, 128, 256, 0), "rs_sw32": (32, 16, 256, 0),
-           "rs_sw64": (64, 16, 512, 0), "rs_sw128": (128, 16, 1024, 0),
-           "rs_sw128_k1": (128, 16, 1024, 32)}
-SHAPES = shapes(KERNELS, 8, (8, 4, 4), ("b",), B_FIELDS)
+B_PLAIN = Tile("b", 0, 128, 256)  # K-major, unswizzled: 16-byte core rows, LBO 128, SBO 256
+# kernel -> its B tile as wgmma_f16.cu builds it: swizzle, LBO, SBO, start
+KERNELS = {"rs_none": (B_PLAIN,), "rs_sw32": (Tile("b", 32, 16, 256),),
+           "rs_sw64": (Tile("b", 64, 16, 512),), "rs_sw128": (Tile("b", 128, 16, 1024),),
+           "rs_sw128_k1": (Tile("b", 128, 16, 1024, start=32),)}
+SHAPES = shapes(KERNELS, 8, (8, 4, 4), B_FIELDS)
 
 
 def evidence(shape: Shape) -> Evidence:
@@ -72,26 +75,31 @@ def evidence(shape: Shape) -> Evidence:
                                 (r"WARPGROUP\.DEPBAR\.LE", "after", 1)))
 
 
-# kernel -> A's and B's descriptors as wgmma_f16_ss.cu builds them: (swizzle, LBO, SBO) each,
-# and B's start
-SS_KERNELS = {"ss_none": (0, 128, 256, 0, 128, 256, 0),
-              "ss_sw32": (32, 16, 256, 32, 16, 256, 0),
-              "ss_sw64_hi": (32, 16, 256, 64, 16, 512, 512),
-              "ss_sw128": (32, 16, 256, 128, 16, 1024, 0)}
-SS_SHAPES = shapes(SS_KERNELS, 8, (8, 4, 4), ("a", "b"),
+# kernel -> A's and B's tiles as wgmma_f16_ss.cu builds them: (swizzle, LBO, SBO) each, and
+# B's start
+A_SW32 = Tile("a", 32, 16, 256)
+SS_KERNELS = {"ss_none": (Tile("a", 0, 128, 256), B_PLAIN),
+              "ss_sw32": (A_SW32, Tile("b", 32, 16, 256)),
+              "ss_sw64_hi": (A_SW32, Tile("b", 64, 16, 512, start=512)),
+              "ss_sw128": (A_SW32, Tile("b", 128, 16, 1024))}
+SS_SHAPES = shapes(SS_KERNELS, 8, (8, 4, 4),
                    ("a_swizzle", "a_lbo", "a_sbo", "b_swizzle", "b_lbo", "b_sbo", "b_start"))
-# kernel -> B's descriptor as wgmma_f16_n64.cu builds it
-N64_SHAPES = shapes({"n64_none": (0, 128, 256, 0), "n64_sw32": (32, 16, 256, 0)}, 64,
-                    (8, 8, 32), ("b",), B_FIELDS)
-# kernel -> B's descriptor as wgmma_f16_mn.cu builds it, B N-major (imm-trans-b = 1)
-MN_SHAPES = shapes({"mn_none": (0, 1024, 128, 0), "mn_sw32": (32, 256, 1024, 0),
-                    "mn_sw64": (64, 512, 1024, 0), "mn_sw128": (128, 16, 1024, 0)}, 64,
-                   (8, 8, 32), ("b",), B_FIELDS)
-# kernel -> A's descriptor as wgmma_f16_ssa.cu builds it, and whether A is M-major
-# (imm-trans-a); B K-major, unswizzled (LBO 128, SBO 256)
-SSA_SHAPES = shapes({"ssa_sw64": (64, 16, 512, 0), "ssa_sw128": (128, 16, 1024, 0),
-                     "ssa_mn_none": (0, 1024, 128, 1), "ssa_mn_sw128": (128, 16, 1024, 1)},
-                    16, (32, 2, 8), ("a", "b"), ("a_swizzle", "a_lbo", "a_sbo", "a_trans"))
+# kernel -> B's tile as wgmma_f16_n64.cu builds it
+N64_SHAPES = shapes({"n64_none": (B_PLAIN,), "n64_sw32": (Tile("b", 32, 16, 256),)}, 64,
+                    (8, 8, 32), B_FIELDS)
+# kernel -> B's tile as wgmma_f16_mn.cu builds it, B N-major (imm-trans-b = 1)
+MN_SHAPES = shapes({"mn_none": (Tile("b", 0, 1024, 128, trans=True),),
+                    "mn_sw32": (Tile("b", 32, 256, 1024, trans=True),),
+                    "mn_sw64": (Tile("b", 64, 512, 1024, trans=True),),
+                    "mn_sw128": (Tile("b", 128, 16, 1024, trans=True),)}, 64,
+                   (8, 8, 32), B_FIELDS)
+# kernel -> A's tile as wgmma_f16_ssa.cu builds it, M-major where trans (imm-trans-a); B
+# K-major, unswizzled
+SSA_SHAPES = shapes({"ssa_sw64": (Tile("a", 64, 16, 512), B_PLAIN),
+                     "ssa_sw128": (Tile("a", 128, 16, 1024), B_PLAIN),
+                     "ssa_mn_none": (Tile("a", 0, 1024, 128, trans=True), B_PLAIN),
+                     "ssa_mn_sw128": (Tile("a", 128, 16, 1024, trans=True), B_PLAIN)},
+                    16, (32, 2, 8), ("a_swizzle", "a_lbo", "a_sbo", "a_trans"))
 
 
 def probe(pid: str, summary: str, source: str, kernel_shapes: tuple[Shape, ...], seed: int,

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from probelab.formats import BF16, E4M3, E5M2, F16, F32, S8, S32, TF32
 from probelab.kits.elements import Codec
+from probelab.kits.tiles import Tile, grid_facts
 
 # QGMMA into f32 keeps sums exact only below 2**14 (probes/wgmma_types, version 1 of its fp8
 # probes): ids and C digits are planned within it
@@ -53,11 +54,15 @@ class Form:
     b: tuple[int, int, int]
 
     @property
+    def tiles(self) -> tuple[Tile, ...]:
+        """Its shared tiles, each K-major."""
+        return (*((Tile("a", *self.a),) if self.a else ()), Tile("b", *self.b))
+
+    @property
     def facts(self) -> tuple[tuple[str, int], ...]:
-        a = self.a or (0, 0, 0)  # no A descriptor: zeros, and a_tile says so
-        return (("a_tile", int(self.a is not None)), ("a_swizzle", a[0]), ("a_lbo", a[1]),
-                ("a_sbo", a[2]), ("b_swizzle", self.b[0]), ("b_lbo", self.b[1]),
-                ("b_sbo", self.b[2]))
+        """The grid's per-kernel coordinates (no A tile: a_tile 0, its fields 0)."""
+        return grid_facts(self.tiles, ("a_tile", "a_swizzle", "a_lbo", "a_sbo", "b_swizzle",
+                                       "b_lbo", "b_sbo"))
 
 
 NONE, SW32 = (0, 128, 256), (32, 16, 256)

@@ -15,6 +15,7 @@ from pathlib import Path
 from probelab.formats import BF16, E4M3, E5M2, F16, F32, S8, S32, TF32
 from probelab.kits.elements import Codec
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape
+from probelab.kits.tiles import Tile, grid_facts
 from probelab.probe import Evidence
 
 HERE = Path(__file__).parent
@@ -35,7 +36,9 @@ SEEDS = {kind: 0x5EED_2017 + 0x100 * i for i, kind in enumerate(KINDS)}
 
 
 SWIZZLED = ("tf32-f32", "e4m3-f32", "s8-s32")  # also measured with B 128B-swizzled
-SW128 = (("swizzle", 128), ("lbo", 16), ("sbo", 1024))  # as wgmma_types_sw128.cu builds it
+# B's tile as wgmma_types.cu builds it (K-major, unswizzled: LBO 128, SBO 256), and as
+# wgmma_types_sw128.cu does (the grid carries the swizzled one's fields)
+PLAIN, SW128 = Tile("b", 0, 128, 256), Tile("b", 128, 16, 1024)
 
 
 def shape(kind: str, swizzled: bool = False) -> Shape:
@@ -43,8 +46,9 @@ def shape(kind: str, swizzled: bool = False) -> Shape:
     tile = 1024 * 8 // codec.operand.bits  # B's 1 KiB tile in elements
     name = kind.replace("-", "_") + ("_sw128" if swizzled else "")
     return Shape(f"{name}_m64n8k{k}", 64, 8, k, 128, a_values=a_values,
-                 b_values=tile // 128, d_values=4, codec=codec, tiles=("b",),
-                 facts=SW128 if swizzled else ())
+                 b_values=tile // 128, d_values=4, codec=codec,
+                 smem=(SW128 if swizzled else PLAIN,),
+                 facts=grid_facts((SW128,), ("swizzle", "lbo", "sbo")) if swizzled else ())
 
 
 def evidence(kind: str):

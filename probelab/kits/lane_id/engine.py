@@ -55,7 +55,7 @@ a random GEMM through that recovered map and compares it with numpy bit for bit.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -66,6 +66,7 @@ from probelab.kits.elements import Codec, digits, pack, unpack, words
 from probelab.kits.fragment import Fragment
 from probelab.kits.lane_id import storage
 from probelab.kits.sentinels import FLAGS, INVALID, NONE
+from probelab.kits.tiles import Tile
 
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
     import xarray as xr
@@ -94,13 +95,21 @@ class Shape:
     codec: Codec = F64_CODEC
     # operands read from a memory tile ("a", "b"): their slots are the tile's elements (value
     # v of lane l at element v * lanes + l), more than the matrix has where the instruction
-    # reads only those its addressing picks (wgmma's shared-memory descriptors)
+    # reads only those its addressing picks (wgmma's shared-memory descriptors); given by
+    # `smem` where the tiles are declared
     tiles: tuple[str, ...] = ()
     # per-kernel integer coordinates the grid carries beside M, N, K (e.g. a shared-memory
     # descriptor's fields, {"swizzle": 128}), so a hypothesis can say what depends on them
     facts: tuple[tuple[str, int], ...] = ()
+    # each tile and its descriptor (probelab.kits.tiles), recorded in every dataset
+    smem: tuple[Tile, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.smem:
+            tiled = tuple(t.operand for t in self.smem)
+            if self.tiles and tuple(self.tiles) != tiled:
+                raise ValueError(f"{self.name}: tiles {self.tiles}, smem declares {tiled}")
+            object.__setattr__(self, "tiles", tiled)
         sizes = (("A", self.a_values, self.M * self.K), ("B", self.b_values, self.K * self.N),
                  ("D", self.d_values, self.M * self.N))
         for what, values, elements in sizes:
@@ -198,6 +207,10 @@ class Plan:
     @property
     def apart(self) -> bool:
         return self.c_digits > 0
+
+    def record(self) -> dict[str, int | bool]:
+        """The plan as a dataset records it (`Plan(**record)` reads it back)."""
+        return asdict(self)
 
     @classmethod
     def of(cls, codec: Codec, size: Sizes, k: int = 1, name: str = "probe",
@@ -343,11 +356,12 @@ def _ids(slots: int) -> np.ndarray:
     return np.arange(slots, dtype=np.int64)
 
 
-def waves(grid: xr.Dataset, codec: Codec = F64_CODEC) -> dict[str, np.ndarray]:
+def waves(grid: xr.Dataset, codec: Codec = F64_CODEC, plan: Plan | None = None
+          ) -> dict[str, np.ndarray]:
     """Inputs of every wave as numbers, in order a-named (digit, hot B slot), b-named
     (digit, hot A slot), gemm (APART: c-named (C digit), b-named, gemm): a (W, A slots), b,
-    c."""
-    size, plan = _sizes(grid), plan_of(grid, codec)
+    c; by `plan` (a dataset's recorded one), else the plan the grid was made with."""
+    size, plan = _sizes(grid), plan or plan_of(grid, codec)
     na, nb, nd = size.slots("a"), size.slots("b"), size.slots("d")
     trials = grid.sizes["trial"]
     gemm = [grid[f"gemm_{n}"].values.reshape(trials, -1) for n in "abc"]

@@ -17,7 +17,7 @@ import numpy as np
 
 from probelab.kits import Declared, lazy_figures
 from probelab.kits.elements import Codec, words
-from probelab.kits.lane_id import engine
+from probelab.kits.lane_id import engine, recipe
 from probelab.kits.lane_id.engine import Layout, Shape, Sizes
 from probelab.probe import Evidence, Kernel, Launch
 
@@ -72,6 +72,11 @@ class LaneIdProbe(Declared):
 
     def stimulus(self) -> xr.Dataset:
         return engine.stimulus(self.shapes, self.trials, self.seed, self.design)
+
+    @property
+    def stimulus_facts(self) -> dict[str, object]:
+        """What its datasets record of the stimulus beyond the grid (recipe.record)."""
+        return recipe.record(self.shapes, self.seed, self.trials, self.design)
 
     def launch(self, stimulus: xr.Dataset) -> Launch:
         w = engine.waves(stimulus, self.codec)
