@@ -15,7 +15,7 @@ import pytest
 from quick import quick_first
 
 from probelab.errors import UsageError
-from probelab.formats import F16, F32, S4, S8, S32
+from probelab.formats import BF16, E4M3, E5M2, F16, F32, S4, S8, S32, TF32
 from probelab.hypothesis import parse_hypothesis, predict
 from probelab.kits.elements import Codec
 from probelab.kits.sparse import engine as sparse
@@ -24,14 +24,14 @@ from probelab.probe import get_probe, load_sibling
 
 ROOT = Path(__file__).resolve().parents[1]
 ptx_law = load_sibling(ROOT / "probes" / "mma_sp" / "ptx.py").ptx_law
-KINDS = ("f16", "s8", "s4")
+KINDS = ("f16", "s8", "s4", "bf16", "tf32", "e4m3", "e5m2")
 
 
 def run(probe, units=None, unit_fn=None):
     """Simulate the probe's kernels (all, or `units`) and decode: (dataset, problems)."""
     design = probe.design if units is None else dataclasses.replace(probe.design, units=units)
     grid = sparse.stimulus(design)
-    w = sparse.waves(grid, design)
+    w = sparse.waves(grid, design.codec)
     c = np.zeros_like(w["a"])
     raw = {}
     for unit in design.units:
@@ -60,7 +60,7 @@ def expected_met(law: Law, value: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("kind", quick_first(KINDS))
 def test_a_hidden_law_is_recovered(kind: str) -> None:
     probe = get_probe(f"mma-sp-{kind}")
-    units = probe.design.units[:2]  # the smaller shape, selectors 0 and 1
+    units = probe.design.units[:2]  # the smaller shape, selectors 0 and 1 (fp8: both forms)
     ds, problems = run(probe, units)
     assert problems == []
     meta = probe.design.meta
@@ -72,7 +72,7 @@ def test_a_hidden_law_is_recovered(kind: str) -> None:
         np.testing.assert_array_equal(sub["gov_field"].values[exist], law.gov_field[exist])
         assert (sub["gov_lane"].values[~exist] == NONE).all()
         for w, word in enumerate(meta.valid):
-            value = (meta.uniform(word) >> (2 * law.gov_field)) & 3
+            value = ((meta.uniform(word) >> (2 * law.gov_field)) & 3) >> law.shift
             slot = expected_met(law, value)
             b_elems = probe.design.b_elems
             got = sub["met_lane"].values[w].astype(np.int64) * b_elems + \
@@ -176,8 +176,10 @@ def test_invalid_metadata_is_recorded_but_no_hypothesis_can_claim_it(tmp_path: P
         predict(parse_hypothesis(path, path.read_bytes()), ds, probe.observables)
 
 
-@pytest.mark.parametrize("operand,accumulator", [(S4, S32), (S8, S32), (F16, F32)],
-                         ids=["s4", "s8", "f16"])
+@pytest.mark.parametrize("operand,accumulator",
+                         [(S4, S32), (S8, S32), (F16, F32), (BF16, F32), (TF32, F32),
+                          (E4M3, F32), (E5M2, F32)],
+                         ids=["s4", "s8", "f16", "bf16", "tf32", "e4m3", "e5m2"])
 def test_codec_round_trips_and_names_every_slot(operand, accumulator) -> None:
     codec = Codec(operand, accumulator)
     bits = codec.bits
@@ -191,9 +193,24 @@ def test_codec_round_trips_and_names_every_slot(operand, accumulator) -> None:
 
 def test_the_probes_cover_every_legal_selector_in_both_forms() -> None:
     names = {u.name for kind in KINDS for u in get_probe(f"mma-sp-{kind}").design.units}
-    assert len(names) == 24
-    assert {"f16_k16_s3_om", "f16_k32_s1_sp", "s8_k64_s0_om", "s4_k128_s0_sp"} <= names
-    assert not any(n.startswith(("s8_k64_s1", "s4_k128_s1", "f16_k32_s2")) for n in names)
+    assert len(names) == 52
+    assert {"f16_k16_s3_om", "f16_k32_s1_sp", "s8_k64_s0_om", "s4_k128_s0_sp", "bf16_k16_s3_om",
+            "bf16_k32_s1_sp", "tf32_k8_s3_sp", "tf32_k16_s1_om", "e4m3_k64_s0_om",
+            "e5m2_k64_s0_sp"} <= names
+    assert not any(n.startswith(("s8_k64_s1", "s4_k128_s1", "f16_k32_s2", "bf16_k32_s2",
+                                 "tf32_k16_s2", "e4m3_k64_s1", "e5m2_k64_s1")) for n in names)
+
+
+def test_tf32_metadata_is_one_whole_nibble_per_element() -> None:
+    """tf32 is 1:2: 0x4 and 0xE are its only valid nibbles and the rest are recorded, never
+    claimed; the decode names the nibble's first field as an element's governor."""
+    probe = get_probe("mma-sp-tf32")
+    meta = probe.design.meta
+    assert meta.whole_group and meta.valid == (0x4, 0xE) and len(meta.invalid) == 14
+    ds, problems = run(probe, probe.design.units[:1])
+    assert problems == []
+    exist = probe.hidden_law(probe.design.units[0]).a_row >= 0
+    assert exist.sum() == 64 and (ds["gov_field"].values[0][exist] % 2 == 0).all()
 
 
 def test_outside_contract_summary_counts_what_the_unit_did() -> None:
