@@ -31,6 +31,7 @@ from probelab.text import printable
 
 if TYPE_CHECKING:
     from probelab.manifest import Measured
+    from probelab.notary.verdicts import Judgement
 
 EPILOG = ("Exit codes: 0 confirmed/ok, 1 refuted, 2 usage error, 3 integrity failure "
           "(tampered, post-hoc, broken ledger, failed evidence), 4 no suitable device or "
@@ -422,8 +423,8 @@ def _said_sweep(result, check_after: bool) -> int:
     if check_after:
         from probelab.check import kernel_statuses, verdict_words
 
-        docs, skipped, code = _checked(result.path, prov)
-        for doc in docs:
+        judgements, skipped, code = _checked(result.path, prov)
+        for doc in (j.doc for j in judgements):
             kernels = ", ".join(f"{k} {v}" for k, v in kernel_statuses(doc).items())
             say(f"{doc['hypothesis']['id']}: {verdict_words(doc)} ({kernels})")
         for hypothesis, why in skipped.items():
@@ -432,16 +433,15 @@ def _said_sweep(result, check_after: bool) -> int:
     return 0
 
 
-def _checked(path: Path, prov: dict) -> tuple[list[dict], dict[str, str], int]:
-    """Every sealed hypothesis that applies, checked on a saved dataset: the verdicts, those
-    left out and why, and the exit code they call for (3 tampered or post hoc; 1 simulated,
-    as `check` says: simulated data are not evidence; else 0, refuted rivals included)."""
+def _checked(path: Path, prov: dict) -> "tuple[list[Judgement], dict[str, str], int]":
+    """Every sealed hypothesis that applies, checked on a saved dataset: the judgements,
+    those left out and why, and the exit code they call for (notary.verdicts.sweep_exit)."""
     from probelab.check import check_all
+    from probelab.notary.verdicts import sweep_exit
 
-    docs, skipped = check_all(path)
-    if {doc["verdict"] for doc in docs} & {"TAMPERED", "POST-HOC"}:
-        return docs, skipped, int(Exit.INTEGRITY)
-    return docs, skipped, int(Exit.REFUTED) if prov["simulated"] else 0
+    judgements, skipped = check_all(path)
+    return judgements, skipped, int(sweep_exit((j.outcome for j in judgements),
+                                               bool(prov["simulated"])))
 
 
 @app.command(epilog=EPILOG)
@@ -662,8 +662,8 @@ def check(
     that is not provably older than the measurement. Simulated data are NOT-EVIDENCE. A
     file never sealed is refused (exit 2) after its own errors: `prereg seal` it first.
     """
-    from probelab.check import EXIT, save_verdict
-    from probelab.check import check as run_check
+    from probelab.check import assess
+    from probelab.notary.verdict_files import save_verdict
     from probelab.report import render
 
     if _is_dataset(prereg):
@@ -672,7 +672,8 @@ def check(
             "HYPOTHESIS.toml DATASET.nc`" if dataset_path.suffix == ".toml" else
             f"{prereg} is a dataset, not a hypothesis: `probelab check HYPOTHESIS.toml "
             "DATASET.nc`")
-    doc = run_check(prereg, dataset_path)
+    verdict = assess(prereg, dataset_path)
+    doc = verdict.doc
     if save:
         doc_path = save_verdict(doc, dataset_path)
         err.print(safe(f"verdict saved to {doc_path}" if doc_path else
@@ -682,7 +683,7 @@ def check(
         emit_json(doc)
     else:
         say(render(doc))  # plain: Markdown tables must not be wrapped
-    raise typer.Exit(int(EXIT[doc["verdict"]]))
+    raise typer.Exit(int(verdict.outcome.exit))
 
 
 @app.command(epilog=EPILOG)
@@ -1273,8 +1274,9 @@ def fleet_sweep(
             try:  # one dataset's checks failing leaves the others' to be said
                 prov = dataset.stored_provenance(o.path)
                 if as_json:  # stdout is the JSON document: the verdicts go in it
-                    docs, _, code = _checked(o.path, prov)
-                    verdicts[o.task.name] = {d["hypothesis"]["id"]: d["verdict"] for d in docs}
+                    judgements, _, code = _checked(o.path, prov)
+                    verdicts[o.task.name] = {j.doc["hypothesis"]["id"]: j.doc["verdict"]
+                                             for j in judgements}
                     codes.append(code)
                 else:
                     codes.append(_said_sweep(SweepResult(o.path, None, prov), True))

@@ -14,8 +14,8 @@ import numpy as np
 import xarray as xr
 
 from probelab import dataset, vocabulary
-from probelab.check import Standing, read_dataset, standing
 from probelab.errors import UsageError
+from probelab.notary.integrity import Standing, read_dataset, standing
 from probelab.paths import shown
 from probelab.probe import get_probe
 from probelab.records import Provenance, toolchain_name

@@ -53,7 +53,7 @@ def newest_dataset(probe: str) -> Path:
 def source(probe: str | None, path: Path | None, kernel: str | None, operand: str | None,
            prereg: Path | None) -> Source:
     """The maps of the dataset (`path`, or `probe`'s newest), judged as `check` judges it."""
-    from probelab.check import judge
+    from probelab.notary.integrity import judge
 
     if path is None:
         if probe is None:
@@ -117,16 +117,18 @@ def sealed_source(prereg: Path, kernel: str | None, operand: str | None) -> Sour
 def _numbered(maps: list[LaneMap], ds: xr.Dataset, path: Path, prereg: Path
               ) -> list[LaneMap]:
     """The maps in the sealed file's numbering: only kernels its literal scoring CONFIRMS."""
-    from probelab.check import TAMPERED, check, literally_confirmed
+    from probelab.check import assess, literally_confirmed
     from probelab.hypothesis import load_hypothesis
     from probelab.lanemaps import AXES, numberings
+    from probelab.notary.rules import Outcome
 
     if any(m.operand not in lanemaps.OPERANDS for m in maps):
         raise UsageError("--prereg numbers a lane-id probe's maps (canonical labels); these "
                          "are in the dataset's physical labels already")
     h = load_hypothesis(prereg)
-    doc = check(prereg, path)
-    if doc["verdict"] == TAMPERED:
+    verdict = assess(prereg, path)
+    doc = verdict.doc
+    if verdict.outcome == Outcome.TAMPERED:
         raise IntegrityError(f"{prereg} is TAMPERED ({'; '.join(doc['reasons'])})")
     wanted = sorted({m.kernel for m in maps} & set(literally_confirmed(doc)))
     if not wanted:

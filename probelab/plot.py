@@ -12,8 +12,8 @@ from probelab.errors import IntegrityError, UsageError
 from probelab.probe import Probe, get_probe
 
 if TYPE_CHECKING:
-    from probelab.check import Standing
-    from probelab.records import Verdict
+    from probelab.notary.integrity import Standing
+    from probelab.notary.verdicts import Judgement
 
 
 def plot_kinds(ds: xr.Dataset, probe: Probe) -> dict[str, Callable[..., dict]]:
@@ -32,7 +32,8 @@ def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scori
     what its sweep saved into the archive is refused (IntegrityError) unless `tampered`,
     and then every figure is marked TAMPERED; a measurement outside the archive is drawn,
     every figure marked UNPINNED."""
-    from probelab.check import check, read_dataset, standing
+    from probelab.check import assess
+    from probelab.notary.integrity import read_dataset, standing
 
     read = read_dataset(dataset_path)
     probe = get_probe(read.prov["probe"])
@@ -40,7 +41,7 @@ def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scori
     # history), so it runs while the figures' code is imported and the prediction made
     with ThreadPoolExecutor(2, thread_name_prefix="probelab-check") as checking:
         judged = checking.submit(standing, read)
-        checked = None if prereg is None else (prereg, checking.submit(check, prereg,
+        checked = None if prereg is None else (prereg, checking.submit(assess, prereg,
                                                                        dataset_path))
         # drawn in the fragment vocabulary: an archive dataset through its recorded
         # translation (probelab.vocabulary), as today's probe declares its observables
@@ -50,7 +51,7 @@ def draw(dataset_path: Path, kinds: list[str] | None, prereg: Path | None, scori
 
 def _draw(ds: xr.Dataset, probe: Probe, dataset_path: Path, kinds: list[str] | None,
           scoring: str, out_dir: Path | None,
-          prereg_checked: "tuple[Path, Future[Verdict]] | None",
+          prereg_checked: "tuple[Path, Future[Judgement]] | None",
           judged: "Future[Standing]", tampered: bool) -> list[Path]:
     from probelab.drawing import save_output, saving_behind
 
@@ -61,8 +62,9 @@ def _draw(ds: xr.Dataset, probe: Probe, dataset_path: Path, kinds: list[str] | N
     tables, tag, about = None, "", None
     if prereg_checked is not None:
         prereg, checked = prereg_checked
-        from probelab.check import TAMPERED, literally_confirmed, not_applicable, verdict_words
+        from probelab.check import literally_confirmed, not_applicable, verdict_words
         from probelab.hypothesis import load_hypothesis, predict
+        from probelab.notary.rules import Outcome
 
         h = load_hypothesis(prereg)
         if h.probe != probe.id:
@@ -73,8 +75,9 @@ def _draw(ds: xr.Dataset, probe: Probe, dataset_path: Path, kinds: list[str] | N
         if scoring not in tables:
             raise UsageError(f"{h.id} has no scoring {scoring!r} (it has {sorted(tables)})")
         tag = f".{h.id}.{scoring}"
-        doc = checked.result()
-        if doc["verdict"] == TAMPERED:  # nothing of an edited seal is drawn as if it held
+        verdict = checked.result()
+        doc = verdict.doc
+        if verdict.outcome == Outcome.TAMPERED:  # nothing of an edited seal is drawn as if held
             raise IntegrityError(f"{prereg} is TAMPERED ({'; '.join(doc['reasons'])}): no "
                                  "figure is drawn of it")
         about = {"id": h.id, "scoring": scoring, "verdict": verdict_words(doc),

@@ -81,7 +81,8 @@ class KernelVerdict(TypedDict):
 
 
 class Verdict(TypedDict, total=False):
-    """What `probelab.check.check` returns and a verdict file records."""
+    """What `probelab.check.check` returns and a verdict file records
+    (probelab.notary.verdicts.judgement writes its verdict and reasons)."""
 
     verdict: str  # CONFIRMED, REFUTED, TAMPERED, POST-HOC or NOT-EVIDENCE
     reasons: list[str]

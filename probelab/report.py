@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from probelab import bounded
-from probelab.check import check, render_json, verdict_words
+from probelab.check import check, verdict_words
 from probelab.errors import LabError, UsageError
+from probelab.notary.verdict_files import render_json
 from probelab.paths import lab_root, shown
 from probelab.records import Verdict
 

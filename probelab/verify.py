@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from probelab import bounded, codetree, dataset, gitinfo, manifest, retirement, written
-from probelab.check import measuring_code
 from probelab.errors import HistoryError, IntegrityError, LabError
+from probelab.notary.order import measuring_code
 from probelab.paths import data_dir, lab_root
 from probelab.prereg import Record
 from probelab.toolchains import identity

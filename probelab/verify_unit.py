@@ -18,26 +18,20 @@ from typing import Any
 
 from probelab import bounded, dataset
 from probelab.check import (
-    CONFIRMED,
-    REFUTED,
-    TAMPERED,
-    Judged,
-    Unreadable,
-    check,
+    assess,
     claim_key,
-    judge,
     kernel_statuses,
     not_applicable,
     prescore_all,
-    recordable,
-    render_json,
-    save_verdict,
     score_key,
-    verdict_path,
     verdict_words,
 )
 from probelab.errors import LabError
 from probelab.hypothesis import Hypothesis, load_hypothesis
+from probelab.notary import words
+from probelab.notary.integrity import Judged, Unreadable, judge
+from probelab.notary.rules import Outcome
+from probelab.notary.verdict_files import recordable, render_json, save_verdict, verdict_path
 from probelab.paths import lab_root
 from probelab.prereg import Record, seal_row
 from probelab.probe import get_probe, info, recorded_info
@@ -235,10 +229,11 @@ def _verify_dataset(name: str, judged: Judged | str, record: Record, write: bool
             if why:
                 notes.append(f"{label}: not applicable, {why}")
                 continue
-            doc = check(lab_root() / entry["path"], path, judged, record)
+            verdict = assess(lab_root() / entry["path"], path, judged, record)
         except LabError as exc:
             problems.append(f"{label}: {exc}")
             continue
+        doc = verdict.doc
         recorded_path = verdict_path(path, entry["hypothesis"])
         out["accounted"].append(rel(recorded_path))
         recorded, was = _recorded(recorded_path, doc)
@@ -248,9 +243,9 @@ def _verify_dataset(name: str, judged: Judged | str, record: Record, write: bool
         out["checks"].append({"dataset": name, "hypothesis": entry["hypothesis"],
                               "verdict": verdict_words(doc), "recorded": recorded,
                               "kernels": kernel_statuses(doc)})
-        if doc["verdict"] == TAMPERED:
-            problems.append(f"{label}: " + "; ".join(doc["reasons"]))
-        if doc["verdict"] in (CONFIRMED, REFUTED):  # a static dataset: per toolchain too
+        if verdict.outcome == Outcome.TAMPERED:
+            problems.append(f"{label}: " + "; ".join(words.reasons(verdict.findings)))
+        if verdict.outcome.counts:  # a static dataset: per toolchain too
             key = (judged.prov.get("probe"), judged.prov.get("target"), entry["hypothesis"],
                    toolchain_name(judged.prov))
             out["counted"].append((key, (name, doc["verdict"], judged.prov["git_head"],

@@ -10,6 +10,8 @@ from toylab import DELETE, ToyLab, invoke
 from probelab import check, ledger, prereg, scoring, verify
 from probelab.errors import Exit, LabError, UsageError
 from probelab.hypothesis import load_hypothesis
+from probelab.notary import integrity, verdict_files
+from probelab.notary.rules import Finding, Outcome, Rule
 
 N_CELLS = 16 * 8
 
@@ -32,11 +34,11 @@ def test_confirmed_literally(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "sum", "a + b")
     data = measured_after_seal(toylab)
     doc = check.check(hyp, data)
-    assert doc["verdict"] == check.CONFIRMED
-    assert check.EXIT[doc["verdict"]] == Exit.OK == 0
+    assert doc["verdict"] == Outcome.CONFIRMED
+    assert Outcome(doc["verdict"]).exit == Exit.OK == 0
     assert doc["reasons"] == []
     kernel = doc["kernels"]["add"]
-    assert kernel["status"] == check.CONFIRMED and kernel["via"] == "literal"
+    assert kernel["status"] == Outcome.CONFIRMED and kernel["via"] == "literal"
     assert kernel["scores"]["literal"] == {"matches": N_CELLS, "cells": N_CELLS,
                                            "first_mismatches": []}
     assert doc["hypothesis"]["seal_commit"] == toylab.git("rev-list", "-1", "HEAD")
@@ -48,8 +50,8 @@ def test_refuted_with_mismatch_details(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "off-by-one", "a + b + 1")
     data = measured_after_seal(toylab)
     doc = check.check(hyp, data)
-    assert doc["verdict"] == check.REFUTED
-    assert check.EXIT[doc["verdict"]] == Exit.REFUTED == 1
+    assert doc["verdict"] == Outcome.REFUTED
+    assert Outcome(doc["verdict"]).exit == Exit.REFUTED == 1
     literal = doc["kernels"]["add"]["scores"]["literal"]
     assert literal["matches"] == 0 and literal["cells"] == N_CELLS
     shown = literal["first_mismatches"]
@@ -71,7 +73,7 @@ def test_partial_fit_is_refuted(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "almost", "a + b if a + b != 22 else 0")
     doc = check.check(hyp, measured_after_seal(toylab))
     literal = doc["kernels"]["add"]["scores"]["literal"]
-    assert doc["verdict"] == check.REFUTED
+    assert doc["verdict"] == Outcome.REFUTED
     assert literal["matches"] == N_CELLS - 1
     assert [(m["a"], m["b"]) for m in literal["first_mismatches"]] == [(15, 7)]
 
@@ -79,7 +81,7 @@ def test_partial_fit_is_refuted(toylab: ToyLab) -> None:
 def test_translation_confirms_and_scores_are_separate(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "diff", "a - b", translations={"negated_b": {"b": "0 - b"}})
     doc = check.check(hyp, measured_after_seal(toylab))
-    assert doc["verdict"] == check.CONFIRMED
+    assert doc["verdict"] == Outcome.CONFIRMED
     kernel = doc["kernels"]["add"]
     assert kernel["via"] == "negated_b"
     scores = kernel["scores"]
@@ -96,7 +98,7 @@ def test_a_translation_can_rename_the_predicted_value(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "offset", "a + b + 1000",
                  translations={"unoffset": {"value": "value - 1000"}})
     doc = check.check(hyp, measured_after_seal(toylab))
-    assert doc["verdict"] == check.CONFIRMED and doc["kernels"]["add"]["via"] == "unoffset"
+    assert doc["verdict"] == Outcome.CONFIRMED and doc["kernels"]["add"]["via"] == "unoffset"
     assert doc["kernels"]["add"]["scores"]["literal"]["matches"] == 0
 
 
@@ -110,14 +112,14 @@ def test_a_translation_must_name_coordinates_or_observables(toylab: ToyLab) -> N
 def test_literal_wins_over_translation_when_both_fit(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "sum", "a + b", translations={"swapped": {"a": "b", "b": "a"}})
     doc = check.check(hyp, measured_after_seal(toylab))
-    assert doc["verdict"] == check.CONFIRMED
+    assert doc["verdict"] == Outcome.CONFIRMED
     assert doc["kernels"]["add"]["via"] == "literal"
 
 
 def test_no_scoring_fits(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "diff", "a - b", translations={"swapped": {"a": "b", "b": "a"}})
     doc = check.check(hyp, measured_after_seal(toylab))
-    assert doc["verdict"] == check.REFUTED
+    assert doc["verdict"] == Outcome.REFUTED
     assert doc["kernels"]["add"]["via"] is None
 
 
@@ -128,18 +130,17 @@ def test_file_edited_after_seal_is_tampered(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "sum", "a + b")
     data = measured_after_seal(toylab)
     hyp.write_bytes(hyp.read_bytes() + b"\n")  # whitespace only
-    doc = check.check(hyp, data)
-    assert doc["verdict"] == check.TAMPERED
-    assert check.EXIT[doc["verdict"]] == Exit.INTEGRITY
-    assert "kernels" not in doc
-    assert any("edited after sealing" in r for r in doc["reasons"])
+    judged = check.assess(hyp, data)
+    assert judged.outcome == Outcome.TAMPERED and judged.outcome.exit == Exit.INTEGRITY
+    assert "kernels" not in judged.doc
+    assert judged.rules == {Rule.SEAL_EDITED}
 
 
 def test_prediction_changed_after_seal_is_tampered(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "sum", "a + b")
     data = measured_after_seal(toylab)
     hyp.write_text(hyp.read_text().replace('"a + b"', '"b + a"'))
-    assert check.check(hyp, data)["verdict"] == check.TAMPERED
+    assert check.check(hyp, data)["verdict"] == Outcome.TAMPERED
 
 
 def test_broken_ledger_is_tampered(toylab: ToyLab) -> None:
@@ -148,9 +149,8 @@ def test_broken_ledger_is_tampered(toylab: ToyLab) -> None:
     data = measured_after_seal(toylab)
     lines = toylab.ledger.read_text().splitlines()
     toylab.ledger.write_text("\n".join(reversed(lines)) + "\n")
-    doc = check.check(hyp, data)
-    assert doc["verdict"] == check.TAMPERED
-    assert doc["reasons"][0].startswith("ledger:")
+    judged = check.assess(hyp, data)
+    assert (judged.outcome, judged.rules) == (Outcome.TAMPERED, {Rule.LEDGER_BROKEN})
 
 
 def test_sealed_table_mismatch_is_tampered(toylab: ToyLab) -> None:
@@ -162,10 +162,10 @@ def test_sealed_table_mismatch_is_tampered(toylab: ToyLab) -> None:
     entry["table_sha256"] = "0" * 64
     entry["hash"] = ledger.entry_hash(entry)
     toylab.ledger.write_text(ledger.canonical(entry).decode() + "\n")
-    doc = check.check(hyp, data)
-    assert doc["verdict"] == check.TAMPERED
+    judged = check.assess(hyp, data)
+    assert judged.outcome == Outcome.TAMPERED
     # The forged ledger line is caught by the seal history, or by the table hash.
-    assert any(s in doc["reasons"][0] for s in ("sealed table", "lost a sealed entry"))
+    assert judged.rules in ({Rule.TABLE_CHANGED}, {Rule.LEDGER_BROKEN})
 
 
 # ---- post hoc -----------------------------------------------------------------------------
@@ -174,12 +174,11 @@ def test_sealed_table_mismatch_is_tampered(toylab: ToyLab) -> None:
 def test_dataset_taken_before_the_seal_is_post_hoc(toylab: ToyLab) -> None:
     data = toylab.as_measured(toylab.sim_dataset())
     hyp = sealed(toylab, "sum", "a + b")
-    doc = check.check(hyp, data)
-    assert doc["verdict"] == check.POST_HOC
-    assert check.EXIT[doc["verdict"]] == Exit.INTEGRITY
-    assert any("not an ancestor" in r for r in doc["reasons"])
+    judged = check.assess(hyp, data)
+    assert judged.outcome == Outcome.POST_HOC and judged.outcome.exit == Exit.INTEGRITY
+    assert Rule.SEALED_AFTER_DATA in judged.rules  # and by the clocks too, within a second
     # The scores are still shown, but do not count.
-    assert doc["kernels"]["add"]["status"] == check.CONFIRMED
+    assert judged.doc["kernels"]["add"]["status"] == Outcome.CONFIRMED
 
 
 def test_an_unsealed_file_is_one_line_after_its_own_errors(toylab: ToyLab) -> None:
@@ -204,34 +203,33 @@ def test_an_unsealed_file_is_one_line_after_its_own_errors(toylab: ToyLab) -> No
 def test_unknown_git_head_is_post_hoc(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "sum", "a + b")
     data = toylab.as_measured(toylab.sim_dataset(), git_head="f" * 40)
-    doc = check.check(hyp, data)
-    assert doc["verdict"] == check.POST_HOC
-    assert any("not an ancestor" in r for r in doc["reasons"])
+    judged = check.assess(hyp, data)
+    assert judged.outcome == Outcome.POST_HOC
+    assert Rule.SEAL_UNRELATED in judged.rules
 
 
 def test_missing_git_head_is_post_hoc(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "sum", "a + b")
     data = toylab.as_measured(toylab.sim_dataset(), git_head=None)
-    doc = check.check(hyp, data)
-    assert doc["verdict"] == check.POST_HOC
-    assert any("records no git commit" in r for r in doc["reasons"])
+    judged = check.assess(hyp, data)
+    assert (judged.outcome, judged.rules) == (Outcome.POST_HOC, {Rule.NO_GIT_HEAD})
 
 
 def test_measurement_time_before_seal_is_post_hoc(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "sum", "a + b")
     data = toylab.as_measured(toylab.sim_dataset(), utc="2000-01-01T00:00:00+00:00")
-    doc = check.check(hyp, data)
-    assert doc["verdict"] == check.POST_HOC
-    assert any("after the measurement" in r for r in doc["reasons"])
+    judged = check.assess(hyp, data)
+    assert judged.outcome == Outcome.POST_HOC
+    assert Rule.SEALED_AFTER_MEASUREMENT in judged.rules
 
 
 def test_seal_commit_rewritten_away_is_post_hoc(toylab: ToyLab) -> None:
     # Amend the seal commit: the ledger still names the hash, but the message no longer does.
     hyp = sealed(toylab, "sum", "a + b")
     toylab.git("commit", "-q", "--amend", "-m", "no seal tag here")
-    doc = check.check(hyp, measured_after_seal(toylab))
-    assert doc["verdict"] == check.POST_HOC
-    assert doc["hypothesis"]["seal_commit"] is None
+    judged = check.assess(hyp, measured_after_seal(toylab))
+    assert (judged.outcome, judged.rules) == (Outcome.POST_HOC, {Rule.NO_SEAL_COMMIT})
+    assert judged.doc["hypothesis"]["seal_commit"] is None
 
 
 @pytest.mark.parametrize("utc", [DELETE, "2030-01-01T00:00:00"], ids=["missing", "naive"])
@@ -242,7 +240,7 @@ def test_dataset_without_usable_time_is_not_counted(toylab: ToyLab, utc) -> None
         doc = check.check(hyp, data)
     except LabError:
         return
-    assert doc["verdict"] == check.POST_HOC
+    assert doc["verdict"] == Outcome.POST_HOC
 
 
 # ---- not evidence -------------------------------------------------------------------------
@@ -251,17 +249,16 @@ def test_dataset_without_usable_time_is_not_counted(toylab: ToyLab, utc) -> None
 def test_simulated_dataset_is_not_evidence(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "sum", "a + b")
     data = toylab.sim_dataset()
-    doc = check.check(hyp, data)
-    assert doc["kernels"]["add"]["scores"]["literal"]["matches"] == N_CELLS
-    assert doc["verdict"] == check.NOT_EVIDENCE
-    assert check.EXIT[doc["verdict"]] != Exit.OK
-    assert "would be CONFIRMED" in doc["reasons"][0]
+    judged = check.assess(hyp, data)
+    assert judged.doc["kernels"]["add"]["scores"]["literal"]["matches"] == N_CELLS
+    assert judged.outcome == Outcome.NOT_EVIDENCE and judged.outcome.exit != Exit.OK
+    assert judged.findings == (Finding(Rule.SIMULATED, detail=Outcome.CONFIRMED),)
 
 
 def test_dataset_without_simulated_flag_counts_as_simulated(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "sum", "a + b")
     data = toylab.as_measured(toylab.sim_dataset(), simulated=DELETE)
-    assert check.check(hyp, data)["verdict"] == check.NOT_EVIDENCE
+    assert check.check(hyp, data)["verdict"] == Outcome.NOT_EVIDENCE
 
 
 # ---- usage errors -------------------------------------------------------------------------
@@ -287,7 +284,7 @@ def test_an_observable_the_probe_does_not_have_is_named_as_seal_names_it(
     assert result.exit_code == 2 and words in result.stderr
     assert "measured before" not in result.stderr and result.stdout == ""
     # a sealed file whose probe lost the observable (undeclared) is left out in those words
-    assert check.not_applicable(load_hypothesis(typo), check.judge(data)) == \
+    assert check.not_applicable(load_hypothesis(typo), integrity.judge(data)) == \
         f"it {words}"
 
 
@@ -305,18 +302,18 @@ def test_saved_verdict_and_archive_verification(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "sum", "a + b")
     data = measured_after_seal(toylab)
     doc = check.check(hyp, data)
-    saved = check.save_verdict(doc, data)
+    saved = verdict_files.save_verdict(doc, data)
     assert saved.parent == data.parent
     assert saved.name == f"{data.stem}.sum.verdict.json"
-    assert json.loads(saved.read_text()) == json.loads(check.render_json(doc))
+    assert json.loads(saved.read_text()) == json.loads(verdict_files.render_json(doc))
 
     result = verify.verify_archive()
     assert result["problems"] == []
     assert [(c["hypothesis"], c["verdict"], c["recorded"]) for c in result["checks"]] == \
-        [("sum", check.CONFIRMED, "same")]
+        [("sum", Outcome.CONFIRMED, "same")]
 
     recorded = json.loads(saved.read_text())
-    recorded["verdict"] = check.REFUTED
+    recorded["verdict"] = Outcome.REFUTED
     saved.write_text(json.dumps(recorded))
     result = verify.verify_archive()
     assert [c["recorded"] for c in result["checks"]] == ["differs"]
@@ -330,7 +327,7 @@ def test_archive_write_records_missing_verdicts(toylab: ToyLab) -> None:
     assert [c["recorded"] for c in first["checks"]] == ["missing"]
     assert any("no recorded verdict" in n for n in first["notes"])
     assert [c["recorded"] for c in verify.verify_archive(write=True)["checks"]] == ["written"]
-    assert check.verdict_path(data, "sum").exists()
+    assert verdict_files.verdict_path(data, "sum").exists()
     assert [c["recorded"] for c in verify.verify_archive()["checks"]] == ["same"]
 
 
@@ -377,7 +374,8 @@ def test_a_truncated_dataset_in_the_archive_is_said_truncated_then_what_its_pin_
 def test_stray_file_in_archive_is_a_note(toylab: ToyLab) -> None:
     sealed(toylab, "sum", "a + b")
     data = measured_after_seal(toylab)
-    check.save_verdict(check.check(toylab.root / "preregistrations/toy/sum.toml", data), data)
+    hyp = toylab.root / "preregistrations/toy/sum.toml"
+    verdict_files.save_verdict(check.check(hyp, data), data)
     (data.parent / "notes.txt").write_text("hello")
     result = verify.verify_archive()
     assert result["problems"] == []
@@ -387,7 +385,7 @@ def test_stray_file_in_archive_is_a_note(toylab: ToyLab) -> None:
 def test_tampered_hypothesis_is_an_archive_problem(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "sum", "a + b")
     data = measured_after_seal(toylab)
-    check.save_verdict(check.check(hyp, data), data)
+    verdict_files.save_verdict(check.check(hyp, data), data)
     hyp.write_bytes(hyp.read_bytes() + b" ")
     result = verify.verify_archive()
     assert any("edited after sealing" in p for p in result["problems"])
@@ -406,16 +404,16 @@ def test_post_hoc_is_not_an_archive_problem(toylab: ToyLab) -> None:
     data = toylab.as_measured(toylab.sim_dataset())
     sealed(toylab, "sum", "a + b")
     result = verify.verify_archive(write=True)
-    assert [c["verdict"] for c in result["checks"]] == [check.POST_HOC]
+    assert [c["verdict"] for c in result["checks"]] == [Outcome.POST_HOC]
     assert result["problems"] == []
-    assert not check.verdict_path(data, "sum").exists()  # it does not count: never recorded
+    assert not verdict_files.verdict_path(data, "sum").exists()  # it does not count: never recorded
 
 
 def test_corrupt_recorded_verdict_is_an_archive_problem(toylab: ToyLab) -> None:
     hyp = sealed(toylab, "sum", "a + b")
     data = measured_after_seal(toylab)
-    check.save_verdict(check.check(hyp, data), data)
-    check.verdict_path(data, "sum").write_text("{not json")
+    verdict_files.save_verdict(check.check(hyp, data), data)
+    verdict_files.verdict_path(data, "sum").write_text("{not json")
     result = verify.verify_archive()
     assert any("sum" in p for p in result["problems"])
 
@@ -428,7 +426,7 @@ def test_a_recorded_verdict_that_differs_says_how(toylab: ToyLab, recorded, says
     hyp = sealed(toylab, "sum", "a + b")
     data = measured_after_seal(toylab)
     doc = check.check(hyp, data)
-    check.verdict_path(data, "sum").write_text(json.dumps(doc | recorded))
+    verdict_files.verdict_path(data, "sum").write_text(json.dumps(doc | recorded))
     assert any(says in p for p in verify.verify_archive()["problems"])
 
 
@@ -440,9 +438,9 @@ def test_dataset_with_no_cells_cannot_confirm(toylab: ToyLab) -> None:
     blank = toylab.root / "sim-data" / "empty.nc"
     dataset.save(ds.isel(b=slice(0, 0)), blank, dataset.provenance(ds))
     empty = toylab.as_measured(blank)
-    doc = check.check(hyp, empty)
-    assert doc["kernels"]["add"]["scores"]["literal"]["cells"] == 0
-    assert doc["verdict"] != check.CONFIRMED
+    judged = check.assess(hyp, empty)
+    assert judged.doc["kernels"]["add"]["scores"]["literal"]["cells"] == 0
+    assert judged.outcome == Outcome.REFUTED and judged.findings == (Finding(Rule.NO_CELLS, "add"),)
 
 
 def test_git_head_that_is_a_ref_name_cannot_show_order(toylab: ToyLab,
@@ -460,4 +458,4 @@ def test_git_head_that_is_a_ref_name_cannot_show_order(toylab: ToyLab,
     data = toylab.as_measured(before_seal, utc=seal_time.isoformat(timespec="seconds"),
                               git_head="HEAD")
     doc = check.check(hyp, data)
-    assert doc["verdict"] == check.POST_HOC
+    assert doc["verdict"] == Outcome.POST_HOC

@@ -70,7 +70,7 @@ def test_a_source_named_alone_is_found_at_the_commit_and_none_found_means_all(la
     """Static datasets before 2026-12 named their kernel source without its folder: the
     folder is found among the files the measured commit has; where nothing is found, the
     whole scope is compared (never nothing, which would hide every change)."""
-    from probelab.check import measuring_code, probe_folders
+    from probelab.notary.order import measuring_code, probe_folders
 
     head = _commit(lab, {"probes/p/probe.py": "", "probes/p/k.hip": "",
                          "probes/q/probe.py": ""}, "two probes")

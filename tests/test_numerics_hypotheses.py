@@ -141,6 +141,7 @@ def test_a_sealed_model_is_checked_end_to_end_and_its_meaning_is_pinned(
     from toylab import copy_probe
 
     from probelab import check, prereg
+    from probelab.notary.rules import Outcome, Rule
     from probelab.numerics import models, spec
 
     copy_probe(toylab.root, "numerics_mma")
@@ -157,8 +158,8 @@ def test_a_sealed_model_is_checked_end_to_end_and_its_meaning_is_pinned(
                                         out_root=toylab.root / "sim-data",
                                         allow_blind=True).path)
     first = check.check(own, data)
-    assert first["verdict"] == check.CONFIRMED and first["dataset"]["grid_matches_seal"]
-    assert check.check(rival, data)["verdict"] == check.REFUTED
+    assert first["verdict"] == Outcome.CONFIRMED and first["dataset"]["grid_matches_seal"]
+    assert check.check(rival, data)["verdict"] == Outcome.REFUTED
 
     class Nearer(models.FusedDot):  # the same name and parameters, another rounding
         def _round(self, v, out, rounding):
@@ -166,9 +167,8 @@ def test_a_sealed_model_is_checked_end_to_end_and_its_meaning_is_pinned(
 
     monkeypatch.setitem(spec.FAMILIES, "fused-dot", Nearer)
     monkeypatch.setenv("PROBELAB_CACHE", str(tmp_path / "fresh-cache"))  # a new code digest
-    doc = check.check(own, data)
-    assert doc["verdict"] == check.TAMPERED
-    assert "no longer evaluates to the sealed table" in doc["reasons"][0]
+    judged = check.assess(own, data)
+    assert (judged.outcome, judged.rules) == (Outcome.TAMPERED, {Rule.TABLE_CHANGED})
 
 
 def test_a_model_is_made_once_per_inputs_and_again_for_other_inputs(tmp_path: Path,

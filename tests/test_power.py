@@ -315,12 +315,17 @@ def test_a_verdict_on_a_blind_stimulus_says_which_rival_it_cannot_be_told_from()
     prov = {"blind_pairs": [["bitor", "sum"], ["carry", "sum"]]}
     assert check.blind_partners(prov, "sum") == ["bitor", "carry"]
     assert check.blind_partners(prov, "bitor") == ["sum"] and check.blind_partners({}, "x") == []
-    kernel = {"in_claim": True, "status": check.CONFIRMED, "via": "literal",
+    from probelab.notary.rules import Finding, Outcome, Rule
+    from probelab.notary.verdicts import judgement
+
+    kernel = {"in_claim": True, "status": Outcome.CONFIRMED, "via": "literal",
               "scores": {"literal": {"cells": 4, "matches": 4}}}
-    doc = check._scored({"hypothesis": {"kernels": ["k"]}, "kernels": {"k": kernel},
-                         "reasons": [], "blind_to": ["sum"]})
-    assert check.verdict_words(doc) == "CONFIRMED, blind to sum"
-    assert any(r.startswith("blind to sum:") for r in doc["reasons"])
+    said = judgement({"hypothesis": {"kernels": ["k"]}, "kernels": {"k": kernel},
+                      "blind_to": ["sum"]}, [Finding(Rule.BLIND, detail="sum")],
+                     Outcome.CONFIRMED)  # a note: the scores' verdict stands
+    assert said.outcome == Outcome.CONFIRMED
+    assert check.verdict_words(said.doc) == "CONFIRMED, blind to sum"
+    assert said.doc["reasons"][0].startswith("blind to sum:")
 
 
 def test_a_new_version_may_not_declare_its_parents_blind_rival_as_agreeing(

@@ -30,7 +30,7 @@ def decoded(swap: bool = False, clash: str = "adds"):
     probe = get_probe("swmmac-iu4")
     design = probe.design
     grid = sparse.stimulus(design)
-    w = sparse.waves(grid, design)
+    w = sparse.waves(grid, design.codec)
     c = np.zeros((w["a"].shape[0], sparse.LANES, design.d_regs), np.uint32)
     raw = {u.name: sparse.multiply(model.documented_law(u, design, swap, clash), u,
                                    design.codec, w["a"], w["b"], c, w["e"])
@@ -133,7 +133,7 @@ def test_a_hidden_law_in_gfx12_geometry_is_recovered(seed: int, clash: str) -> N
     probe = get_probe("swmmac-iu4")
     design = probe.design
     grid = sparse.stimulus(design)
-    w = sparse.waves(grid, design)
+    w = sparse.waves(grid, design.codec)
     c = np.zeros((w["a"].shape[0], sparse.LANES, design.d_regs), np.uint32)
     rng = np.random.default_rng(seed)
     laws = {u.name: dataclasses.replace(sparse.random_law(u, design, rng), clash=clash)
@@ -157,8 +157,8 @@ def test_sim_sweep_end_to_end_is_not_evidence(tmp_path: Path, sealed_lab, monkey
     """Simulated data are NOT-EVIDENCE: in a lab with its history the sealed raw-law reading
     would be REFUTED by the sim backend's hidden unit; in a copy without it (a tarball, the
     GPU machine's) the order cannot be shown: it would be POST-HOC."""
-    from probelab.check import NOT_EVIDENCE
     from probelab.gitinfo import NO_HISTORY
+    from probelab.notary.rules import Outcome
     from probelab.sweep import run_sweep
 
     lab = sealed_lab("swmmac_iu4", "swmmac-iu4", "raw-law-v4")
@@ -168,7 +168,7 @@ def test_sim_sweep_end_to_end_is_not_evidence(tmp_path: Path, sealed_lab, monkey
     full, copy = checked_with_and_without_history(hyp, result.path, tmp_path / "copy",
                                                   monkeypatch)
     for doc in (full, copy):
-        assert doc["verdict"] == NOT_EVIDENCE and doc["dataset"]["simulated"] is True
+        assert doc["verdict"] == Outcome.NOT_EVIDENCE and doc["dataset"]["simulated"] is True
     assert full["reasons"] == ["simulated data (would be REFUTED); never evidence"]
     assert copy["reasons"] == ["simulated data (would be POST-HOC); never evidence", NO_HISTORY]
     assert result.dataset.sizes["bad"] == 4  # the equal pairs, recorded one-hot

@@ -19,6 +19,7 @@ from probelab import check, dataset, prereg
 from probelab.backends import KernelTimeout, wait_for
 from probelab.errors import UsageError
 from probelab.hypothesis import parse_hypothesis
+from probelab.notary.rules import Outcome, Rule
 from probelab.verify import verify_archive
 
 
@@ -42,8 +43,8 @@ def test_check_of_an_edited_sealed_file_is_tampered(toylab: ToyLab, edit) -> Non
     hyp.write_bytes(edit(hyp.read_bytes()))
     result = invoke("check", hyp, data, "--json")
     assert result.exit_code == 3, result.stderr
-    doc = json.loads(result.stdout)
-    assert doc["verdict"] == "TAMPERED" and "edited after sealing" in doc["reasons"][0]
+    assert json.loads(result.stdout)["verdict"] == "TAMPERED"
+    assert check.assess(hyp, data).rules == {Rule.SEAL_EDITED}
 
 
 # ---- 3. sealing after the data were taken, with the clock set back ------------------------
@@ -69,8 +70,8 @@ def test_a_seal_made_after_the_data_with_the_clock_set_back_is_post_hoc(
     assert toylab.git("show", "-s", "--format=%cI", "HEAD").startswith("2020-01-01")
     result = invoke("check", hyp, data, "--json")
     assert result.exit_code == 3
-    doc = json.loads(result.stdout)
-    assert doc["verdict"] == "POST-HOC" and "not an ancestor" in doc["reasons"][0]
+    assert json.loads(result.stdout)["verdict"] == "POST-HOC"
+    assert Rule.SEALED_AFTER_DATA in check.assess(hyp, data).rules
 
 
 # ---- 4. datasets edited after the sweep, or passed to the wrong hypothesis -----------------
@@ -95,7 +96,7 @@ def test_a_dataset_edited_after_the_sweep_is_tampered(toylab: ToyLab, change) ->
     _rewrite_keeping_provenance(data, change)
     result = invoke("check", hyp, data, "--json")
     assert result.exit_code == 3
-    assert "edited after the sweep" in json.loads(result.stdout)["reasons"][0]
+    assert check.assess(hyp, data).rules == {Rule.CONTENT_EDITED}
 
 
 def test_a_rehashed_dataset_edit_is_caught_by_git_history(toylab: ToyLab) -> None:
@@ -150,7 +151,8 @@ def test_a_dataset_whose_content_hash_was_removed_is_tampered(toylab: ToyLab) ->
 
     _rewrite_keeping_provenance(data, strip)
     result = invoke("check", hyp, data, "--json")
-    assert result.exit_code == 3 and "was removed" in json.loads(result.stdout)["reasons"][0]
+    assert result.exit_code == 3
+    assert check.assess(hyp, data).rules == {Rule.CONTENT_HASH_REMOVED}
 
 
 def test_a_sealed_file_padded_past_the_size_limit_is_tampered(toylab: ToyLab) -> None:
@@ -408,7 +410,7 @@ def test_a_check_answered_from_the_cache_is_the_check_computed_afresh(toylab: To
     hyp = sealed(toylab, "sum", "a + b")
     data = toylab.as_measured(toylab.sim_dataset())
     cold = check.check(hyp, data)
-    assert cold["verdict"] == check.CONFIRMED
+    assert cold["verdict"] == Outcome.CONFIRMED
     assert _entries("summary") and _entries("scores")
     with monkeypatch.context() as warm:
         warm.setattr(scoring, "claim_blocks", lambda *a: pytest.fail("evaluated"))
@@ -426,10 +428,10 @@ def test_an_edited_dataset_is_judged_from_its_own_bytes_not_an_earlier_answer(
     a miss, judged afresh: TAMPERED."""
     hyp = sealed(toylab, "sum", "a + b")
     data = toylab.as_measured(toylab.sim_dataset())
-    assert check.check(hyp, data)["verdict"] == check.CONFIRMED
+    assert check.check(hyp, data)["verdict"] == Outcome.CONFIRMED
     _rewrite_keeping_provenance(data, lambda ds: ds["value"].values.__setitem__((0, 3, 2), 0))
-    doc = check.check(hyp, data)
-    assert doc["verdict"] == check.TAMPERED and "edited after the sweep" in doc["reasons"][0]
+    judged = check.assess(hyp, data)
+    assert (judged.outcome, judged.rules) == (Outcome.TAMPERED, {Rule.CONTENT_EDITED})
 
 
 def test_another_probelab_code_never_reads_an_earlier_runs_answers(toylab: ToyLab,

@@ -11,7 +11,8 @@ import pytest
 from toylab import DELETE, ToyLab, invoke
 
 from probelab import dataset, manifest, prereg, retirement
-from probelab.check import check
+from probelab.check import assess, check
+from probelab.notary.rules import Rule
 from probelab.verify import verify_archive
 
 
@@ -135,8 +136,7 @@ def test_copies_are_not_replications_nor_other_targets_data(toylab: ToyLab) -> N
     for copy in copies:
         toylab.pin(copy)  # pinned as if each were a sweep of its own
     assert "one content pinned 4 times" in problems()
-    doc = check(hyp, copies[0])
-    assert doc["verdict"] == "TAMPERED" and "a copy is not a replication" in doc["reasons"][0]
+    assert assess(hyp, copies[0]).rules == {Rule.PIN_MISMATCH}
 
 
 # ---- 4. every dataset has a pinned hash; none is counted without one -------------------------
@@ -168,7 +168,8 @@ def test_an_edit_to_a_dataset_without_a_content_hash_is_caught_by_its_pin(
     ds.to_netcdf(data, engine=dataset.ENGINE)
     result = invoke("check", hyp, data, "--json", "--no-save")
     assert result.exit_code == 3
-    assert "differ from the file its pin names" in json.loads(result.stdout)["reasons"][0]
+    assert json.loads(result.stdout)["verdict"] == "TAMPERED"
+    assert assess(hyp, data).rules == {Rule.PIN_MISMATCH}
 
 
 def test_stripping_the_content_hash_and_newer_keys_is_caught_by_the_pin(
@@ -181,8 +182,7 @@ def test_stripping_the_content_hash_and_newer_keys_is_caught_by_the_pin(
     ds.attrs["provenance"] = json.dumps(prov)  # now it looks like an old dataset
     data.unlink()
     ds.to_netcdf(data, engine=dataset.ENGINE)
-    doc = check(hyp, data)
-    assert doc["verdict"] == "TAMPERED" and "its pin" in doc["reasons"][0]
+    assert assess(hyp, data).rules == {Rule.PIN_MISMATCH}
 
 
 @pytest.mark.slow  # every dataset of the archive read and hashed: 116 of them, 65 s
@@ -219,8 +219,8 @@ def test_a_flipped_simulated_flag_is_contradicted_by_what_ran(toylab: ToyLab, ke
     data = toylab.as_measured(toylab.sim_dataset(), **overrides)
     result = invoke("check", hyp, data, "--json")
     assert result.exit_code == 3
-    doc = json.loads(result.stdout)
-    assert doc["verdict"] == "TAMPERED" and "it says simulated: false, but" in doc["reasons"][0]
+    assert json.loads(result.stdout)["verdict"] == "TAMPERED"
+    assert assess(hyp, data).rules == {Rule.SELF_CONTRADICTING}
     assert "simulated: false" in problems()
 
 
@@ -261,8 +261,7 @@ def test_sweeps_pinning_at_once_each_keep_their_line(toylab: ToyLab) -> None:
 def test_a_simulated_flag_that_is_not_a_boolean_never_counts(toylab: ToyLab, flag) -> None:
     hyp = sealed(toylab)
     data = toylab.as_measured(toylab.sim_dataset(), simulated=flag)
-    doc = check(hyp, data)
-    assert doc["verdict"] == "TAMPERED" and "neither true nor false" in doc["reasons"][0]
+    assert assess(hyp, data).rules == {Rule.SELF_CONTRADICTING}
     assert "neither true nor false" in problems()
     assert invoke("report", data).exit_code != 0  # nothing recorded that could pass
 
@@ -327,7 +326,8 @@ def test_check_and_report_also_read_a_datasets_history(toylab: ToyLab) -> None:
     toylab.pin(data)
     committed(toylab, "better data")
     result = invoke("check", hyp, data, "--json", "--no-save")
-    assert result.exit_code == 3 and "written once" in json.loads(result.stdout)["reasons"][0]
+    assert result.exit_code == 3
+    assert Rule.MANIFEST_REWRITTEN in assess(hyp, data).rules
     assert invoke("report", data).exit_code == 3
 
 
@@ -337,8 +337,7 @@ def test_only_a_dataset_file_counts(toylab: ToyLab) -> None:
     other = data.with_suffix(".h5")
     shutil.copy(data, other)
     toylab.pin(other)
-    doc = check(hyp, other)
-    assert doc["verdict"] == "TAMPERED" and "NAME.nc" in doc["reasons"][0]
+    assert assess(hyp, other).rules == {Rule.MISPLACED}
 
 
 def test_honest_merges_are_not_called_rewrites(toylab: ToyLab) -> None:
@@ -376,8 +375,7 @@ def test_a_path_pinned_twice_is_a_problem_not_a_crash(toylab: ToyLab) -> None:
     hyp = sealed(toylab)
     data = toylab.as_measured(toylab.sim_dataset())
     toylab.pin(data)
-    doc = check(hyp, data)
-    assert doc["verdict"] == "TAMPERED" and "not its own" in doc["reasons"][0]
+    assert assess(hyp, data).rules == {Rule.PIN_MISMATCH}
     assert "one path pinned 2 times" in problems()
 
 
@@ -390,7 +388,7 @@ def test_malformed_records_are_judged_not_crashed_on(toylab: ToyLab, record) -> 
     result = invoke("check", hyp, data, "--json")
     assert result.exit_code in (0, 3) and "internal error" not in result.stderr
     if "code_tree" in record:
-        assert "unreadable" in " ".join(json.loads(result.stdout)["reasons"])
+        assert Rule.CODE_TREE_UNREADABLE in assess(hyp, data).rules
 
 
 def test_a_dataset_with_no_kernels_is_refused(toylab: ToyLab) -> None:

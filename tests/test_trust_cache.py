@@ -15,6 +15,7 @@ import pytest
 from toylab import ToyLab, invoke
 
 from probelab import cache, check, dataset, hypothesis, prereg, scoring
+from probelab.notary.rules import Outcome, Rule
 from probelab.paths import cache_dir
 from probelab.verify import verify_archive
 
@@ -65,19 +66,19 @@ def test_a_forged_scores_entry_cannot_turn_refuted_into_confirmed(toylab: ToyLab
     right = check.check(right_path, data)
     for entry in entries("scores"):
         entry.unlink()
-    assert check.check(wrong_path, data)["verdict"] == check.REFUTED
+    assert check.check(wrong_path, data)["verdict"] == Outcome.REFUTED
     (entry,) = entries("scores")
     payload = json.loads(cache.lookup("scores", entry.stem))
     payload["kernels"] = {k: v["scores"] for k, v in right["kernels"].items()}
     lie = json.dumps(payload).encode()
     cache.store("scores", entry.stem, lie)
-    assert check.check(wrong_path, data)["verdict"] == check.CONFIRMED  # under the secret
+    assert check.check(wrong_path, data)["verdict"] == Outcome.CONFIRMED  # under the secret
 
     def forge() -> None:
         entry.write_bytes(forged(form, "scores", entry.stem, lie))
 
     forge()
-    assert check.check(wrong_path, data)["verdict"] == check.REFUTED
+    assert check.check(wrong_path, data)["verdict"] == Outcome.REFUTED
     forge()
     assert invoke("check", wrong_path, data).exit_code == 1
     forge()
@@ -123,7 +124,7 @@ def test_a_forged_content_entry_cannot_hide_an_edited_dataset(toylab: ToyLab,
     entry the forgery would pass the edited data as intact; it is a miss: TAMPERED."""
     hyp = sealed(toylab, "sum", "a + b")
     data = toylab.sim_dataset()
-    assert check.check(hyp, data)["verdict"] == check.NOT_EVIDENCE
+    assert check.check(hyp, data)["verdict"] == Outcome.NOT_EVIDENCE
     original = dataset.load_hashed(data)[1]
     ds = dataset.load(data)
     ds["value"].values[0, 3, 2] = 0  # one value, the provenance (and its hash) kept
@@ -135,10 +136,10 @@ def test_a_forged_content_entry_cannot_hide_an_edited_dataset(toylab: ToyLab,
     honest = dataset.Summary.from_json(cache.lookup("summary", entry.stem))
     recorded = replace(honest, content=original).to_json()  # the one it had before the edit
     cache.store("summary", entry.stem, recorded)
-    assert check.check(hyp, data)["verdict"] == check.NOT_EVIDENCE  # what it would hide
+    assert check.check(hyp, data)["verdict"] == Outcome.NOT_EVIDENCE  # what it would hide
     entry.write_bytes(forged(form, "summary", entry.stem, recorded))
-    doc = check.check(hyp, data)
-    assert doc["verdict"] == check.TAMPERED and "edited after the sweep" in doc["reasons"][0]
+    judged = check.assess(hyp, data)
+    assert (judged.outcome, judged.rules) == (Outcome.TAMPERED, {Rule.CONTENT_EDITED})
     entry.write_bytes(forged(form, "summary", entry.stem, recorded))
     assert invoke("check", hyp, data).exit_code == 3
 

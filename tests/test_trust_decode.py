@@ -10,8 +10,9 @@ import pytest
 from toylab import DELETE, TOY_MODULE, ToyLab, invoke
 
 from probelab import dataset, prereg
-from probelab.check import check
+from probelab.check import assess, check
 from probelab.errors import UsageError
+from probelab.notary.rules import Rule
 from probelab.probe import catalog
 from probelab.verify import verify_archive
 
@@ -56,8 +57,8 @@ def test_a_decode_edited_in_a_dirty_tree_does_not_count(toylab: ToyLab, monkeypa
     doc = json.loads(result.stdout)
     assert doc["verdict"] == "POST-HOC"
     assert doc["kernels"]["add"]["status"] == "CONFIRMED"  # what the edited decode made of it
-    assert "the code that ran is not commit" in doc["reasons"][0]
-    assert "probes/toy/probe.py" in doc["reasons"][0]
+    (found,) = assess(hyp, data).findings
+    assert found.rule == Rule.CODE_NOT_COMMITS and "probes/toy/probe.py" in found.files
     assert "verdict not saved" in result.stderr
 
 

@@ -21,6 +21,8 @@ from test_import import device, refused
 from toylab import MEASURED, ToyLab, invoke
 
 from probelab import cache, check, dataset, manifest, prereg
+from probelab.notary import verdict_files
+from probelab.notary.rules import Outcome
 from probelab.paths import cache_dir
 from probelab.sweep import run_sweep
 from probelab.verify import verify_archive
@@ -134,7 +136,7 @@ def test_a_dataset_whose_values_are_not_all_in_its_file_is_refused_at_every_read
         assert out.exit_code == 2 and "not self-contained" in out.output, (args, out.output)
     recorded = {"hypothesis": {"path": "preregistrations/toy/sum.toml"},
                 "dataset": {"path": manifest.relative(data)}, "verdict": "CONFIRMED"}
-    check.verdict_path(data, "sum").write_text(json.dumps(recorded))
+    verdict_files.verdict_path(data, "sum").write_text(json.dumps(recorded))
     out = invoke("report", data)
     assert out.exit_code == 3 and "not self-contained" in out.output, out.output
     assert any("not self-contained" in p for p in verify_archive()["problems"])
@@ -232,7 +234,7 @@ def test_a_cache_entry_of_the_wrong_form_under_the_secret_is_made_again(
     data = toylab.as_measured(toylab.sim_dataset())
     committed(toylab)
     verdicts = (check.check(right, data)["verdict"], check.check(wrong, data)["verdict"])
-    assert verdicts == (check.CONFIRMED, check.REFUTED)
+    assert verdicts == (Outcome.CONFIRMED, Outcome.REFUTED)
     kinds = ("scores", "summary", "blindness", "grids", "git")
     for payload in (b"\xff not json", b"{}", b"[1, 2]", json.dumps({"kernels": 1}).encode(),
                     DEEP.encode()):

@@ -9,7 +9,8 @@ import pytest
 from toylab import ToyLab, invoke
 
 from probelab import prereg
-from probelab.check import check, render_json, verdict_path
+from probelab.check import check
+from probelab.notary.verdict_files import render_json, verdict_path
 from probelab.verify import verify_archive
 
 

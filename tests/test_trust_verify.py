@@ -11,8 +11,9 @@ import pytest
 from toylab import ToyLab
 
 from probelab import codetree, dataset, gitinfo, prereg
-from probelab.check import check
+from probelab.check import assess, check
 from probelab.hypothesis import Evaluations, evaluate_claim, load_hypothesis, table_sha256
+from probelab.notary.rules import Outcome, Rule
 from probelab.verify import verify_archive
 
 
@@ -131,8 +132,8 @@ def test_a_measured_commit_no_ref_reaches_is_ordered_by_git_itself(toylab: ToyLa
     assert check(hyp, toylab.as_measured(toylab.sim_dataset(), git_head=loose))["verdict"] \
         == "CONFIRMED"
     orphan = toylab.git("commit-tree", tree, "-m", "measured, with no parent")
-    doc = check(hyp, toylab.as_measured(toylab.sim_dataset(), git_head=orphan))
-    assert doc["verdict"] == "POST-HOC" and any("not an ancestor" in r for r in doc["reasons"])
+    judged = assess(hyp, toylab.as_measured(toylab.sim_dataset(), git_head=orphan))
+    assert judged.outcome == Outcome.POST_HOC and Rule.SEAL_UNRELATED in judged.rules
 
 
 def test_batch_reads_give_the_objects_as_committed(toylab: ToyLab) -> None:

@@ -285,6 +285,7 @@ def test_an_archive_dataset_and_a_new_named_one_read_alike(relative: str, sealed
     # archive dataset as stored (its cells named as the dataset names them)
     from probelab import check
     from probelab.hypothesis import Evaluations
+    from probelab.notary import integrity
 
     text = (ROOT / "preregistrations" / sealed).read_text()
     ours = re.sub(r"\b([ab])_elem\b", r"\1_value", re.sub(
@@ -292,7 +293,7 @@ def test_an_archive_dataset_and_a_new_named_one_read_alike(relative: str, sealed
     assert ours != text and not re.search(r"\b[abd]_reg|\b[ab]_elem\b", ours)
     renamed_file = tmp_path / Path(sealed).name
     renamed_file.write_text(ours)
-    judged = check.judge(path, history=False)
+    judged = integrity.judge(path, history=False)
     claims = Evaluations()
     (theirs,) = check.prescore(claims, h, [(judged, kernels)])
     (mine,) = check.prescore(claims, parse_hypothesis(renamed_file, ours.encode()),

@@ -1,0 +1,109 @@
+"""What a check can find against a verdict, as types: the `Outcome` a verdict is, the `Rule`
+each finding falls under (keyed to the rows of docs/trust.md's attack table that try it,
+tests/test_notary.py keeps the two in step) and a `Finding`."""
+
+from dataclasses import dataclass
+from enum import Enum, StrEnum
+
+from probelab.errors import Exit
+
+
+class Outcome(StrEnum):
+    """A verdict, and the exit code `probelab check` gives it."""
+
+    CONFIRMED = "CONFIRMED"
+    REFUTED = "REFUTED"
+    TAMPERED = "TAMPERED"
+    POST_HOC = "POST-HOC"
+    NOT_EVIDENCE = "NOT-EVIDENCE"
+
+    @property
+    def exit(self) -> Exit:
+        return {Outcome.CONFIRMED: Exit.OK, Outcome.REFUTED: Exit.REFUTED,
+                Outcome.NOT_EVIDENCE: Exit.REFUTED}.get(self, Exit.INTEGRITY)
+
+    @property
+    def counts(self) -> bool:
+        """Whether it is a result (CONFIRMED or REFUTED), not a refusal to count one."""
+        return self in (Outcome.CONFIRMED, Outcome.REFUTED)
+
+
+@dataclass(frozen=True)
+class Row:
+    """A rule's place in docs/trust.md: the attack table's rows (their `#`) that try it, and
+    the outcome it forces on a verdict (None: a note that leaves the scores' verdict)."""
+
+    rows: tuple[int, ...]
+    outcome: Outcome | None
+    what: str  # one line: what the rule catches (it also keeps each member apart)
+
+
+_T, _P, _N = Outcome.TAMPERED, Outcome.POST_HOC, Outcome.NOT_EVIDENCE
+
+
+class Rule(Enum):
+    """Each way a verdict can fail to count, or be qualified, under the rows of
+    docs/trust.md's attack table that try it (grouped by the statement of "What a counted
+    verdict establishes" each enforces)."""
+
+    # 1. the hypothesis is the one that was sealed
+    SEAL_EDITED = Row((1,), _T, "the file no longer hashes to its ledger entry")
+    LEDGER_BROKEN = Row((2, 10, 34), _T, "the ledger's chain or its seal commits do not hold")
+    TABLE_CHANGED = Row((1, 29), _T, "the prediction no longer evaluates to the sealed table")
+    MISFIT = Row((1,), _T, "the prediction's tables do not fit the dataset's grid")
+    # 2. the seal came before the data
+    NO_MEASUREMENT_TIME = Row((3,), _P, "the dataset records no time with an offset")
+    SEALED_AT_AMBIGUOUS = Row((19,), _P, "the ledger's sealed_at has no offset")
+    SEALED_AFTER_MEASUREMENT = Row((3,), _P, "sealed after the measurement, by the ledger")
+    NO_SEAL_COMMIT = Row((3,), _P, "no commit carries the seal (amended, rebased away)")
+    NO_HISTORY = Row((23,), _P, "a copy without git history of its own")
+    NO_GIT_HEAD = Row((3,), _P, "the dataset names no full commit id")
+    SEALED_AFTER_DATA = Row((3,), _P, "the measured commit is the seal commit's ancestor")
+    SEAL_UNRELATED = Row((3, 10), _P, "neither commit descends from the other")
+    SEAL_COMMIT_AFTER_MEASUREMENT = Row((3,), _P, "the seal commit's time is later")
+    CODE_CHANGED_BEFORE_SEAL = Row((35,), _P, "measuring code changed between data and seal")
+    CODE_DIFFERS_FROM_SEAL = Row((35,), _P, "measuring code differs from unrelated seal's")
+    # 3. the data are what the sweep wrote, where it wrote them
+    CONTENT_EDITED = Row((4,), _T, "values or provenance no longer hash as saved")
+    CONTENT_HASH_REMOVED = Row((4,), _T, "a dataset that records it without its content hash")
+    MISPLACED = Row((11, 22), _T, "not in data/PROBE/TARGET/ of its own provenance")
+    MANIFEST_BROKEN = Row((34,), _T, "the manifest's chain does not hold")
+    PIN_MISMATCH = Row((11, 12, 22), _T, "unpinned, a copy, or not its pin's bytes")
+    REWRITTEN = Row((4, 11), _T, "changed in git after the commit that added it")
+    MANIFEST_REWRITTEN = Row((11,), _T, "the manifest's history lost or changed lines")
+    # 4. the data are a measurement
+    SELF_CONTRADICTING = Row((13, 22, 37), _T, "simulated: false, yet what ran says otherwise")
+    SIMULATED = Row((4,), _N, "simulated data")
+    # 5. the data were decoded by the code of the commit they name
+    DIRTY_UNRECORDED = Row((14,), _P, "a dirty tree and no record of the code that ran")
+    CODE_TREE_UNREADABLE = Row((22,), _P, "the record of the code that ran is unreadable")
+    CODE_NOT_COMMITS = Row((14,), _P, "the code that ran is not the named commit's")
+    # notes on a counted verdict
+    NO_CELLS = Row((37,), None, "a kernel with no cells to score")
+    BLIND = Row((27,), None, "the sweep recorded the stimulus blind to a sealed rival")
+
+    @property
+    def outcome(self) -> Outcome | None:
+        return self.value.outcome
+
+    def __repr__(self) -> str:
+        return f"Rule.{self.name}"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing a check found: the rule, what it is about (a commit, a kernel, a time; empty
+    where the verdict says which), and what it saw (a time, a would-be verdict, a lower
+    layer's account). `files` lists files where the rule names some."""
+
+    rule: Rule
+    subject: str = ""
+    detail: str = ""
+    files: tuple[str, ...] = ()
+
+
+# the rules a dataset's own integrity is judged by (notary.integrity), said together as one
+# reason of a verdict: nothing else of it is believed
+OF_THE_DATASET = frozenset({
+    Rule.CONTENT_EDITED, Rule.CONTENT_HASH_REMOVED, Rule.MISPLACED, Rule.MANIFEST_BROKEN,
+    Rule.PIN_MISMATCH, Rule.REWRITTEN, Rule.MANIFEST_REWRITTEN, Rule.SELF_CONTRADICTING})

@@ -1,0 +1,83 @@
+"""Findings in words: the one place a finding becomes the sentence a verdict file, the CLI
+and `verify` show."""
+
+from collections.abc import Iterable
+
+from probelab.gitinfo import NO_HISTORY
+from probelab.notary.rules import OF_THE_DATASET, Finding, Rule
+
+_SAID = "{detail}"  # a lower layer's account, said as it said it
+SENTENCES: dict[Rule, str] = {
+    Rule.SEAL_EDITED: "file edited after sealing: it no longer hashes to its ledger entry",
+    Rule.LEDGER_BROKEN: "ledger: {detail}",
+    Rule.TABLE_CHANGED: "prediction no longer evaluates to the sealed table",
+    Rule.MISFIT: _SAID,
+    Rule.NO_MEASUREMENT_TIME: "the dataset records no usable measurement time (UTC, with "
+                              "offset)",
+    Rule.SEALED_AT_AMBIGUOUS: "the ledger's sealed_at {subject} is not an unambiguous time "
+                              "(UTC, with offset)",
+    Rule.SEALED_AFTER_MEASUREMENT: "sealed at {subject}, after the measurement ({detail})",
+    Rule.NO_SEAL_COMMIT: "no commit carries this seal with the file as sealed (amended, "
+                         "rebased away or never committed)",
+    Rule.NO_HISTORY: NO_HISTORY,
+    Rule.NO_GIT_HEAD: "the dataset records no git commit (as a full commit id), so the order "
+                      "cannot be shown",
+    Rule.SEALED_AFTER_DATA: "seal commit {subject:.12} is not an ancestor of the measured "
+                            "commit {detail:.12}: it was sealed after the data were taken",
+    Rule.SEAL_UNRELATED: "seal commit {subject:.12} is not an ancestor of the measured commit "
+                         "{detail:.12}",
+    Rule.SEAL_COMMIT_AFTER_MEASUREMENT: "seal commit {subject:.12} was made after the "
+                                        "measurement",
+    Rule.CODE_CHANGED_BEFORE_SEAL: "the probe's code changed between the measurement and the "
+                                   "seal: {n} file{s} ({listed})",
+    Rule.CODE_DIFFERS_FROM_SEAL: "the probe's code differs between the measured commit and "
+                                 "the seal commit (neither descends from the other): {n} "
+                                 "file{s} ({listed})",
+    Rule.CONTENT_EDITED: _SAID,
+    Rule.CONTENT_HASH_REMOVED: _SAID,
+    Rule.MISPLACED: _SAID,
+    Rule.MANIFEST_BROKEN: _SAID,
+    Rule.PIN_MISMATCH: _SAID,
+    Rule.REWRITTEN: _SAID,
+    Rule.MANIFEST_REWRITTEN: _SAID,
+    Rule.SELF_CONTRADICTING: _SAID,
+    Rule.SIMULATED: "simulated data (would be {detail}); never evidence",
+    Rule.DIRTY_UNRECORDED: "measured from a tree with uncommitted changes (git_dirty), and "
+                           "the dataset records no code that would show they could not matter",
+    Rule.CODE_TREE_UNREADABLE: "the dataset's record of the code that ran (code_tree) is "
+                               "unreadable",
+    Rule.CODE_NOT_COMMITS: "the code that ran is not commit {subject:.12}'s: {n} files differ "
+                           "({listed})",
+    Rule.NO_CELLS: "kernel {subject}: no cells to score",
+    Rule.BLIND: "blind to {detail}: the sweep recorded that this stimulus cannot tell them "
+                "apart, so it confirms neither against the other",
+}
+
+
+def listed(files: Iterable[str]) -> str:
+    """The first few of `files`, for a one-line reason."""
+    files = list(files)
+    return ", ".join(files[:5]) + (", ..." if len(files) > 5 else "")
+
+
+def sentence(finding: Finding) -> str:
+    """A finding in words."""
+    n = len(finding.files)
+    return SENTENCES[finding.rule].format(subject=finding.subject, detail=finding.detail,
+                                          n=n, s="s" * (n != 1), listed=listed(finding.files))
+
+
+def problem(findings: Iterable[Finding]) -> str | None:
+    """Findings in one line, as `verify` and the commands that show a dataset's standing say
+    them; None where there are none."""
+    return "; ".join(map(sentence, findings)) or None
+
+
+def reasons(findings: Iterable[Finding]) -> list[str]:
+    """A verdict's reasons: each finding in words, those of the dataset's own integrity as one
+    (said first: nothing else of the dataset is believed)."""
+    findings = list(findings)
+    own = problem(f for f in findings if f.rule in OF_THE_DATASET)
+    said = [f"dataset: {own} (its provenance fields above are as recorded, not vouched for)"]
+    return (said if own else []) + [sentence(f) for f in findings
+                                    if f.rule not in OF_THE_DATASET]

@@ -1,0 +1,75 @@
+"""The notary's types: the rules stay in step with docs/trust.md's attack table, findings
+fold into a verdict by one precedence, and are said in words in one place."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from probelab.errors import Exit
+from probelab.notary import words
+from probelab.notary.rules import Finding, Outcome, Rule
+from probelab.notary.verdicts import fold, judgement, sweep_exit
+
+TRUST = Path(__file__).resolve().parents[1] / "docs" / "trust.md"
+
+
+def _named_rows() -> dict[Rule, set[int]]:
+    """{rule: the `#` of every attack-table row that names it}."""
+    named: dict[Rule, set[int]] = {}
+    for line in TRUST.read_text().splitlines():
+        if row := re.match(r"\| (\d+) \|", line):
+            for name in re.findall(r"`Rule\.([A-Z_]+)`", line):
+                named.setdefault(Rule[name], set()).add(int(row[1]))
+    return named
+
+
+def test_every_rule_lists_exactly_the_trust_rows_that_name_it() -> None:
+    """A rule no row names, a row naming no such rule (Rule[...] raises), or a rule whose
+    rows are not the ones naming it: the table and the enum have drifted apart."""
+    named = _named_rows()
+    assert {rule: set(rule.value.rows) for rule in Rule} == named
+
+
+def test_every_rule_has_its_words() -> None:
+    assert set(words.SENTENCES) == set(Rule)
+    for rule in Rule:
+        words.sentence(Finding(rule, "0123456789abcdef", "x", ("a.py",)))  # formats
+
+
+@pytest.mark.parametrize(("rules", "scored", "outcome"), [
+    ((), Outcome.CONFIRMED, Outcome.CONFIRMED),
+    ((Rule.NO_CELLS, Rule.BLIND), Outcome.REFUTED, Outcome.REFUTED),  # notes keep the scores'
+    ((Rule.NO_GIT_HEAD,), Outcome.CONFIRMED, Outcome.POST_HOC),
+    ((Rule.SIMULATED, Rule.NO_GIT_HEAD), Outcome.CONFIRMED, Outcome.NOT_EVIDENCE),
+    ((Rule.NO_GIT_HEAD, Rule.SELF_CONTRADICTING, Rule.SIMULATED), None, Outcome.TAMPERED),
+])
+def test_findings_fold_by_one_precedence(rules, scored, outcome) -> None:
+    assert fold([Finding(r) for r in rules], scored) == outcome
+
+
+def test_the_exit_codes_are_the_documented_ones() -> None:
+    """docs/trust.md: 0 confirmed, 1 refuted or not evidence, 3 integrity failure; a sweep's
+    checks exit 0 on a refuted rival (a result), 1 on simulated data, 3 on any that does not
+    count."""
+    assert [o.exit for o in Outcome] == [Exit.OK, Exit.REFUTED, Exit.INTEGRITY, Exit.INTEGRITY,
+                                         Exit.REFUTED]
+    assert sweep_exit([Outcome.CONFIRMED, Outcome.REFUTED], simulated=False) == Exit.OK
+    assert sweep_exit([], simulated=True) == Exit.REFUTED
+    assert sweep_exit([Outcome.NOT_EVIDENCE, Outcome.POST_HOC], simulated=True) == Exit.INTEGRITY
+
+
+def test_a_datasets_own_findings_are_said_as_one_reason_first() -> None:
+    """The interface's words, pinned: what the verdict file says of a dataset that is not
+    what its sweep saved, and of code that changed between unrelated commits."""
+    seal, head = "a" * 40, "b" * 40
+    said = judgement({}, [Finding(Rule.PIN_MISMATCH, detail="no pin"),
+                          Finding(Rule.REWRITTEN, detail="changed")])
+    assert (said.outcome, said.doc["verdict"]) == (Outcome.TAMPERED, "TAMPERED")
+    assert said.doc["reasons"] == ["dataset: no pin; changed (its provenance fields above are "
+                                   "as recorded, not vouched for)"]
+    assert words.reasons([Finding(Rule.SEAL_UNRELATED, seal, head),
+                          Finding(Rule.CODE_DIFFERS_FROM_SEAL, seal, head, ("p.py",))]) == [
+        f"seal commit {seal[:12]} is not an ancestor of the measured commit {head[:12]}",
+        "the probe's code differs between the measured commit and the seal commit (neither "
+        "descends from the other): 1 file (p.py)"]
