@@ -109,3 +109,30 @@ def test_the_new_kinds_read_back_a_hidden_law(tmp_path: Path, monkeypatch, probe
     got = ds["d_bits"].values[0].astype(np.uint64) if "d_bits" in ds else \
         ds["d_lo"].values[0].astype(np.uint64) | (ds["d_hi"].values[0].astype(np.uint64) << 32)
     assert (got[finite] == own[finite]).all() and (got[finite] != rival[finite]).any()
+
+
+@pytest.mark.parametrize("probe_id", quick_first(["numerics-order-mma-f64-m8n8k4",
+                                                  "numerics-order-mma-f16-f32",
+                                                  "numerics-order-wgmma-e4m3-f32"]))
+def test_the_order_probes_read_a_hidden_accumulation_order_back(tmp_path: Path, monkeypatch,
+                                                                probe_id: str) -> None:
+    """Units with hidden orders (fused over K, blocks of 4 in turn, an FMA chain) are read
+    back by the order family alone: joins_after is, per k, the count of unit products summed
+    after k's block, as each order implies it (written here from the order, not the decode)."""
+    from probelab.numerics.models import FmaChain
+    monkeypatch.delenv("PROBELAB_GIT_HEAD", raising=False)
+    probe = get_probe(probe_id)
+    k = probe.spec.k
+    blocks = lambda g: [k - g * (i // g + 1) for i in range(k)]  # noqa: E731
+    laws = {"fused": (FusedDot(25, "toward-zero"), blocks(k)),
+            "blocks of 4": (FusedDot(25, "toward-zero", group=4), blocks(4)),
+            "fma chain": (FmaChain(), [k - 2] + [k - 1 - i for i in range(1, k)])}
+    for name, (law, want) in laws.items():
+        monkeypatch.setattr(probe, "sim_model", law)
+        ds = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path / name,
+                       allow_blind=True).dataset
+        assert ds["joins_after"].values[0].tolist() == want, name
+        assert (ds["rest_zero"].values == 1).all()
+        i, j = ds["pair_i"].values, ds["pair_j"].values
+        assert (i < j).all() and len(i) == 4 * k * (k - 1) // 2
+        assert (ds["survivors"].values[0] < k - 1).all()

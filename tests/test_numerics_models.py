@@ -293,3 +293,20 @@ def test_order_hands_each_block_its_k() -> None:
     assert got == {None: 1.0, (0, 2, 1, 3): 2.0}
     with pytest.raises(ValueError, match="permutation"):
         FusedDot(order=(0, 0, 1, 2))(xs, ys, of_float(0.0), fmt)
+
+
+def test_a_pairwise_tree_loses_the_units_of_the_subtree_where_the_pair_meets() -> None:
+    """FPRev's reading of a tree: +M at i, -M at j (M swamps a unit) leave the units outside
+    the smallest aligned block of 2**n k holding both, whose size is written here from i and
+    j alone."""
+    from probelab.formats import FORMATS
+    from probelab.kits.numerics.stimulus import Frame, order
+    from probelab.numerics.models import PairwiseTree
+    frame, f16, f32 = Frame(16), FORMATS["f16"], FORMATS["f32"]
+    unit, _ = frame.order_span()
+    for name, a, b, c in order(frame):
+        i, j = (int(t.split("@")[1]) for t in name.split()[1:3])
+        size = 1 << (i ^ j).bit_length()
+        d = PairwiseTree()(a, b, c, (f16, f16, f32))
+        units = Fraction(d.significand) * Fraction(2) ** (d.exponent - unit)
+        assert units == 16 - size and d.sign == (units > 0 and name.endswith("units=-")), name

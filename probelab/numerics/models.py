@@ -20,6 +20,8 @@ evaluates this one implementation, so a stranger's model is data, never code.
   `FusedDot(None, rounding="nearest-even")` is the correctly rounded dot product, the naive
   rival; MMA-Sim's Hopper f16/bf16 model is `FusedDot(25, rounding="toward-zero")`.
 - `FmaChain`: an IEEE fused multiply-add per k, in `order`, each rounded to the output.
+- `PairwiseTree`: exact products summed in a balanced binary tree (k 0+1, 2+3, ..., then
+  those sums pairwise), each addition rounded to the output; C added last, rounded once more.
 """
 
 from __future__ import annotations
@@ -188,3 +190,23 @@ class FmaChain:
             exact = fused_sum([product(a[k], b[k]), acc], None, self.rounding)
             acc = round_to(out, exact, self.rounding)
         return acc
+
+
+@dataclass(frozen=True)
+class PairwiseTree:
+    rounding: str = "nearest-even"
+
+    def __post_init__(self) -> None:
+        if self.rounding not in ROUNDINGS:
+            raise ValueError(f"not a pairwise-tree model: {self}")
+
+    def __call__(self, a: Sequence[Value], b: Sequence[Value], c: Value, formats:
+                 tuple[Element, Element, Element]) -> Value:
+        out = formats[2]
+        level = [product(x, y) for x, y in zip(a, b, strict=True)]
+        while len(level) > 1:  # an odd one out passes up unchanged
+            level = [round_to(out, fused_sum(level[i:i + 2], None, self.rounding),
+                              self.rounding) if i + 1 < len(level) else level[i]
+                     for i in range(0, len(level), 2)]
+        total = level[0] if level else Value("finite", 0, 0, 0)
+        return round_to(out, fused_sum([total, c], None, self.rounding), self.rounding)

@@ -11,9 +11,9 @@ import numpy as np
 
 from probelab.formats import FORMATS, Element
 from probelab.numerics.exact import NANS, Value, decode, encode
-from probelab.numerics.models import ZERO_EXPONENT, FmaChain, FusedDot
+from probelab.numerics.models import ZERO_EXPONENT, FmaChain, FusedDot, PairwiseTree
 
-FAMILIES = {"fused-dot": FusedDot, "fma-chain": FmaChain}
+FAMILIES = {"fused-dot": FusedDot, "fma-chain": FmaChain, "pairwise-tree": PairwiseTree}
 GRID = ("a_bits", "b_bits", "c_bits")  # per case: A's and B's K patterns, C's pattern
 FORMAT_COORDS = ("a_format", "b_format", "d_format")  # C is read in D's format
 MAX_CASES = 1 << 20  # exact integer arithmetic per case: bounded work
@@ -35,7 +35,7 @@ _TYPED = {"fraction_bits": _is_int, "group": _is_int, "result_bits": _is_int,
           "order": lambda v: isinstance(v, list) and all(_is_int(x) for x in v)}
 
 
-def model_of(spec: Mapping[str, object]) -> FusedDot | FmaChain:
+def model_of(spec: Mapping[str, object]) -> FusedDot | FmaChain | PairwiseTree:
     """The model a `[model]` table names: `family` and that family's parameters (and `nan`,
     how D spells a NaN); any other key, a wrong type or a value outside the family's range is
     refused (ValueError)."""

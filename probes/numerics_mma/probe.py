@@ -12,6 +12,11 @@ placed by the PTX ISA's figures (9.7.13.4, 9.7.15.5), which this lab measured CO
 the H200 (the mma-*, dmma-f64 and wgmma-* lane maps); B's wgmma tile is K-major without
 swizzle, as wgmma-* measured it. Cases come from probelab.kits.numerics.stimulus, placed by
 each kind's Frame: every value exact in its format. Raw D registers are kept whole (`d_raw`).
+
+numerics-order-* (issue 38): the same kernels on the `order` family alone, FPRev's
+swamping made deep, so D(0, 0) counts the unit products that join after the step where the
+pair +M, -M meets (`survivors`), and `joins_after` gives, per k, the most any pair with it
+leaves: the unit's accumulation order, read from the data.
 """
 
 from __future__ import annotations
@@ -216,7 +221,8 @@ def tile_byte(k: int, size: int) -> int:
 
 @dataclass
 class NumericsProbe:
-    kind: str  # the probe's id
+    kind: str  # the kind's id (the probe's, unless `order`)
+    order: bool = False  # numerics-order-*: the kind's kernel on the order family alone
     # 2: d_raw's lane and reg axes carry no coordinates, so the dataset's grid is the sealed
     # one (version 1's datasets added them, and their grids matched no seal)
     version: str = "2"
@@ -227,16 +233,23 @@ class NumericsProbe:
         25, "toward-zero"))
 
     def __post_init__(self) -> None:
-        self.id = self.kind
         self.spec = spec = KINDS[self.kind]
+        self.id = self.kind.replace("numerics-", "numerics-order-") if self.order else self.kind
+        self.families = ("order",) if self.order else spec.families
         self.fmt, self.out = FORMATS[spec.a], FORMATS[spec.out]
         unit = "wgmma" if spec.lanes == 128 else "mma.sync"
         self.summary = (f"{spec.a} -> {spec.out} {unit} {spec.shape}: D(0, 0) of one MMA per "
-                        f"case, raw {spec.out} bits, against sealed numeric models")
+                        f"case, raw {spec.out} bits, against sealed numeric models" +
+                        (" (the accumulation order: +M, -M at each pair of k)" if self.order
+                         else ""))
+        if self.order:
+            self.version = "1"
         self.targets = spec.targets
         # D(0, 0) as one 32-bit observable, or an f64's two words
         words = ("d_lo", "d_hi") if self.out.bits == 64 else ("d_bits",)
         self.observables = {w: ("case",) for w in (*words, "rest_zero")}
+        if self.order:
+            self.observables |= {"survivors": ("case",), "joins_after": ("k",)}
         self.a_map = _table(spec.a_cell, spec.lanes, spec.elements[0])
         self.b_map = None if spec.b_cell is None else _table(spec.b_cell, 32, spec.elements[1])
         self.d_map = _table(d_cell, spec.lanes, spec.elements[2])
@@ -253,14 +266,14 @@ class NumericsProbe:
         import xarray as xr
 
         frame = self.spec.frame
-        found = [(name, case, a, b, c) for name in self.spec.families
+        found = [(name, case, a, b, c) for name in self.families
                  for case, a, b, c in families.FAMILIES[name](frame)]
         dtype = np.uint64 if self.out.bits == 64 else np.uint32
         a = np.array([[encode(self.fmt, v) for v in c[2]] for c in found], dtype)
         b = np.array([[encode(self.fmt, v) for v in c[3]] for c in found], dtype)
         c = np.array([encode(self.out, x[4]) for x in found], dtype)
-        names = list(self.spec.families)
-        return xr.Dataset(coords={
+        names = list(self.families)
+        ds = xr.Dataset(coords={
             "case": ("case", np.arange(len(found), dtype=np.uint32)),
             "k": ("k", np.arange(frame.k, dtype=np.uint32)),
             "a_bits": (("case", "k"), a), "b_bits": (("case", "k"), b), "c_bits": ("case", c),
@@ -276,6 +289,19 @@ class NumericsProbe:
                                                 for x in found], np.uint32)),
             "a_format": ((), self.spec.a), "b_format": ((), self.spec.a),
             "d_format": ((), self.spec.out)})
+        if self.order:  # where each case's pair sits, and the unit product's exponent
+            unit, gap = frame.order_span()
+            bigs = [sorted(range(frame.k), key=lambda k, x=x: -x[2][k].top())[:2]
+                    for x in found]
+            ds = ds.assign_coords(
+                pair_i=("case", np.array([min(b) for b in bigs], np.uint32)),
+                pair_j=("case", np.array([max(b) for b in bigs], np.uint32)),
+                unit_sign=("case", np.array([x[2][next(k for k in range(frame.k)
+                                                       if k not in b)].sign
+                                             for x, b in zip(found, bigs, strict=True)],
+                                            np.uint32)),
+                unit_exponent=((), np.int32(unit)), gap_bits=((), np.uint32(gap)))
+        return ds
 
     def _words(self, elements: int, bits: int) -> int:
         return -(-elements * bits // 32)
@@ -337,6 +363,32 @@ class NumericsProbe:
                              f"element), raw {out} bits"})
         ds["rest_zero"] = (("kernel", "case"), (rest == 0).all((2, 3)).astype(np.uint32),
                            {"description": "1 where every D element but D(0, 0) is +0"})
+        return self._joins(ds, first) if self.order else ds
+
+    def _joins(self, ds, first: np.ndarray):
+        """survivors: D(0, 0) in unit products (NOT_UNITS where it is none: a NaN, a
+        fraction, a negative); joins_after(k): the most survivors of any pair holding k,
+        i.e. how many unit products join after the step where k meets its partner."""
+        unit, signs = int(ds["unit_exponent"]), ds["unit_sign"].values
+        units = np.array([[_in_units(decode(self.out, int(x)), unit, int(sign))
+                           for x, sign in zip(row, signs, strict=True)] for row in first],
+                         np.int64)
+        ds["survivors"] = (("kernel", "case"), np.where(units < 0, NOT_UNITS, units)
+                           .astype(np.uint32), {
+            "description": "D(0, 0) / (the units' sign * 2**unit_exponent): the unit "
+                           "products that survived",
+            "flag_values": np.uint32(NOT_UNITS), "flag_meanings": "not_whole_units"})
+        k = ds.sizes["k"]
+        pairs = np.stack([ds["pair_i"].values, ds["pair_j"].values])
+        joins = np.zeros((len(ds["kernel"]), k), np.int64)
+        for kk in range(k):
+            held = units[:, (pairs == kk).any(0)]
+            joins[:, kk] = np.where((held < 0).any(1), -1, held.max(1))
+        ds["joins_after"] = (("kernel", "k"), np.where(joins < 0, NOT_UNITS, joins)
+                             .astype(np.uint32), {
+            "description": "per k: the most unit products any pair holding k left (those "
+                           "summed after the step where k's pair met)",
+            "flag_values": np.uint32(NOT_UNITS), "flag_meanings": "a_pair_not_whole_units"})
         return ds
 
     def simulate(self, kernel: Kernel, inputs: Mapping[str, np.ndarray]
@@ -387,4 +439,21 @@ class NumericsProbe:
         return {"d": pack(dv, self.out.bits).reshape(-1)}
 
 
-PROBES = tuple(NumericsProbe(kind) for kind in KINDS)
+NOT_UNITS = 0xFFFFFFFF  # survivors / joins_after: D(0, 0) is no whole count of units
+
+
+def _in_units(v, unit: int, sign: int) -> int:
+    """v / (+-2**unit, the units' sign) as a whole number >= 0, or -1 where v is none (a
+    NaN, a fraction, the other sign)."""
+    if v.kind != "finite":
+        return -1
+    if not v.significand:
+        return 0
+    shift = v.exponent - unit
+    if v.sign != sign or (shift < 0 and v.significand % (1 << -shift)):
+        return -1
+    return v.significand << shift if shift >= 0 else v.significand >> -shift
+
+
+PROBES = (*(NumericsProbe(kind) for kind in KINDS),
+          *(NumericsProbe(kind, order=True) for kind in KINDS))

@@ -20,6 +20,10 @@ so no input is ever rounded on the way in). Families, after the properties they 
 - `swamping`: +M and -M at two chosen k and ones elsewhere (FPRev-style): which terms are
   summed before the cancellation reveals the grouping across K;
 - `c_joins`: C below the products' window: added inside the fused sum or after it;
+- `order`: swamping made deep (issue 38): +M at k = i, -M at k = j (i < j) and unit products
+  elsewhere, M so far above the unit (`order_span`) that no window keeps a unit beside it: D
+  counts the unit products summed after the step in which i and j have met, so every pair
+  says where its two k join (FPRev, arXiv 2411.00442);
 - `specials`: subnormal inputs and outputs, signed zeros, infinities and NaN;
 - `overflow`: sums just past the output's largest finite (a rounding toward zero stays
   finite, to nearest it overflows): only where the inputs can reach it.
@@ -60,6 +64,18 @@ class Frame:
     def precision(self) -> int:
         """The output's significand bits (f32: 24)."""
         return self.out.fraction + 1
+
+    def order_span(self) -> tuple[int, int]:
+        """(u, g): the order family's unit product 2**u and M = 2**(u + g), g as far up as
+        M's halves and the output reach, at most 60 bits. M must swamp K units summed (a
+        25-bit window and 32 units: g > 30), so u is the smallest product of normal inputs
+        that is a normal output where that leaves g >= 40, else (e4m3 inputs, f16 outputs)
+        the smallest of subnormal ones: every sum of units is still exact."""
+        top = min(2 * largest(self.a).top(), largest(self.out).top() - 1)
+        low = max(2 * self.a.emin, self.out.emin)
+        if top - low < 40:
+            low = max(2 * (self.a.emin - self.a.fraction), self.out.emin - self.out.fraction)
+        return low, min(top, low + 60) - low
 
 
 def power(e: int, sign: int = 0) -> Value:
@@ -179,6 +195,24 @@ def swamping(f: Frame) -> Iterator[Case]:
             yield f"swamping +M@{i} -M@{j}", tuple(a), tuple(b), ZERO
 
 
+def order(f: Frame) -> Iterator[Case]:
+    """For every i < j: +M at i and -M at j, then -M at i and +M at j, each with positive
+    and with negative units at every other k; C = +0 (four witnesses of each pair, so a
+    sign-dependent path shows too)."""
+    unit, gap = f.order_span()
+    big, big_b = split(unit + gap)
+    for i in range(f.k):
+        for j in range(i + 1, f.k):
+            for first in (0, 1):
+                for sign in (0, 1):
+                    x, y = split(unit, sign)
+                    a, b = [x] * f.k, [y] * f.k
+                    a[i], a[j] = (Value("finite", s, 1, big.exponent) for s in (first, 1 - first))
+                    b[i] = b[j] = big_b
+                    yield (f"order {_sign(first)}M@{i} {_sign(1 - first)}M@{j} "
+                           f"units={_sign(sign)}"), tuple(a), tuple(b), ZERO
+
+
 def c_joins(f: Frame) -> Iterator[Case]:
     """Products 1 and -1 cancel; C = 2**-e survives a fused sum aligned to the products'
     leading bit only while e <= its window, but always survives when added after."""
@@ -224,6 +258,6 @@ def overflow(f: Frame) -> Iterator[Case]:
 
 FAMILIES = {"alignment": alignment, "window": window, "carry": carry,
             "c_mantissa": c_mantissa, "ties": ties, "c_ties": c_ties, "carry_ties": carry_ties,
-            "swamping": swamping, "c_joins": c_joins, "specials": specials,
+            "swamping": swamping, "order": order, "c_joins": c_joins, "specials": specials,
             "overflow": overflow}
 FIRST = ("alignment", "c_mantissa", "ties", "swamping", "c_joins", "specials")  # 1st probes'
