@@ -28,24 +28,24 @@ def _descriptors(facts: dict[str, int]) -> list[tuple[int, int, int]]:
     return [(MODE[facts[f"{p}swizzle"]], facts[f"{p}lbo"], facts[f"{p}sbo"]) for p in prefixes]
 
 
-def _built(source: str, macro: str) -> dict[str, tuple[int, ...]]:
-    """kernel -> the numbers each `MACRO(probe_<kernel>, ...)` line of a kernel source gives."""
-    text = (ROOT / "probes" / "wgmma_f16" / source).read_text()
+def _built(probe_id: str, macro: str) -> dict[str, tuple[int, ...]]:
+    """kernel -> the numbers each `MACRO(probe_<kernel>, ...)` line of the probe's kernel
+    source (as a build compiles it) gives."""
+    text = get_probe(probe_id).kernels("nvidia")[0].source_text()
     return {name: tuple(int(x) for x in fields.split(",")) for name, fields in
             re.findall(rf"^{macro}\(probe_(\w+), ([\d, ]+)\)$", text, re.M)}
 
 
 def test_each_kernel_builds_the_descriptors_its_grid_declares() -> None:
-    assert _built("wgmma_f16.cu", "RS") == {
+    assert _built("wgmma-f16-rs", "RS") == {
         name: (*_descriptors(f)[0], f["start"]) for name, f in _declared("wgmma-f16-rs").items()}
-    for source, macro, probe_id in (("wgmma_f16_n64.cu", "N64", "wgmma-f16-n64"),
-                                    ("wgmma_f16_mn.cu", "MN", "wgmma-f16-mn")):
-        assert _built(source, macro) == {name: _descriptors(f)[0]
-                                         for name, f in _declared(probe_id).items()}
-    assert _built("wgmma_f16_ssa.cu", "SSA") == {
+    for macro, probe_id in (("N64", "wgmma-f16-n64"), ("MN", "wgmma-f16-mn")):
+        assert _built(probe_id, macro) == {name: _descriptors(f)[0]
+                                           for name, f in _declared(probe_id).items()}
+    assert _built("wgmma-f16-ssa", "SSA") == {
         name: (*_descriptors(f)[0], f["a_trans"])
         for name, f in _declared("wgmma-f16-ssa").items()}
-    assert _built("wgmma_f16_ss.cu", "SS") == {
+    assert _built("wgmma-f16-ss", "SS") == {
         name: (*sum(_descriptors(f), ()), f["b_start"])
         for name, f in _declared("wgmma-f16-ss").items()}
 

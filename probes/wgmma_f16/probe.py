@@ -24,15 +24,17 @@ wgmma-f16-ssa: m64n16k16 with A from an 8 KiB shared tile, K-major under 64B and
 and M-major (imm-trans-a = 1, SASS `.tnspA`) unswizzled and 128B; B K-major unswizzled.
 """
 
+from functools import partial
 from pathlib import Path
 
 from probelab.formats import F16, F32
 from probelab.kits.elements import Codec
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.kits.tiles import Tile, grid_facts
-from probelab.probe import Evidence
+from probelab.probe import Evidence, Rendered, load_sibling
 
 HERE = Path(__file__).parent
+sources = load_sibling(HERE / "sources.py")  # each kernel source, rendered from the shapes
 F16_F32 = Codec(F16, F32)
 
 
@@ -108,7 +110,8 @@ def probe(pid: str, summary: str, source: str, kernel_shapes: tuple[Shape, ...],
     otherwise declare over the 512 MB a new dataset may (README: version 2)."""
     return LaneIdProbe(
         id=pid, version=version, summary=summary, targets=("sm_90*",), vendor="nvidia",
-        source=HERE / source, shapes=kernel_shapes, evidence=evidence, seed=seed, block=128,
+        source=Rendered(HERE / source, partial(sources.render, source, kernel_shapes)),
+        shapes=kernel_shapes, evidence=evidence, seed=seed, block=128,
         options={"arch": "sm_90a"}, compact=compact,
         excluded={"sm_[0-8]*": "wgmma is Hopper's (sm_90a)",
                   "sm_1??*": "wgmma is sm_90a only (Blackwell has tcgen05)"})

@@ -10,15 +10,17 @@ wgmma-tf32-f32-sw128, wgmma-e4m3-f32-sw128, wgmma-s8-s32-sw128: the same with B 
 128-byte swizzle (wgmma_types_sw128.cu), where a 16-byte chunk holds 4 or 16 elements.
 """
 
+from functools import partial
 from pathlib import Path
 
 from probelab.formats import BF16, E4M3, E5M2, F16, F32, S8, S32, TF32
 from probelab.kits.elements import Codec
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.kits.tiles import Tile, grid_facts
-from probelab.probe import Evidence
+from probelab.probe import Evidence, Rendered, load_sibling
 
 HERE = Path(__file__).parent
+sources = load_sibling(HERE / "sources.py")  # the two kernel sources, rendered from the shapes
 # QGMMA into f32 keeps sums exact only below 2**14 (13 fraction bits beside the leading one:
 # the version-1 fp8 datasets, 20261201T172932Z and ...172940Z, whose lane-id decode was
 # refused), so version 2 plans its ids and C digits within that
@@ -76,7 +78,9 @@ def probe(kind: str, swizzled: bool = False) -> LaneIdProbe:
         summary=f"{kind.replace('-', ' -> ')} wgmma m64n8, A from registers, B {b}: "
                 "(thread, value) <-> (row, col), B's tile bytes -> (k, n)",
         targets=("sm_90*",), vendor="nvidia",
-        source=HERE / ("wgmma_types_sw128.cu" if swizzled else "wgmma_types.cu"),
+        source=Rendered(HERE / ("wgmma_types_sw128.cu" if swizzled else "wgmma_types.cu"),
+                        partial(sources.render, swizzled, tuple(
+                            shape(k, swizzled) for k in (SWIZZLED if swizzled else KINDS)))),
         shapes=(shape(kind, swizzled),), evidence=evidence(kind),
         seed=SEEDS[kind] + (0x10 if swizzled else 0), block=128, options={"arch": "sm_90a"},
         excluded={"sm_[0-8]*": "wgmma is Hopper's (sm_90a)",

@@ -1,0 +1,264 @@
+"""The five wgmma-f16 kernel sources, rendered from the probes' shapes (none is kept as a
+file): the kit's preamble (probelab.kits.lane_id.wgmma_source: types, ARGS, a tile's shared
+address, PTX's descriptor), each source's opening comment, its one macro per form (A from
+registers or a tile, B's tile, the accumulators; the text, padding included, as the
+archive's sources hold it, so the bytes a build compiles are the archive's:
+tests/test_rendered_sources.py) and one macro instance per kernel, its descriptor fields
+as its shape declares them (the grid's per-kernel coordinates)."""
+
+from collections.abc import Sequence
+
+from probelab.kits.lane_id.engine import Shape
+from probelab.kits.lane_id.mma_sync import comment
+from probelab.kits.lane_id.wgmma_source import DESCRIPTOR, MODES, SHARED_ADDRESS, head, preamble
+
+RS_PROSE = """\
+wgmma-f16 probes, NVIDIA sm_90a: one warpgroup (128 threads, one block) = one wave = one
+wgmma.mma_async m64n8k16 f16 x f16 -> f32, fenced, committed and waited for.
+Thread t of wave w reads its values from a[w][t][0..SA), b[w][t][0..SB), c[w][t][0..4)
+(two f16 per register, value i in bits [16 (i % 2), +16) of register i / 2) and writes its
+four f32 accumulators to d[w][t][0..4).
+An operand read from shared memory is placed there by slot: value v of thread t is the
+f16 at element v * 128 + t of the operand's tile (byte 2 (v * 128 + t)), so the lane-id
+decode names tile elements, and a hypothesis maps a byte offset to (row, k) through the
+descriptor's layout. Each kernel's descriptor fields are constants of its source.
+params[0] = number of waves."""
+
+SS_PROSE = """\
+wgmma-f16-ss probe, NVIDIA sm_90a: one warpgroup (128 threads, one block) = one wave = one
+wgmma.mma_async m64n8k16 f16 x f16 -> f32 with A and B both from shared memory, fenced,
+committed and waited for. Thread t of wave w reads its values from a[w][t][0..4),
+b[w][t][0..2) (two f16 per register, value i in bits [16 (i % 2), +16) of register
+i / 2), c[w][t][0..4), and writes its four f32 accumulators to d[w][t][0..4).
+A's tile is 2 KiB (1,024 f16), B's 1 KiB (512), each 1 KiB aligned; value v of thread t
+is element v * 128 + t of its tile (byte 2 (v * 128 + t)), so the lane-id decode names
+tile bytes. Each kernel's descriptors are constants of its source; params[0] = waves."""
+
+SSA_PROSE = """\
+wgmma-f16-ssa probe, NVIDIA sm_90a: one warpgroup (128 threads, one block) = one wave = one
+wgmma.mma_async m64n16k16 f16 x f16 -> f32 with A and B both from shared memory, fenced,
+committed and waited for: A under the wide swizzles (64B, 128B) and M-major
+(imm-trans-a = 1). Thread t of wave w reads its values from a[w][t][0..16), b[w][t][0..1)
+(two f16 per register, value i in bits [16 (i % 2), +16) of register i / 2),
+c[w][t][0..8), and writes its eight f32 accumulators to d[w][t][0..8).
+A's tile is 8 KiB (4,096 f16), B's 512 bytes (256), each 1 KiB aligned; value v of thread
+t is element v * 128 + t of its tile (byte 2 (v * 128 + t)), so the lane-id decode names
+tile bytes. Each kernel's descriptors are constants of its source; params[0] = waves."""
+
+MN_PROSE = ("""\
+wgmma-f16-mn probe, NVIDIA sm_90a: one warpgroup (128 threads, one block) = one wave = one
+wgmma.mma_async m64n64k16 f16 x f16 -> f32, A from registers, B N-major (imm-trans-b = 1:
+n contiguous) from a 2 KiB shared tile (1 KiB aligned), fenced, committed and waited for."""
+    """ Thread t of wave w reads
+its four A registers a[w][t][0..4), its eight B values b[w][t][0..4) (two f16 per
+register, value i in bits [16 (i % 2), +16) of register i / 2) and its 32 f32
+accumulators c[w][t][0..32), and writes D to d[w][t][0..32). B's value v of thread t is
+element v * 128 + t of the tile (byte 2 (v * 128 + t)). params[0] = number of waves.""")
+
+N64_PROSE = """\
+wgmma-f16-n64 probe, NVIDIA sm_90a: one warpgroup (128 threads, one block) = one wave = one
+wgmma.mma_async m64n64k16 f16 x f16 -> f32, A from registers, B K-major from a 2 KiB
+shared tile (1 KiB aligned), fenced, committed and waited for. Thread t of wave w reads
+its four A registers a[w][t][0..4), its eight B values b[w][t][0..4) (two f16 per
+register, value i in bits [16 (i % 2), +16) of register i / 2) and its 32 f32
+accumulators c[w][t][0..32), and writes D to d[w][t][0..32). B's value v of thread t is
+element v * 128 + t of the tile (byte 2 (v * 128 + t)). params[0] = number of waves."""
+
+RS_WAVE = """\
+#define WAVE(SA, SB)                                                          \\
+    const uint32_t w = blockIdx.x, t = threadIdx.x;                           \\
+    if (w >= params[0]) return;                                               \\
+    const uint32_t* pa = a + (w * 128 + t) * (SA);                            \\
+    const uint32_t* pb = b + (w * 128 + t) * (SB);                            \\
+    const uint32_t* pc = c + (w * 128 + t) * 4;                               \\
+    uint32_t* pd = d + (w * 128 + t) * 4;
+
+// the values of one thread into its slots of a shared tile, 16 bits each
+#define PLACE(TILE, P, VALUES)                                                \\
+    _Pragma("unroll") for (int v = 0; v < (VALUES); ++v)                      \\
+        TILE[v * 128 + t] = (uint16_t)(P[v / 2] >> (16 * (v % 2)));
+"""
+
+RS_FORM = """\
+// written by ordinary stores, read by the async proxy: fence, then the barrier
+#define PUBLISH() asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); __syncthreads();
+
+#define ACC uint32_t d0 = pc[0], d1 = pc[1], d2 = pc[2], d3 = pc[3];
+#define STORE pd[0] = d0; pd[1] = d1; pd[2] = d2; pd[3] = d3;
+
+// A from registers (four f16x2), B from a shared tile of 512 f16 (1 KiB, 1 KiB aligned)
+#define RS(NAME, MODE, LBO, SBO, START)                                                  \\
+extern "C" __global__ void __launch_bounds__(128) NAME(ARGS) {                           \\
+    __shared__ __align__(1024) uint16_t sb[512];                                          \\
+    WAVE(4, 2)                                                                            \\
+    PLACE(sb, pb, 4)                                                                      \\
+    PUBLISH()                                                                             \\
+    const uint64_t db = descriptor(shared_address(sb) + (START), LBO, SBO, MODE);         \\
+    ACC                                                                                   \\
+    asm volatile("wgmma.fence.sync.aligned;\\n"                                            \\
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, "   \\
+                 "{%4, %5, %6, %7}, %8, 1, 1, 1, 0;\\n"                                    \\
+                 "wgmma.commit_group.sync.aligned;\\n"                                     \\
+                 "wgmma.wait_group.sync.aligned 0;"                                       \\
+                 : "+r"(d0), "+r"(d1), "+r"(d2), "+r"(d3)                                 \\
+                 : "r"(pa[0]), "r"(pa[1]), "r"(pa[2]), "r"(pa[3]), "l"(db) : "memory");   \\
+    STORE                                                                                 \\
+}
+"""
+
+SS_FORM = """\
+// A (mode, LBO, SBO) and B (mode, LBO, SBO, start bytes past its tile), both K-major
+#define SS(NAME, AM, AL, AS, BM, BL, BS, BSTART)                                         \\
+extern "C" __global__ void __launch_bounds__(128) NAME(ARGS) {                           \\
+    __shared__ __align__(1024) uint16_t sa[1024];                                         \\
+    __shared__ __align__(1024) uint16_t sb[512];                                          \\
+    const uint32_t w = blockIdx.x, t = threadIdx.x;                                       \\
+    if (w >= params[0]) return;                                                           \\
+    const uint32_t* pa = a + (w * 128 + t) * 4;                                           \\
+    const uint32_t* pb = b + (w * 128 + t) * 2;                                           \\
+    const uint32_t* pc = c + (w * 128 + t) * 4;                                           \\
+    uint32_t* pd = d + (w * 128 + t) * 4;                                                 \\
+    _Pragma("unroll") for (int v = 0; v < 8; ++v)                                         \\
+        sa[v * 128 + t] = (uint16_t)(pa[v / 2] >> (16 * (v % 2)));                        \\
+    _Pragma("unroll") for (int v = 0; v < 4; ++v)                                         \\
+        sb[v * 128 + t] = (uint16_t)(pb[v / 2] >> (16 * (v % 2)));                        \\
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");                          \\
+    __syncthreads();                                                                      \\
+    const uint64_t da = descriptor(shared_address(sa), AL, AS, AM);                       \\
+    const uint64_t db = descriptor(shared_address(sb) + (BSTART), BL, BS, BM);            \\
+    uint32_t r0 = pc[0], r1 = pc[1], r2 = pc[2], r3 = pc[3];                              \\
+    asm volatile("wgmma.fence.sync.aligned;\\n"                                            \\
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 "                     \\
+                 "{%0, %1, %2, %3}, %4, %5, 1, 1, 1, 0, 0;\\n"                             \\
+                 "wgmma.commit_group.sync.aligned;\\n"                                     \\
+                 "wgmma.wait_group.sync.aligned 0;"                                       \\
+                 : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3) : "l"(da), "l"(db) : "memory"); \\
+    pd[0] = r0; pd[1] = r1; pd[2] = r2; pd[3] = r3;                                       \\
+}
+"""
+
+SSA_FORM = """\
+// A (mode, LBO, SBO, imm-trans-a) and B (K-major, unswizzled: LBO 128, SBO 256)
+#define SSA(NAME, AM, AL, AS, TA)                                                         \\
+extern "C" __global__ void __launch_bounds__(128) NAME(ARGS) {                           \\
+    __shared__ __align__(1024) uint16_t sa[4096];                                         \\
+    __shared__ __align__(1024) uint16_t sb[256];                                          \\
+    const uint32_t w = blockIdx.x, t = threadIdx.x;                                       \\
+    if (w >= params[0]) return;                                                           \\
+    const uint32_t* pa = a + (w * 128 + t) * 16;                                          \\
+    const uint32_t* pb = b + (w * 128 + t) * 1;                                           \\
+    const uint32_t* pc = c + (w * 128 + t) * 8;                                           \\
+    uint32_t* pd = d + (w * 128 + t) * 8;                                                 \\
+    _Pragma("unroll") for (int v = 0; v < 32; ++v)                                        \\
+        sa[v * 128 + t] = (uint16_t)(pa[v / 2] >> (16 * (v % 2)));                        \\
+    _Pragma("unroll") for (int v = 0; v < 2; ++v)                                         \\
+        sb[v * 128 + t] = (uint16_t)(pb[v / 2] >> (16 * (v % 2)));                        \\
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");                          \\
+    __syncthreads();                                                                      \\
+    const uint64_t da = descriptor(shared_address(sa), AL, AS, AM);                       \\
+    const uint64_t db = descriptor(shared_address(sb), 128, 256, 0);                      \\
+    uint32_t r0 = pc[0], r1 = pc[1], r2 = pc[2], r3 = pc[3];                              \\
+    uint32_t r4 = pc[4], r5 = pc[5], r6 = pc[6], r7 = pc[7];                              \\
+    asm volatile("wgmma.fence.sync.aligned;\\n"                                            \\
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "                    \\
+                 "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, 1, 1, 1, " #TA ", 0;\\n"       \\
+                 "wgmma.commit_group.sync.aligned;\\n"                                     \\
+                 "wgmma.wait_group.sync.aligned 0;"                                       \\
+                 : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3),                                \\
+                   "+r"(r4), "+r"(r5), "+r"(r6), "+r"(r7)                                 \\
+                 : "l"(da), "l"(db) : "memory");                                          \\
+    pd[0] = r0; pd[1] = r1; pd[2] = r2; pd[3] = r3;                                       \\
+    pd[4] = r4; pd[5] = r5; pd[6] = r6; pd[7] = r7;                                       \\
+}
+"""
+
+WIDE_FORM = """\
+#define @M(NAME, MODE, LBO, SBO)                                                         \\
+extern "C" __global__ void __launch_bounds__(128) NAME(ARGS) {                           \\
+    __shared__ __align__(1024) uint16_t sb[1024];                                          \\
+    const uint32_t w = blockIdx.x, t = threadIdx.x;                                       \\
+    if (w >= params[0]) return;                                                           \\
+    const uint32_t* pa = a + (w * 128 + t) * 4;                                           \\
+    const uint32_t* pb = b + (w * 128 + t) * 4;                                           \\
+    const uint32_t* pc = c + (w * 128 + t) * 32;                                          \\
+    uint32_t* pd = d + (w * 128 + t) * 32;                                                \\
+    _Pragma("unroll") for (int v = 0; v < 8; ++v)                                         \\
+        sb[v * 128 + t] = (uint16_t)(pb[v / 2] >> (16 * (v % 2)));                        \\
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");                          \\
+    __syncthreads();                                                                      \\
+    const uint64_t db = descriptor(shared_address(sb), LBO, SBO, MODE);                   \\
+    uint32_t r[32];                                                                       \\
+    _Pragma("unroll") for (int i = 0; i < 32; ++i) r[i] = pc[i];                          \\
+    asm volatile("wgmma.fence.sync.aligned;\\n"                                            \\
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "                    \\
+                 "@D, "                                                             \\
+                 "{%32, %33, %34, %35}, %36, 1, 1, 1, @T;\\n"                               \\
+                 "wgmma.commit_group.sync.aligned;\\n"                                     \\
+                 "wgmma.wait_group.sync.aligned 0;"                                       \\
+                 : @R                                                                  \\
+                 : "r"(pa[0]), "r"(pa[1]), "r"(pa[2]), "r"(pa[3]), "l"(db) : "memory");   \\
+    _Pragma("unroll") for (int i = 0; i < 32; ++i) pd[i] = r[i];                          \\
+}
+"""
+
+RS_NOTE = """\
+B K-major, 8 rows (n) of the tile: no swizzle (core matrices of 8 rows x 16 bytes, the
+next 8 k LBO = 128 bytes on), then 32-, 64- and 128-byte swizzled rows (SBO: 8 rows on,
+unused at N = 8), and the 128-byte mode started 32 bytes into its rows (the next k block)"""
+
+SS_NOTE = """\
+A: 64 rows of K = 16 (32 bytes): no swizzle (core matrices of 8 rows x 16 bytes, the next
+8 k LBO = 128 on, the next 8 rows SBO = 256 on) or 32B swizzle (rows of 32 bytes, the next
+8 rows SBO = 256 on), each 2 KiB. B: 8 rows (n) likewise, or swizzled by 64 bytes started
+512 bytes in (address bit 9 set: where the 64- and 128-byte patterns part), or by 128."""
+
+SSA_NOTE = """\
+A K-major (64 rows m of K = 16): 64B swizzle (rows of 64 bytes, the next 8 rows SBO = 512
+on: 4 KiB) and 128B (rows of 128 bytes, SBO = 1024: 8 KiB). A M-major (m contiguous): no
+swizzle (8 k x 16-byte core matrices of 8 m, the next 8 m SBO = 128 on, the next 8 k
+LBO = 1024 on) and 128B (rows of 64 m, 8 k rows per pattern, the next 8 k SBO = 1024 on)."""
+
+MN_NOTE = """\
+B N-major: 16 k rows of 64 n. No swizzle: core matrices of 8 k x 16 bytes (8 n each), the
+next 8 n SBO = 128 on, the next 8 k LBO = 1024 on. Swizzled by 32/64/128 bytes: rows of
+16/32/64 n, the next such block of n LBO on (256, 512; unused at 128B), the next 8 k
+SBO = 1024 on."""
+
+N64_NOTE = """\
+B: 64 rows (n) of K = 16: no swizzle (core matrices of 8 rows x 16 bytes, the next 8 k
+LBO = 128 on, the next 8 rows SBO = 256 on) or 32B swizzle (rows of 32 bytes, the next 8
+rows SBO = 256 on), each 2 KiB"""
+
+
+def _instances(macro: str, shapes: Sequence[Shape], taken: int) -> str:
+    """probe_<kernel> and the first `taken` descriptor fields its shape declares (a swizzle
+    as its mode code); a field past them must be 0: the macro does not take it."""
+    rows = []
+    for s in shapes:
+        if any(value for _, value in s.facts[taken:]):
+            raise ValueError(f"{s.name}: {macro} takes {taken} fields, not {s.facts}")
+        values = (MODES[v] if f.endswith("swizzle") else v for f, v in s.facts[:taken])
+        rows.append(f"{macro}(probe_{s.name}, {', '.join(map(str, values))})\n")
+    return "".join(rows)
+
+
+def _wide(macro: str, trans_b: int) -> str:
+    """The m64n64k16 form (A from registers, B's 2 KiB tile) with B's imm-trans-b; its 32
+    accumulator operands written out."""
+    return (WIDE_FORM.replace("@M", macro).replace("@T", str(trans_b))
+            .replace("@D", "{" + ", ".join(f"%{i}" for i in range(32)) + "}")
+            .replace("@R", ", ".join(f'"+r"(r[{i}])' for i in range(32))))
+
+
+def render(source: str, shapes: Sequence[Shape]) -> str:
+    """The text of `source` (a file name) for the kernels of `shapes`."""
+    if source == "wgmma_f16.cu":
+        return (head(RS_PROSE) + "\n" + RS_WAVE + "\n" + SHARED_ADDRESS + "\n" + DESCRIPTOR
+                + "\n" + RS_FORM + "\n" + comment(RS_NOTE) + _instances("RS", shapes, 4))
+    form, note, macro, taken = {
+        "wgmma_f16_ss.cu": (SS_FORM, SS_NOTE, "SS", 7),
+        "wgmma_f16_ssa.cu": (SSA_FORM, SSA_NOTE, "SSA", 4),
+        "wgmma_f16_mn.cu": (_wide("MN", 1), MN_NOTE, "MN", 3),
+        "wgmma_f16_n64.cu": (_wide("N64", 0), N64_NOTE, "N64", 3)}[source]
+    prose = {"SS": SS_PROSE, "SSA": SSA_PROSE, "MN": MN_PROSE, "N64": N64_PROSE}[macro]
+    return preamble(prose) + "\n" + form + "\n" + comment(note) + _instances(macro, shapes, taken)
