@@ -5,13 +5,19 @@ numbering. The core never imports a kit (a test proves it): a probe imports one,
 core only sees the probe.
 """
 
+from __future__ import annotations
+
 import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from probelab.probe import Evidence, Kernel, Rendered
+from probelab.errors import UsageError
+from probelab.probe import Evidence, Kernel, Rendered, recorded_info
+
+if TYPE_CHECKING:  # xarray is imported where a dataset is read: discovery needs none
+    import xarray as xr
 
 
 @dataclass
@@ -45,3 +51,16 @@ def lazy_figures(module: str, function: str) -> Callable[..., dict[str, object]]
         return getattr(importlib.import_module(module), function)(ds, **options)
 
     return draw
+
+
+def recorded_stimulus(ds: xr.Dataset, kit: str) -> Mapping[str, object]:
+    """The stimulus facts a dataset records of its probe of `kit` (probe_info's `stimulus`,
+    under the content hash): from its provenance alone, no probe imported. UsageError where
+    it records none (a dataset older than the record, or another kit's): nothing is rebuilt
+    from conventions."""
+    from probelab import dataset
+
+    facts = recorded_info(dataset.provenance(ds))
+    if facts is None or facts.stimulus.get("kit") != kit:
+        raise UsageError(f"the dataset records no {kit} stimulus facts (probe_info.stimulus)")
+    return facts.stimulus

@@ -13,17 +13,17 @@ probe code and planning nothing anew.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from probelab.errors import UsageError
 from probelab.formats import ELEMENTS
+from probelab.kits import recorded_stimulus
 from probelab.kits.elements import pack, words
 from probelab.kits.lane_id import engine
 from probelab.kits.lane_id.engine import BOTH, Plan, Shape, Sizes
-from probelab.probe import recorded_info
 
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
     import xarray as xr
@@ -70,22 +70,11 @@ def record(shapes: Sequence[Shape], seed: int, trials: int, design: str
     }
 
 
-def recorded(ds: xr.Dataset) -> Mapping[str, object]:
-    """The lane-id stimulus facts a dataset records (UsageError where it records none: a
-    dataset older than the record, or another kit's)."""
-    from probelab import dataset
-
-    facts = recorded_info(dataset.provenance(ds))
-    if facts is None or facts.stimulus.get("kit") != KIT:
-        raise UsageError("the dataset records no lane-id stimulus facts (probe_info.stimulus)")
-    return facts.stimulus
-
-
 def inputs(ds: xr.Dataset) -> dict[str, np.ndarray]:
     """Every wave's launch inputs, rebuilt from the dataset alone: params (the wave count)
     and the a, b, c buffers (uint32, (waves, lanes, words)), by the recorded plan and
     packing over the grid's sizes and GEMM trials."""
-    facts = recorded(ds)
+    facts = recorded_stimulus(ds, KIT)
     numbers = engine.waves(ds, plan=Plan(**facts["plan"]))
     lanes, buffers = int(ds["lanes"].values), facts["buffers"]
     out = {"params": np.array([numbers["a"].shape[0]], np.uint32)}

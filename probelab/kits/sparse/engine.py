@@ -331,12 +331,15 @@ def _metadata(grid: xr.Dataset) -> dict[str, np.ndarray]:
             "clash": spread(grid["cword"].values) if "cword" in grid else none}
 
 
-def waves(grid: xr.Dataset, design: Design) -> dict[str, np.ndarray]:
+def waves(grid: xr.Dataset, codec: Codec) -> dict[str, np.ndarray]:
     """Every wave's inputs: a and b (W, 32, 4) registers, e (W, 32) metadata, in launch
-    order: the one-hot blocks (configuration, [digit,] A slot), then the dense waves."""
-    codec, slots = design.codec, design.slots
+    order: the one-hot blocks (configuration, [digit,] A slot), then the dense waves; from
+    the grid and the element codec alone (a dataset's recorded one: kits.sparse.recipe)."""
+    a_elems = grid.sizes["a_value"]
+    fragment = Fragment("a", LANES, a_elems, THREAD_MAJOR)  # the design's (Design.fragment)
+    slots = fragment.slots
     planes = codec.pack(_b_planes(grid, codec))  # (digit, 32, 4)
-    onehot = codec.pack(design.fragment("a").per_thread(np.eye(slots)))  # (slots, 32, 4)
+    onehot = codec.pack(fragment.per_thread(np.eye(slots)))  # (slots, 32, 4)
     meta = _metadata(grid)
     a, b, e = [], [], []
     for block in BLOCKS:
@@ -351,7 +354,7 @@ def waves(grid: xr.Dataset, design: Design) -> dict[str, np.ndarray]:
     b.append(np.repeat(planes[:1], len(dense_meta), 0))
     e.append(dense_meta)
     if "cword" in grid:  # the collision waves, last: (cword, trial)
-        a.append(codec.pack(grid["clash_a"].values.reshape(-1, LANES, design.a_elems)))
+        a.append(codec.pack(grid["clash_a"].values.reshape(-1, LANES, a_elems)))
         b.append(np.repeat(planes[:1], grid["clash_a"].shape[0] * grid.sizes["trial"], 0))
         e.append(np.repeat(meta["clash"], grid.sizes["trial"], 0))
     return {"a": np.concatenate(a), "b": np.concatenate(b), "e": np.concatenate(e)}

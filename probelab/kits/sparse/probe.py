@@ -16,6 +16,7 @@ import numpy as np
 
 from probelab.kits import Declared, lazy_figures
 from probelab.kits.sparse import engine as sparse
+from probelab.kits.sparse import recipe
 from probelab.kits.sparse.engine import LANES, Design, Unit
 from probelab.probe import Evidence, Kernel, Launch
 
@@ -53,8 +54,13 @@ class SparseProbe(Declared):
     def stimulus(self) -> xr.Dataset:
         return sparse.stimulus(self.design)
 
+    @property
+    def stimulus_facts(self) -> dict[str, object]:
+        """What its datasets record of the stimulus beyond the grid (recipe.record)."""
+        return recipe.record(self.design)
+
     def launch(self, stimulus: xr.Dataset) -> Launch:
-        w = sparse.waves(stimulus, self.design)
+        w = sparse.waves(stimulus, self.design.codec)
         waves, d_regs = w["e"].shape[0], self.design.d_regs
         return Launch(inputs={"params": np.array([waves], np.uint32), "a": w["a"],
                               "b": w["b"], "c": np.zeros((waves, LANES, d_regs), np.uint32),
