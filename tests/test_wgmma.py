@@ -3,7 +3,6 @@ source and from the SASS's descriptor constants), the lane-id kit reads a shared
 with more slots than elements, and the gate holds the fence/arrive/wait discipline."""
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +13,6 @@ from probelab.kits.elements import Codec
 from probelab.kits.lane_id.engine import Shape
 from probelab.probe import get_probe
 
-ROOT = Path(__file__).resolve().parents[1]
 MODE = {0: 0, 128: 1, 64: 2, 32: 3}  # PTX's swizzle mode codes by swizzle bytes
 
 

@@ -7,6 +7,7 @@ m16n8k16 f64, one warp per wave, fragments straight from global memory.
 
 from pathlib import Path
 
+from probelab.kits.lane_id.mma_sync import exactly_one
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.probe import Evidence
 
@@ -18,13 +19,8 @@ SHAPES = (Shape("m8n8k4", 8, 8, 4, 32, a_values=1, b_values=1, d_values=2),
 
 
 def evidence(shape: Shape) -> Evidence:
-    """Exactly one DMMA of this shape and no other; A, B and C each straight from 64-bit
-    loads, every register of the fragment (SASS names only the first of each)."""
-    return Evidence(rf"DMMA\.{shape.M}x{shape.N}x{shape.K}",
-                    forbidden=(rf"DMMA\.(?!{shape.M}x{shape.N}x{shape.K}$).*", r"DFMA.*",
-                               r"HMMA.*"),
-                    operands=("unmodified",) * 3,
-                    spans=tuple(shape.registers(n) for n in "abd"))
+    """Exactly one DMMA of this shape and no DFMA or HMMA; A, B and C from 64-bit loads."""
+    return exactly_one(shape, rf"DMMA\.{shape.M}x{shape.N}x{shape.K}", r"DFMA.*", r"HMMA.*")
 
 
 PROBE = LaneIdProbe(

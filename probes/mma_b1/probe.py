@@ -16,7 +16,7 @@ from pathlib import Path
 
 from probelab.formats import B1, S32
 from probelab.kits.elements import Codec
-from probelab.kits.lane_id.mma_sync import per_shape
+from probelab.kits.lane_id.mma_sync import exactly_one, per_shape
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape, warp_shapes
 from probelab.probe import Evidence, Rendered
 
@@ -38,14 +38,10 @@ come straight from global memory (the evidence gate traces them). params[0] = wa
 
 
 def evidence(shape: Shape) -> Evidence:
-    """Exactly one BMMA of this shape with AND.POPC and no other MMA; A, B and C each straight
-    from 32-bit loads, every register of the fragment."""
-    mnk = f"{shape.M}{shape.N}{shape.K}"
-    return Evidence(rf"BMMA\.{mnk}\.AND\.POPC",
-                    forbidden=(rf"BMMA\.(?!{mnk}\.AND\.POPC$).*", r"IMMA.*", r"HMMA.*",
-                               r"DMMA.*", r"CALL.*"),
-                    operands=("unmodified",) * 3,
-                    spans=tuple(shape.registers(n) for n in "abd"))
+    """Exactly one BMMA of this shape with AND.POPC, no other MMA and no call (sm_90's XOR
+    routine)."""
+    return exactly_one(shape, rf"BMMA\.{shape.M}{shape.N}{shape.K}\.AND\.POPC", r"IMMA.*",
+                       r"HMMA.*", r"DMMA.*", r"CALL.*")
 
 
 def probe(kind: str) -> LaneIdProbe:

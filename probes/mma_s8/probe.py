@@ -12,7 +12,7 @@ reference also checks that the unit reads each operand in its own signedness.
 from pathlib import Path
 
 from probelab.kits.lane_id.engine import Shape
-from probelab.kits.lane_id.mma_sync import integer_probes, integer_types
+from probelab.kits.lane_id.mma_sync import exactly_one, integer_probes, integer_types
 from probelab.probe import Evidence
 
 TYPES = integer_types(8)
@@ -26,13 +26,9 @@ def evidence(kind: str):
     a, b = (t.name.upper() for t in TYPES[kind])
 
     def of(shape: Shape) -> Evidence:
-        """Exactly one IMMA of this shape and signedness and no other MMA; A, B and C each
-        straight from 32-bit loads, every register of the fragment."""
-        form = rf"IMMA\.{shape.M}{shape.N}{shape.K}\.{a}\.{b}"
-        return Evidence(form, forbidden=(rf"IMMA\.(?!{shape.M}{shape.N}{shape.K}\.{a}\.{b}$).*",
-                                         r"HMMA.*", r"DMMA.*"),
-                        operands=("unmodified",) * 3,
-                        spans=tuple(shape.registers(n) for n in "abd"))
+        """Exactly one IMMA of this shape and signedness and no other MMA."""
+        return exactly_one(shape, rf"IMMA\.{shape.M}{shape.N}{shape.K}\.{a}\.{b}", r"HMMA.*",
+                           r"DMMA.*")
     return of
 
 

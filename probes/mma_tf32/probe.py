@@ -8,7 +8,7 @@ from pathlib import Path
 
 from probelab.formats import F32, TF32
 from probelab.kits.elements import Codec
-from probelab.kits.lane_id.mma_sync import per_shape
+from probelab.kits.lane_id.mma_sync import exactly_one, per_shape
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.probe import Evidence, Rendered
 
@@ -27,14 +27,9 @@ SHAPES = (Shape("tf32_m16n8k4", 16, 8, 4, 32, a_values=2, b_values=1, d_values=4
 
 
 def evidence(shape: Shape) -> Evidence:
-    """Exactly one tf32 HMMA of this shape and no other MMA; A, B and C each straight from
-    32-bit loads, every register of the fragment."""
-    mnk = f"{shape.M}{shape.N}{shape.K}"
-    return Evidence(rf"HMMA\.{mnk}\.F32\.TF32",
-                    forbidden=(rf"HMMA\.(?!{mnk}\.F32\.TF32$).*", r"IMMA.*", r"DMMA.*",
-                               r"FFMA.*"),
-                    operands=("unmodified",) * 3,
-                    spans=tuple(shape.registers(n) for n in "abd"))
+    """Exactly one tf32 HMMA of this shape, no other MMA and no FFMA fallback."""
+    return exactly_one(shape, rf"HMMA\.{shape.M}{shape.N}{shape.K}\.F32\.TF32", r"IMMA.*",
+                       r"DMMA.*", r"FFMA.*")
 
 
 PROBE = LaneIdProbe(

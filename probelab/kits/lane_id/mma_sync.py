@@ -105,6 +105,16 @@ def typed_family(prose: str, shapes: Sequence[Shape], instruction: Callable[[Sha
                                             for kind, words in types))
 
 
+def exactly_one(shape: Shape, form: str, *others: str) -> Evidence:
+    """The gate of a native warp MMA: exactly one `form` (a SASS regex, MNEMONIC\\.rest),
+    no other form of its mnemonic and nothing matching `others`; A, B and C each straight
+    from their loads, every register of the fragment (SASS names only the first of each)."""
+    mnemonic, rest = form.split("\\.", 1)
+    return Evidence(form, forbidden=(rf"{mnemonic}\.(?!{rest}$).*", *others),
+                    operands=("unmodified",) * 3,
+                    spans=tuple(shape.registers(n) for n in "abd"))
+
+
 def per_shape(prose: str, groups: Sequence[Sequence[Shape]],
               instruction: Callable[[Shape], str], spelled: bool = False) -> str:
     """A source with one kernel per shape, probe_<shape name>, its entry point taking ARGS
