@@ -113,14 +113,12 @@ MODELS = {"bfe_u32": bfe_model(False), "bfe_s32": bfe_model(True), "bfi_b32": bf
 FACTS = {"bfe_u32": (0, 0), "bfe_s32": (0, 1), "bfi_b32": (1, 0)}
 
 a, b, names = words()
-PROBE = BitOpProbe(
-    id="bfe-bfi", version="1",
+PROBE = BitOpProbe.ptx(
+    Rendered(SOURCE, source), id="bfe-bfi", version="1",
     summary=("bfe.u32/.s32 and bfi.b32 (lowered on sm_90): every pos and len 0-33 and the "
              "edges past 255, over bit-naming words"),
-    targets=("sm_*",), vendor="nvidia", source=Rendered(SOURCE, source),
-    axes=(Axis.numbered("word", {"a": a, "b": b, "pattern": names},
-               {"a": {"description": "bfe's source; bfi's field", "display": "hex"},
-                "b": {"description": "bfi's base (bfe ignores it)", "display": "hex"}}),
+    axes=(Axis.operands("word", names, a=(a, "bfe's source; bfi's field"),
+                        b=(b, "bfi's base (bfe ignores it)")),
           Axis("pos", {"pos": places()}),
           Axis("len", {"len": places()})),
     ops=tuple(Op(name, EVIDENCE[name], MODELS[name],

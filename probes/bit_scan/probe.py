@@ -111,11 +111,10 @@ def evidence(name: str) -> Evidence:
 
 
 w, names = words()
-PROBE = BitOpProbe(
-    id="bit-scan", version="1",
+PROBE = BitOpProbe.ptx(
+    Rendered(SOURCE, source), id="bit-scan", version="1",
     summary=("brev, bfind (.u32 .s32 .shiftamt), clz and __brev/__clz/__ffs over words with "
              "their first and last set and clear bits at every position"),
-    targets=("sm_*",), vendor="nvidia", source=Rendered(SOURCE, source),
     axes=(Axis("word", {"word": w, "pattern": names}, {"word": {"display": "hex"}}),),
     ops=tuple(Op(name, evidence(name), model, facts={"op": FORMS[name][0]})
               for name in FORMS),

@@ -47,10 +47,9 @@ def source() -> str:
         "\n" + asm_kernel(f"probe_{name}", INPUTS, text) for name, (_, text, _) in FORMS.items())
 
 
-PROBE = BitOpProbe(
-    id="bmsk", version="1",
+PROBE = BitOpProbe.ptx(
+    Rendered(SOURCE, source), id="bmsk", version="1",
     summary="bmsk.clamp/.wrap.b32: every position and width 0-40 and the edges past 32",
-    targets=("sm_*",), vendor="nvidia", source=Rendered(SOURCE, source),
     axes=(Axis("pos", {"pos": amounts()}, {"pos": {"description": "operand a"}}),
           Axis("width", {"width": amounts()}, {"width": {"description": "operand b"}})),
     # SASS BMSK reads (pos, width); .W is the wrap form, so each forbids the other

@@ -80,11 +80,10 @@ EVIDENCE = Evidence(
     companions=((r"BREV", "before", 1), (r"BSSY", "before", 1), (r"SEL", "after", None)))
 
 m, names = masks()
-PROBE = BitOpProbe(
-    id="fns", version="1",
+PROBE = BitOpProbe.ptx(
+    Rendered(SOURCE, source), id="fns", version="1",
     summary=("fns.b32 and __fns (lowered on sm_90): every base 0-31 and offset -33..33 and "
              "the edges, over masks with known set bits"),
-    targets=("sm_*",), vendor="nvidia", source=Rendered(SOURCE, source),
     axes=(Axis("mask", {"mask": m, "pattern": names}, {"mask": {"display": "hex"}}),
           Axis("base", {"base": np.arange(32, dtype=np.uint32)}),
           Axis("offset", {"offset": offsets()},

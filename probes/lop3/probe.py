@@ -62,10 +62,9 @@ def source() -> str:
 
 a, b, c, names = triples()
 HEX = {"display": "hex"}
-PROBE = BitOpProbe(
-    id="lop3", version="1",
+PROBE = BitOpProbe.ptx(
+    Rendered(SOURCE, source), id="lop3", version="1",
     summary="lop3.b32: all 256 truth tables over bit-complete and random operand triples",
-    targets=("sm_*",), vendor="nvidia", source=Rendered(SOURCE, source),
     axes=(Axis.numbered("triple", {"a": a, "b": b, "c": c,
                                    "pattern": names}, {"a": HEX, "b": HEX, "c": HEX}),
           Axis("lut", {"lut": np.array(LUTS, np.uint32)},

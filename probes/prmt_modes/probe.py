@@ -78,14 +78,11 @@ def evidence(mode: str) -> Evidence:
 
 
 a, b, pattern = operand_pairs()
-PROBE = BitOpProbe(
-    id="prmt-modes", version="1",
+PROBE = BitOpProbe.ptx(
+    Rendered(SOURCE, source), id="prmt-modes", version="1",
     summary=("prmt.b32 .f4e/.b4e/.rc8/.ecl/.ecr/.rc16: every 8-bit selector and random ones "
              "over byte-named operand pairs"),
-    targets=("sm_*",), vendor="nvidia", source=Rendered(SOURCE, source),
-    axes=(Axis.numbered("word", {"a": a, "b": b, "pattern": pattern},
-               {"a": {"description": "source bytes 0-3", "display": "hex"},
-                "b": {"description": "source bytes 4-7", "display": "hex"}}),
+    axes=(Axis.operands("word", pattern, a=(a, "source bytes 0-3"), b=(b, "source bytes 4-7")),
           Axis("selector", {"selector": selectors()},
                {"selector": {"description": "operand c", "display": "hex"}})),
     ops=tuple(Op(m, evidence(m), model, facts={"mode": n}) for m, n in MODES.items()),

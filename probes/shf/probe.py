@@ -97,14 +97,12 @@ def evidence(left: int, clamp: int) -> Evidence:
 
 
 a, b, names = pairs()
-PROBE = BitOpProbe(
-    id="shf", version="1",
+PROBE = BitOpProbe.ptx(
+    Rendered(SOURCE, source), id="shf", version="1",
     summary=("shf.{l,r}.{clamp,wrap}.b32 and __funnelshift_{l,lc,r,rc}: every shift 0-70, "
              "the edges past 32 and random ones, over bit-naming operand pairs"),
-    targets=("sm_*",), vendor="nvidia", source=Rendered(SOURCE, source),
-    axes=(Axis.numbered("pair", {"a": a, "b": b, "pattern": names},
-               {"a": {"description": "bits 31:0 of the source", "display": "hex"},
-                "b": {"description": "bits 63:32 of the source", "display": "hex"}}),
+    axes=(Axis.operands("pair", names, a=(a, "bits 31:0 of the source"),
+                        b=(b, "bits 63:32 of the source")),
           Axis("shift", {"shift": shifts()}, {"shift": {"description": "operand c"}})),
     ops=tuple(Op(name, evidence(left, clamp), model, facts={"left": left, "clamp": clamp})
               for name, (left, clamp, _) in FORMS.items()),

@@ -12,14 +12,14 @@ coordinates along `kernel`, so one sealed expression can name every kernel of a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from probelab.kits import Declared
-from probelab.probe import Evidence, Kernel, Launch
+from probelab.probe import Evidence, Kernel, Launch, Rendered
 
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
     import xarray as xr
@@ -51,6 +51,14 @@ class Axis:
         n = len(next(iter(coords.values())))
         return cls(dim, {dim: np.arange(n, dtype=np.uint32), **coords}, attrs or {})
 
+    @classmethod
+    def operands(cls, dim: str, pattern: Sequence[str], **words: tuple[object, str]) -> Axis:
+        """Operand words numbered along `dim` (`numbered`), each name -> (its values, what it
+        is; shown in hex), and the `pattern` name of each beside them."""
+        return cls.numbered(dim, {**{n: v for n, (v, _) in words.items()}, "pattern": pattern},
+                            {n: {"description": about, "display": "hex"}
+                             for n, (_, about) in words.items()})
+
 
 @dataclass(frozen=True)
 class Op:
@@ -73,6 +81,12 @@ class BitOpProbe(Declared):
     # in a near miss to show that the sealed reading refutes it). Never evidence.
     sim_models: dict[str, Model] = field(default_factory=dict)
     plots: Mapping[str, Callable[..., object]] = field(default_factory=dict)
+
+    @classmethod
+    def ptx(cls, source: Rendered, **declared: Any) -> BitOpProbe:
+        """A probe of NVIDIA's PTX bit instructions on every sm_* target, its kernels
+        rendered into `source`."""
+        return cls(targets=("sm_*",), vendor="nvidia", source=source, **declared)
 
     def __post_init__(self) -> None:
         dims = tuple(a.dim for a in self.axes)
