@@ -24,6 +24,7 @@ from typing import Any
 
 from probelab import bounded, chain
 from probelab.errors import CannotWrite
+from probelab.notary.rules import Finding, Rule
 from probelab.paths import data_dir, relative
 from probelab.records import Provenance, toolchain_label, toolchain_name
 
@@ -153,39 +154,36 @@ def pin_form_problem(entry: dict[str, Any]) -> str | None:
     return None
 
 
-def placement_problem(path: Path, prov: Provenance) -> str | None:
-    """A dataset lives at data/PROBE/TARGET/NAME.nc of its own probe and target."""
+def misplacement(path: Path, prov: Provenance) -> Finding | None:
+    """A dataset lives at data/PROBE/TARGET/NAME.nc of its own probe and target, and a static
+    one is named after its toolchain; None where it does."""
     parts = Path(relative(path)).parts
     if len(parts) != 4 or parts[1:3] != (prov.get("probe"), prov.get("target")) \
             or path.suffix != ".nc":
-        return (f"it sits at {'/'.join(parts[1:-1])}/, but its provenance says it is a "
-                f"{prov.get('probe')!r} dataset of {prov.get('target')!r}: a dataset lives "
-                "at data/PROBE/TARGET/NAME.nc of its own probe and target")
+        return Finding(Rule.MISPLACED, "/".join(parts[1:-1]),
+                       f"{prov.get('probe')!r} dataset of {prov.get('target')!r}")
     label, built_by = toolchain_label(path), toolchain_name(prov)
     described = prov.get("toolchain")
     named = isinstance(described, dict) and "name" in described  # since toolchains have names
     if label != built_by and (label is not None or named):
-        return (f"its name is {path.name}, but its provenance says it was built by "
-                f"{built_by}: a static dataset is named TIME.TOOLCHAIN.nc after its toolchain")
+        return Finding(Rule.MISNAMED, path.name, str(built_by))
     return None
 
 
-def pin_problem(path: Path, content: str | None, entries: list[dict[str, Any]],
-                file_sha: str | None = None) -> str | None:
+def pin_mismatch(path: Path, content: str | None, entries: list[dict[str, Any]],
+                 file_sha: str | None = None) -> Finding | None:
     """Why the archive file at `path`, whose contents hash to `content` (None: they cannot
     be read) and, where given, whose bytes as read hash to `file_sha`, is not the dataset
     its pin names, or None."""
     rel = relative(path)
     pins = [e for e in entries if e["path"] == rel]
     if not pins:
-        return (f"no pin in {relative(manifest_path())} names it: a measured dataset counts "
-                "only as the sweep saved it (added by hand, copied or renamed?)")
+        return Finding(Rule.UNPINNED, relative(manifest_path()))
     others = [e["path"] for e in entries if e["content_sha256"] == content and e["path"] != rel]
     if others or len(pins) > 1:
-        return (f"its pin is not its own (also pinned: {', '.join(others) or rel}): a copy "
-                "is not a replication")
+        return Finding(Rule.PINNED_AS_ANOTHER, rel, files=tuple(others))
     if pins[0]["file_sha256"] != (file_sha or file_sha256(path)):
-        return "its bytes differ from the file its pin names (edited after the sweep)"
+        return Finding(Rule.BYTES_NOT_PINNED)
     if content is not None and pins[0]["content_sha256"] != content:
-        return "its contents differ from those its pin names (edited after the sweep)"
+        return Finding(Rule.CONTENT_NOT_PINNED)
     return None

@@ -33,6 +33,7 @@ from typing import Any
 
 from probelab import chain, codetree, dataset, gitinfo, manifest, source, storage
 from probelab.errors import CannotWrite, IntegrityError, UsageError
+from probelab.notary import words
 from probelab.paths import data_dir, lab_root
 
 Step = Callable[[str], None]
@@ -181,7 +182,9 @@ def _checked(a: Arrival, n: int, total: int, step: Step) -> str | None:
         return "; ".join(found)
     if dataset.simulated(prov):
         return "it is simulated: a model's output never joins the measured archive"
-    return manifest.placement_problem(lab_root() / pin["path"], prov) or _made_at(prov)
+    if misplaced := manifest.misplacement(lab_root() / pin["path"], prov):
+        return words.sentence(misplaced)
+    return _made_at(prov)
 
 
 def _made_at(prov: dict[str, Any]) -> str | None:

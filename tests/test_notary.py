@@ -63,11 +63,14 @@ def test_a_datasets_own_findings_are_said_as_one_reason_first() -> None:
     """The interface's words, pinned: what the verdict file says of a dataset that is not
     what its sweep saved, and of code that changed between unrelated commits."""
     seal, head = "a" * 40, "b" * 40
-    said = judgement({}, [Finding(Rule.PIN_MISMATCH, detail="no pin"),
+    said = judgement({}, [Finding(Rule.PINNED_AS_ANOTHER, "data/p/t/b.nc", files=("a.nc",)),
                           Finding(Rule.REWRITTEN, detail="changed")])
     assert (said.outcome, said.doc["verdict"]) == (Outcome.TAMPERED, "TAMPERED")
-    assert said.doc["reasons"] == ["dataset: no pin; changed (its provenance fields above are "
-                                   "as recorded, not vouched for)"]
+    assert said.doc["reasons"] == ["dataset: its pin is not its own (also pinned: a.nc): a copy "
+                                   "is not a replication; changed (its provenance fields above "
+                                   "are as recorded, not vouched for)"]
+    assert words.sentence(Finding(Rule.PINNED_AS_ANOTHER, "data/p/t/b.nc")) == \
+        "its pin is not its own (also pinned: data/p/t/b.nc): a copy is not a replication"
     assert words.reasons([Finding(Rule.SEAL_UNRELATED, seal, head),
                           Finding(Rule.CODE_DIFFERS_FROM_SEAL, seal, head, ("p.py",))]) == [
         f"seal commit {seal[:12]} is not an ancestor of the measured commit {head[:12]}",

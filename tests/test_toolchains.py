@@ -13,6 +13,7 @@ import pytest
 from quick import quick_first
 
 from probelab.errors import IntegrityError, Unavailable, UsageError
+from probelab.notary.rules import Finding, Rule
 from probelab.probe import BuiltCase, Evidence
 from probelab.records import toolchain_label, toolchain_name
 from probelab.toolchains import identity
@@ -97,19 +98,19 @@ def test_a_static_dataset_is_named_after_its_toolchain_exactly(repo_lab):
     prov = {"probe": "builtin-modifiers", "target": "gfx1201", "static": True,
             "toolchain": {"name": "clang-22"}}
     home = data_dir() / "builtin-modifiers" / "gfx1201"
-    assert manifest.placement_problem(home / "20261202T011633Z.clang-22.nc", prov) is None
+    assert manifest.misplacement(home / "20261202T011633Z.clang-22.nc", prov) is None
     # a clang-22 dataset renamed to pass for clang-19's is misplaced
-    why = manifest.placement_problem(home / "20261202T011633Z.clang-19.nc", prov)
-    assert why and "built by clang-22" in why
-    assert manifest.placement_problem(home / "20261202T011633Z.nc", prov)  # the name dropped
+    assert manifest.misplacement(home / "20261202T011633Z.clang-19.nc", prov) == \
+        Finding(Rule.MISNAMED, "20261202T011633Z.clang-19.nc", "clang-22")
+    assert manifest.misplacement(home / "20261202T011633Z.nc", prov)  # the name dropped
     # a dataset from before the names: its compiler names it, and a label must agree
     old = {"probe": "builtin-modifiers", "target": "gfx1201", "static": True,
            "toolchain": {"compiler": "Debian clang version 19.1.7 (3~deb12u1)"}}
-    assert manifest.placement_problem(home / "20261130T014748Z.nc", old) is None
-    assert manifest.placement_problem(home / "20261130T014748Z.clang-22.nc", old)
+    assert manifest.misplacement(home / "20261130T014748Z.nc", old) is None
+    assert manifest.misplacement(home / "20261130T014748Z.clang-22.nc", old)
     device = {"probe": "byte-perm", "target": "gfx1201", "static": False}
-    assert manifest.placement_problem(data_dir() / "byte-perm" / "gfx1201" /
-                                      "20261130T014748Z.clang-22.nc", device)
+    assert manifest.misplacement(data_dir() / "byte-perm" / "gfx1201" /
+                                 "20261130T014748Z.clang-22.nc", device)
 
 
 def test_verify_compares_verdicts_across_toolchains_and_says_which_changed():

@@ -136,7 +136,7 @@ def test_copies_are_not_replications_nor_other_targets_data(toylab: ToyLab) -> N
     for copy in copies:
         toylab.pin(copy)  # pinned as if each were a sweep of its own
     assert "one content pinned 4 times" in problems()
-    assert assess(hyp, copies[0]).rules == {Rule.PIN_MISMATCH}
+    assert assess(hyp, copies[0]).rules == {Rule.PINNED_AS_ANOTHER}
 
 
 # ---- 4. every dataset has a pinned hash; none is counted without one -------------------------
@@ -169,7 +169,7 @@ def test_an_edit_to_a_dataset_without_a_content_hash_is_caught_by_its_pin(
     result = invoke("check", hyp, data, "--json", "--no-save")
     assert result.exit_code == 3
     assert json.loads(result.stdout)["verdict"] == "TAMPERED"
-    assert assess(hyp, data).rules == {Rule.PIN_MISMATCH}
+    assert assess(hyp, data).rules == {Rule.BYTES_NOT_PINNED}
 
 
 def test_stripping_the_content_hash_and_newer_keys_is_caught_by_the_pin(
@@ -182,7 +182,7 @@ def test_stripping_the_content_hash_and_newer_keys_is_caught_by_the_pin(
     ds.attrs["provenance"] = json.dumps(prov)  # now it looks like an old dataset
     data.unlink()
     ds.to_netcdf(data, engine=dataset.ENGINE)
-    assert assess(hyp, data).rules == {Rule.PIN_MISMATCH}
+    assert assess(hyp, data).rules == {Rule.BYTES_NOT_PINNED}
 
 
 @pytest.mark.slow  # every dataset of the archive read and hashed: 116 of them, 65 s
@@ -201,7 +201,7 @@ def test_the_committed_archive_is_pinned_whole(repo_lab) -> None:
             assert retirement.pinned_bytes_problem(path, pins) is None
             continue
         ds = dataset.load(path)
-        assert manifest.pin_problem(path, dataset.computed_content_sha256(ds), pins) is None
+        assert manifest.pin_mismatch(path, dataset.computed_content_sha256(ds), pins) is None
 
 
 # ---- 5. a simulated dataset passed off as a measurement ---------------------------------------
@@ -375,7 +375,7 @@ def test_a_path_pinned_twice_is_a_problem_not_a_crash(toylab: ToyLab) -> None:
     hyp = sealed(toylab)
     data = toylab.as_measured(toylab.sim_dataset())
     toylab.pin(data)
-    assert assess(hyp, data).rules == {Rule.PIN_MISMATCH}
+    assert assess(hyp, data).rules == {Rule.PINNED_AS_ANOTHER}
     assert "one path pinned 2 times" in problems()
 
 

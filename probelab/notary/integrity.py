@@ -38,14 +38,14 @@ def dataset_findings(path: Path, prov: Provenance, content: str, history: bool =
         raise UsageError(f"{path} is not a file in the archive ({shown(manifest.data_dir())}/): "
                          f"a measured dataset counts only there, as {manifest.NAME} pins it "
                          "(a link to it, or a copy elsewhere, is not the dataset)")
-    if why := manifest.placement_problem(path, prov):
-        return [Finding(Rule.MISPLACED, detail=why)]
+    if found := manifest.misplacement(path, prov):
+        return [found]
     try:
         entries = manifest.read() if pins is None else pins
     except IntegrityError as exc:
         return [Finding(Rule.MANIFEST_BROKEN, detail=f"{exc}")]
-    if why := manifest.pin_problem(path, content, entries, file_sha):
-        return [Finding(Rule.PIN_MISMATCH, detail=why)]
+    if found := manifest.pin_mismatch(path, content, entries, file_sha):
+        return [found]
     if not history:
         return []
     return [*(Finding(Rule.REWRITTEN, detail=why) for why in written.rewritten(path)),
@@ -163,7 +163,8 @@ def read_dataset(path: Path, pins: list[dict[str, Any]] | None = None) -> datase
         if manifest.archive_relative(path) is None:
             raise
         try:
-            pinned = manifest.pin_problem(path, None, manifest.read() if pins is None else pins)
+            found = manifest.pin_mismatch(path, None, manifest.read() if pins is None else pins)
+            pinned = words.sentence(found) if found else None
         except (IntegrityError, OSError) as broken:
             pinned = f"whether a pin names it is unknown ({broken})"
         raise Unreadable(path, "; ".join(filter(None, (

@@ -67,8 +67,12 @@ class Rule(Enum):
     CONTENT_EDITED = Row((4,), _T, "values or provenance no longer hash as saved")
     CONTENT_HASH_REMOVED = Row((4,), _T, "a dataset that records it without its content hash")
     MISPLACED = Row((11, 22), _T, "not in data/PROBE/TARGET/ of its own provenance")
+    MISNAMED = Row((30,), _T, "a static dataset not named after its toolchain")
     MANIFEST_BROKEN = Row((34,), _T, "the manifest's chain does not hold")
-    PIN_MISMATCH = Row((11, 12, 22), _T, "unpinned, a copy, or not its pin's bytes")
+    UNPINNED = Row((11,), _T, "no pin names it")
+    PINNED_AS_ANOTHER = Row((11, 22), _T, "its content pinned elsewhere too, or its path twice")
+    BYTES_NOT_PINNED = Row((12,), _T, "its bytes are not the ones its pin names")
+    CONTENT_NOT_PINNED = Row((12,), _T, "its contents are not the ones its pin names")
     REWRITTEN = Row((4, 11), _T, "changed in git after the commit that added it")
     MANIFEST_REWRITTEN = Row((11,), _T, "the manifest's history lost or changed lines")
     # 4. the data are a measurement
@@ -105,5 +109,6 @@ class Finding:
 # the rules a dataset's own integrity is judged by (notary.integrity), said together as one
 # reason of a verdict: nothing else of it is believed
 OF_THE_DATASET = frozenset({
-    Rule.CONTENT_EDITED, Rule.CONTENT_HASH_REMOVED, Rule.MISPLACED, Rule.MANIFEST_BROKEN,
-    Rule.PIN_MISMATCH, Rule.REWRITTEN, Rule.MANIFEST_REWRITTEN, Rule.SELF_CONTRADICTING})
+    Rule.CONTENT_EDITED, Rule.CONTENT_HASH_REMOVED, Rule.MISPLACED, Rule.MISNAMED,
+    Rule.MANIFEST_BROKEN, Rule.UNPINNED, Rule.PINNED_AS_ANOTHER, Rule.BYTES_NOT_PINNED,
+    Rule.CONTENT_NOT_PINNED, Rule.REWRITTEN, Rule.MANIFEST_REWRITTEN, Rule.SELF_CONTRADICTING})

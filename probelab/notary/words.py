@@ -35,9 +35,19 @@ SENTENCES: dict[Rule, str] = {
                                  "file{s} ({listed})",
     Rule.CONTENT_EDITED: _SAID,
     Rule.CONTENT_HASH_REMOVED: _SAID,
-    Rule.MISPLACED: _SAID,
+    Rule.MISPLACED: "it sits at {subject}/, but its provenance says it is a {detail}: a "
+                    "dataset lives at data/PROBE/TARGET/NAME.nc of its own probe and target",
+    Rule.MISNAMED: "its name is {subject}, but its provenance says it was built by {detail}: "
+                   "a static dataset is named TIME.TOOLCHAIN.nc after its toolchain",
     Rule.MANIFEST_BROKEN: _SAID,
-    Rule.PIN_MISMATCH: _SAID,
+    Rule.UNPINNED: "no pin in {subject} names it: a measured dataset counts only as the sweep "
+                   "saved it (added by hand, copied or renamed?)",
+    Rule.PINNED_AS_ANOTHER: "its pin is not its own (also pinned: {every}): a copy is not a "
+                            "replication",
+    Rule.BYTES_NOT_PINNED: "its bytes differ from the file its pin names (edited after the "
+                           "sweep)",
+    Rule.CONTENT_NOT_PINNED: "its contents differ from those its pin names (edited after the "
+                             "sweep)",
     Rule.REWRITTEN: _SAID,
     Rule.MANIFEST_REWRITTEN: _SAID,
     Rule.SELF_CONTRADICTING: _SAID,
@@ -63,8 +73,9 @@ def listed(files: Iterable[str]) -> str:
 def sentence(finding: Finding) -> str:
     """A finding in words."""
     n = len(finding.files)
-    return SENTENCES[finding.rule].format(subject=finding.subject, detail=finding.detail,
-                                          n=n, s="s" * (n != 1), listed=listed(finding.files))
+    return SENTENCES[finding.rule].format(
+        subject=finding.subject, detail=finding.detail, n=n, s="s" * (n != 1),
+        listed=listed(finding.files), every=", ".join(finding.files) or finding.subject)
 
 
 def problem(findings: Iterable[Finding]) -> str | None:
