@@ -1,9 +1,10 @@
 """Datasets describe their stimulus wholly (issue 37): a sweep records, in the probe's facts,
 what the lane-id kit's named waves are made of (the recipe, its plan, the seed, how the
 buffers hold the elements, every shared-memory tile: descriptor, alignment, element order,
-MN- or K-major) and the sparse kit's (seed, codec and levels, slot order, metadata, block
-order), and each kit's `recipe.inputs` rebuilds every wave's launch inputs from a saved
-dataset alone, with the probe's code gone."""
+MN- or K-major), the sparse kit's (seed, codec and levels, slot order, metadata, block
+order) and the numerics probes' (where a case's values sit, B's wgmma tile), and each kit's
+`recipe.inputs` rebuilds every wave's launch inputs from a saved dataset alone, with the
+probe's code gone."""
 
 import shutil
 from collections.abc import Mapping
@@ -17,26 +18,29 @@ from probelab import dataset
 from probelab.errors import UsageError
 from probelab.kits import recorded_stimulus
 from probelab.kits.lane_id import recipe
-from probelab.kits.lane_id.probe import LaneIdProbe
+from probelab.kits.numerics import recipe as numerics_recipe
 from probelab.kits.sparse import recipe as sparse_recipe
-from probelab.kits.sparse.probe import SparseProbe
 from probelab.kits.tiles import Tile, grid_facts
-from probelab.probe import INFO_KEY, catalog, get_probe, info
+from probelab.probe import INFO_KEY, catalog, get_probe, info, supports
 from probelab.sweep import run_sweep
 
-KITS: dict[type, ModuleType] = {LaneIdProbe: recipe, SparseProbe: sparse_recipe}
+KITS: dict[str, ModuleType] = {m.KIT: m for m in (recipe, sparse_recipe, numerics_recipe)}
 
 
-def _probes(kind: type) -> dict[str, str]:
-    """Every probe of the repository built on `kind` -> its folder."""
-    return {p.id: Path(getattr(p.source, "path", p.source)).parent.name
-            for p in catalog().probes.values() if isinstance(p, kind)}
+def _probes(kit: str) -> dict[str, str]:
+    """Every probe of the repository whose facts are `kit`'s -> its folder."""
+    folders = {e.id: e.folder for e in catalog().entries()}
+    return {p.id: folders[p.id] for p in catalog().probes.values()
+            if info(p).stimulus.get("kit") == kit}
 
 
-LANE_ID, SPARSE = _probes(LaneIdProbe), _probes(SparseProbe)
-WITNESS = "wgmma-f16-ss"  # A and B from tiles, one descriptor starting 512 bytes in
-SPARSE_WITNESS = "mma-sp-s8"
-SIM_TARGETS = {"gfx12*": "gfx1201"}  # a target pattern that names no one target
+LANE_ID, SPARSE, NUMERICS = (_probes(k) for k in KITS)
+# quick, one per kit: A and B from tiles (a descriptor starting 512 bytes in); a sparse
+# probe; a numerics probe whose B is placed in a wgmma tile (the others: the slow run)
+WITNESSES = ("wgmma-f16-ss", "mma-sp-s8", "numerics-wgmma-f16-f32")
+WITNESS = "wgmma-f16-ss"
+ALL = LANE_ID | SPARSE | NUMERICS
+SIM_TARGETS = ("sm_90", "gfx942", "gfx950", "gfx1201")  # the first a probe targets
 
 
 def _same(want: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]) -> None:
@@ -61,8 +65,7 @@ def _swept_then_forgotten(probe_id: str, folder: str, own_lab, tmp_path: Path, m
         return simulate(kernel, inputs)
 
     monkeypatch.setattr(probe, "simulate", kept)
-    pattern = probe.targets[0]
-    target = SIM_TARGETS.get(pattern, pattern.rstrip("*"))  # sm_90* -> sm_90
+    target = next(t for t in SIM_TARGETS if supports(probe, t))
     path = run_sweep(probe_id, "sim", target=target, out_root=tmp_path / "out",
                      repeats=2, allow_blind=True).path
     first, *others = launched.values()
@@ -81,7 +84,7 @@ def _rebuilt_from_the_dataset_alone(probe_id: str, folder: str, own_lab, tmp_pat
     and the recorded facts are the probe's; returns them."""
     path, launched, probe = _swept_then_forgotten(probe_id, folder, own_lab, tmp_path,
                                                   monkeypatch)
-    kit = KITS[type(probe)]
+    kit = KITS[info(probe).stimulus["kit"]]
     ds = dataset.load(path)
     rebuilt = kit.inputs(ds)
     _same({k: v.reshape(-1) for k, v in launched.items()},
@@ -91,26 +94,17 @@ def _rebuilt_from_the_dataset_alone(probe_id: str, folder: str, own_lab, tmp_pat
     return facts
 
 
-def test_a_lane_id_witness_is_rebuilt_from_its_dataset_with_its_probe_gone(
-        own_lab, tmp_path, monkeypatch) -> None:
-    facts = _rebuilt_from_the_dataset_alone(WITNESS, LANE_ID[WITNESS], own_lab, tmp_path,
-                                            monkeypatch)
-    assert sorted(facts["kernels"]["ss_sw64_hi"]["tiles"]) == ["a", "b"]
-
-
-def test_a_sparse_witness_is_rebuilt_from_its_dataset_with_its_probe_gone(
-        own_lab, tmp_path, monkeypatch) -> None:
-    facts = _rebuilt_from_the_dataset_alone(SPARSE_WITNESS, SPARSE[SPARSE_WITNESS], own_lab,
-                                            tmp_path, monkeypatch)
-    assert facts["slot_order"].startswith("slot = lane * ")  # thread-major, as drawn
+@pytest.mark.parametrize("probe_id", sorted(WITNESSES))
+def test_a_witness_is_rebuilt_from_its_dataset_with_its_probe_gone(probe_id: str, own_lab,
+                                                                   tmp_path, monkeypatch) -> None:
+    _rebuilt_from_the_dataset_alone(probe_id, ALL[probe_id], own_lab, tmp_path, monkeypatch)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("probe_id", sorted(set(LANE_ID | SPARSE) - {WITNESS, SPARSE_WITNESS}))
-def test_every_lane_id_and_sparse_probe_is_rebuilt_from_its_dataset(
+@pytest.mark.parametrize("probe_id", sorted(set(ALL) - set(WITNESSES)))
+def test_every_probe_of_the_three_kits_is_rebuilt_from_its_dataset(
         probe_id: str, own_lab, tmp_path, monkeypatch) -> None:
-    _rebuilt_from_the_dataset_alone(probe_id, (LANE_ID | SPARSE)[probe_id], own_lab, tmp_path,
-                                    monkeypatch)
+    _rebuilt_from_the_dataset_alone(probe_id, ALL[probe_id], own_lab, tmp_path, monkeypatch)
 
 
 def test_every_tile_a_lane_id_kernel_reads_is_declared_and_recorded() -> None:

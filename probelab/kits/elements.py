@@ -34,16 +34,21 @@ def words(element: Element, n: int) -> int:
 
 def pack(element: Element, values: np.ndarray) -> np.ndarray:
     """(..., n) values -> (..., words(n)) uint32 registers, as the instructions read them."""
-    raw = element.encode(values)
+    return pack_bits(element.encode(values), element.bits)
+
+
+def pack_bits(raw: np.ndarray, bits: int) -> np.ndarray:
+    """(..., n) raw bit patterns of `bits` each -> (..., words) uint32 registers (`pack`)."""
+    raw = np.asarray(raw).astype(np.uint64)
     n = raw.shape[-1]
-    if element.bits >= 32:
-        per = element.bits // 32
+    if bits >= 32:
+        per = bits // 32
         parts = [(raw >> np.uint64(32 * i)) & np.uint64(0xFFFFFFFF) for i in range(per)]
         return np.stack(parts, -1).reshape(*raw.shape[:-1], n * per).astype(np.uint32)
-    per = 32 // element.bits
-    padded = np.zeros((*raw.shape[:-1], words(element, n) * per), np.uint64)
+    per = 32 // bits
+    padded = np.zeros((*raw.shape[:-1], -(-n * bits // 32) * per), np.uint64)
     padded[..., :n] = raw
-    shifts = np.arange(per, dtype=np.uint64) * np.uint64(element.bits)
+    shifts = np.arange(per, dtype=np.uint64) * np.uint64(bits)
     grouped = padded.reshape(*raw.shape[:-1], -1, per) << shifts
     return np.bitwise_or.reduce(grouped, axis=-1).astype(np.uint32)
 

@@ -3,10 +3,9 @@ descriptors): every fact of how a kernel builds a tile and addresses it, declare
 that a dataset records them (`Tile.record`) and no reader has to take them from a kernel
 source.
 
-A kernel fills its tile from the operand's fragment: value v of lane l is element
-v * lanes + l (`ELEMENT_ORDER`: the kits' slot order, probelab.kits.fragment), at byte
-(v * lanes + l) * element bytes of a tile aligned to `align` bytes. The descriptor says how
-the instruction reads it: the swizzle mode, the leading and stride byte offsets (LBO, SBO),
+A tile is aligned to `align` bytes (how a kernel fills it is its kit's: the lane-id kit's
+kernels store value v of lane l at element v * lanes + l). The descriptor says how the
+instruction reads it: the swizzle mode, the leading and stride byte offsets (LBO, SBO),
 the start's offset past the tile's first byte, the base offset (descriptor bits 49-51) and
 whether the operand is MN-major (imm-trans-a/-b = 1, SASS `.tnspA`/`.tnspB`)."""
 
@@ -15,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-ELEMENT_ORDER = ("value v of lane l is element v * lanes + l, at byte (v * lanes + l) * "
-                 "element bytes")
 # PTX's descriptor swizzle field (bits 62-63) per swizzle width in bytes (0: none)
 SWIZZLE_MODES = {0: 0, 128: 1, 64: 2, 32: 3}
 FIELDS = ("swizzle", "lbo", "sbo", "start", "base_offset", "trans")
@@ -45,14 +42,24 @@ class Tile:
         """The descriptor's swizzle field."""
         return SWIZZLE_MODES[self.swizzle]
 
+    def byte(self, k: int, mn: int, element_bytes: int) -> int:
+        """The byte, from the tile's first, that holds element (k, mn) of a K-major tile
+        without swizzle: core matrices of 8 rows (m or n) of 16 bytes of k, the next 16 bytes
+        of k LBO on, the next 8 rows SBO on (the kits model no other layout: a swizzled or
+        MN-major tile's bytes are what its lane-id probes measure)."""
+        if self.swizzle or self.trans:
+            raise ValueError(f"{self}: only a K-major tile without swizzle is modelled")
+        at = k * element_bytes
+        return self.start + at % 16 + 16 * (mn % 8) + self.lbo * (at // 16) + self.sbo * (mn // 8)
+
     def record(self, element_bits: int, elements: int) -> dict[str, object]:
-        """The tile as a dataset records it: its descriptor, its size and alignment and how
-        a kernel fills it (`elements` of `element_bits` each)."""
+        """The tile as a dataset records it: its descriptor, its size and alignment
+        (`elements` of `element_bits` each)."""
         return {"swizzle": self.swizzle, "swizzle_mode": self.mode, "lbo": self.lbo,
                 "sbo": self.sbo, "start": self.start, "base_offset": self.base_offset,
                 "major": "MN" if self.trans else "K", "align": self.align,
                 "bytes": elements * element_bits // 8, "element_bits": element_bits,
-                "elements": elements, "element_order": ELEMENT_ORDER}
+                "elements": elements}
 
 
 def grid_facts(tiles: Sequence[Tile], names: Sequence[str]) -> tuple[tuple[str, int], ...]:

@@ -30,6 +30,7 @@ import numpy as np
 from probelab.formats import FORMATS
 from probelab.kits.numerics import stimulus as families
 from probelab.kits.numerics.stimulus import FIRST, Frame
+from probelab.kits.tiles import Tile
 from probelab.numerics.exact import decode, encode
 from probelab.numerics.models import FmaChain, FusedDot
 from probelab.probe import Evidence, Kernel, Launch, load_sibling
@@ -188,6 +189,7 @@ KINDS = {k.id: k for k in (
            **{**WGMMA, "elements": (16, 0, 4)}) for n in ("e4m3", "e5m2")),
 )}
 TILE_BYTES = 512  # wgmma's B tile (the first 256 bytes hold the N = 8, K-major matrix)
+B_TILE = Tile("b", 0, 128, 256)  # as numerics_wgmma.cu builds it: K-major, no swizzle
 
 
 def pack(values: np.ndarray, bits: int) -> np.ndarray:
@@ -214,9 +216,8 @@ def unpack(words: np.ndarray, bits: int, elements: int) -> np.ndarray:
 
 
 def tile_byte(k: int, size: int) -> int:
-    """Byte of B(k, 0) in wgmma's K-major tile without swizzle: 16 bytes of k per core row,
-    the next 16 bytes of k LBO = 128 bytes on."""
-    return (k * size) % 16 + 128 * ((k * size) // 16)
+    """Byte of B(k, 0) in wgmma's tile (`B_TILE`)."""
+    return B_TILE.byte(k, 0, size)
 
 
 @dataclass
@@ -305,6 +306,34 @@ class NumericsProbe:
 
     def _words(self, elements: int, bits: int) -> int:
         return -(-elements * bits // 32)
+
+    @property
+    def stimulus_facts(self) -> dict[str, object]:
+        """What its datasets record of the stimulus beyond the grid: where a case's values
+        go ([lane, element, k] of A's row 0 and B's column 0; C is D(0, 0), lane 0's element
+        0), B's wgmma tile and where B(k, 0) sits in it, and how the buffers hold the bits."""
+        spec = self.spec
+
+        def placed(table: np.ndarray, zero: int) -> list[list[int]]:
+            return [[lane, i, int(cell[1 - zero])] for lane, row in enumerate(table)
+                    for i, cell in enumerate(row) if cell[zero] == 0]
+
+        facts: dict[str, object] = {
+            "kit": "numerics", "lanes": spec.lanes, "elements": dict(zip("abc", spec.elements,
+                                                                         strict=True)),
+            "case": "one MMA per case: its k values fill A's row 0 and B's column 0, its c "
+                    "D(0, 0); every other element of A, B and C is +0",
+            "a_row0": placed(self.a_map, 0), "c_cell": [0, 0],
+            "packing": "buffer[wave][lane][word]: a lane's elements in order, element i at "
+                       "bits [i * bits, (i + 1) * bits) of its words (f64: low word first)"}
+        if self.b_map is None:
+            size = self.fmt.bits // 8
+            facts["b_tile"] = B_TILE.record(self.fmt.bits, TILE_BYTES // size) | {
+                "k_bytes": [B_TILE.byte(k, 0, size) for k in range(spec.k)],
+                "read": "thread t stores its b word at word t of the tile"}
+        else:
+            facts["b_col0"] = placed(self.b_map, 1)
+        return facts
 
     def launch(self, stimulus) -> Launch:
         spec, bits, lanes = self.spec, self.fmt.bits, self.spec.lanes
@@ -413,7 +442,7 @@ class NumericsProbe:
             size = bits // 8
             for k in range(spec.k):
                 for n in range(8):
-                    at = tile_byte(k, size) + 16 * n
+                    at = B_TILE.byte(k, n, size)
                     bm[:, k, n] = sum(tile[:, at + j] << np.uint64(8 * j) for j in range(size))
         else:
             bv = unpack(np.asarray(inputs["b"], np.uint32).reshape(waves, 32, -1), bits,

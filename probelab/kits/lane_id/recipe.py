@@ -34,6 +34,9 @@ PACKING = ("buffer[wave][lane][word]: the lane's fragment values in slot order, 
            "at bits [i * bits, (i + 1) * bits) of its words read as one little-endian bit "
            "string (a 64-bit element: two words, low first), strided for the widest kernel")
 SLOT_ORDER = "slot = value * lanes + lane (value-major: the lane fastest)"
+# how every lane-id kernel fills a tile from its operand's buffer
+ELEMENT_ORDER = ("value v of lane l is element v * lanes + l, at byte (v * lanes + l) * "
+                 "element bytes")
 # the waves, in launch order, per design (engine.waves; digit p of an id in base b:
 # floor(id / b**p) % b)
 WAVES = {
@@ -64,9 +67,8 @@ def record(shapes: Sequence[Shape], seed: int, trials: int, design: str
         "buffers": {n: {"element": codec.element(n).name, "values": v,
                         "words": words(codec.element(n), v)} for n, v in values.items()},
         "kernels": {s.name: {"tiles": {t.operand: t.record(
-            codec.element(t.operand).bits,
-            size.lanes * getattr(s, f"{t.operand}_values")) for t in s.smem}}
-            for s in shapes},
+            codec.element(t.operand).bits, size.lanes * getattr(s, f"{t.operand}_values"))
+            | {"element_order": ELEMENT_ORDER} for t in s.smem}} for s in shapes},
     }
 
 
