@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 from probelab.kits.lane_id.engine import Shape
 from probelab.kits.lane_id.mma_sync import comment
-from probelab.kits.lane_id.wgmma_source import DESCRIPTOR, MODES, SHARED_ADDRESS, head, preamble
+from probelab.kits.lane_id.wgmma_source import DESCRIPTOR, SHARED_ADDRESS, head, preamble
+from probelab.kits.tiles import SWIZZLE_MODES
 
 RS_PROSE = """\
 wgmma-f16 probes, NVIDIA sm_90a: one warpgroup (128 threads, one block) = one wave = one
@@ -237,7 +238,7 @@ def _instances(macro: str, shapes: Sequence[Shape], taken: int) -> str:
     for s in shapes:
         if any(value for _, value in s.facts[taken:]):
             raise ValueError(f"{s.name}: {macro} takes {taken} fields, not {s.facts}")
-        values = (MODES[v] if f.endswith("swizzle") else v for f, v in s.facts[:taken])
+        values = (SWIZZLE_MODES[v] if f.endswith("swizzle") else v for f, v in s.facts[:taken])
         rows.append(f"{macro}(probe_{s.name}, {', '.join(map(str, values))})\n")
     return "".join(rows)
 

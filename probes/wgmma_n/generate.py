@@ -8,7 +8,8 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from probelab.kits.lane_id.wgmma_source import MODES, preamble
+from probelab.kits.lane_id.wgmma_source import preamble
+from probelab.kits.tiles import SWIZZLE_MODES
 from probelab.probe import load_sibling
 
 HERE = Path(__file__).parent
@@ -70,7 +71,7 @@ def kernel(kind_name: str, group: str, form: Form) -> str:
         if desc:
             sw, lbo, sbo = desc
             lines.append(f"    const uint64_t {name} = descriptor(shared_address({tile}), "
-                         f"{lbo}, {sbo}, {MODES[sw]});")
+                         f"{lbo}, {sbo}, {SWIZZLE_MODES[sw]});")
     lines.append(f"    uint32_t r[{regs}];")
     lines.append(f"    _Pragma(\"unroll\") for (int i = 0; i < {regs}; ++i) r[i] = pc[i];")
     dlist = ", ".join(f"%{i}" for i in range(regs))

@@ -5,7 +5,6 @@ c and writes D to d[w][t][..]; a tile's value v of thread t is its element v * 1
 
 from probelab.kits.lane_id.mma_sync import ARGS, TYPEDEF, comment
 
-MODES = {0: 0, 32: 3, 64: 2, 128: 1}  # descriptor bits 62-63 per swizzle (bytes)
 _NARROW = {8: "typedef unsigned char uint8_t;\n", 16: "typedef unsigned short uint16_t;\n"}
 
 SHARED_ADDRESS = """\
