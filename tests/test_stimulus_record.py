@@ -152,6 +152,8 @@ def test_a_dataset_that_records_no_stimulus_facts_is_not_rebuilt_from_convention
         recipe.inputs(dataset.with_provenance(grid, prov | {INFO_KEY: older}))
     with pytest.raises(UsageError, match="records no lane-id stimulus"):
         recipe.inputs(dataset.with_provenance(grid, {"probe": WITNESS}))
+    with pytest.raises(UsageError, match="cannot be read"):  # no JSON object: not a record
+        recipe.inputs(dataset.with_provenance(grid, prov | {INFO_KEY: facts | {"stimulus": []}}))
     with pytest.raises(UsageError, match="records no sparse stimulus"):  # another kit's
         sparse_recipe.inputs(dataset.with_provenance(grid, prov))
     assert recipe.inputs(dataset.with_provenance(grid, prov))["params"].tolist() == [3076]
