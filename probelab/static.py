@@ -104,11 +104,12 @@ def run_static_sweep(probe, target: str | None, *, toolchain: str | None = None,
             first = next(i for i, (a, b) in enumerate(zip(built, again, strict=True)) if a != b)
             raise IntegrityError(f"case {first}: two runs of the pipeline differ; the "
                                  "toolchain is not deterministic")
-        texts, source = probe.texts, probe.source
+        texts, source, compiled = probe.texts, probe.source, probe.source.read_bytes()
         described = tools.describe(tc, probe.tools)  # the LLVM tools it ran, too
     else:
         built = _build_kernels(probe, grid, target, tools, tc, step)
-        texts, source = KERNEL_TEXTS, probe.variant(_case(grid, 0)).source
+        kernel = probe.variant(_case(grid, 0))  # its text, as a build compiles it
+        texts, source, compiled = KERNEL_TEXTS, kernel.source, kernel.source_bytes()
         described = tools.describe(tc)
     ds = _dataset(probe, grid, built, texts, vendor)
     prov: Provenance = {
@@ -118,7 +119,7 @@ def run_static_sweep(probe, target: str | None, *, toolchain: str | None = None,
         "static": True,
         "toolchain": described,
         "kernels": {KERNEL: {"source": shown(source),
-                             "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
+                             "source_sha256": hashlib.sha256(compiled).hexdigest(),
                              "code_object_sha256": [c.object_sha256 for c in built]}},
         "repeats": 2,
         "repeats_identical": True,  # each case was built twice; differing builds stop the sweep
