@@ -22,7 +22,7 @@ leaves: the unit's accumulation order, read from the data.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -121,6 +121,12 @@ def wgmma_evidence(form: str) -> Evidence:
                                 (r"WARPGROUP\.DEPBAR\.LE", "after", 1)))
 
 
+ALL = (*FIRST, "window", "carry", "c_ties", "carry_ties", "overflow")
+# `targeted`'s exponent shifts (issue 38): inside f16's range for every family it repeats,
+# and enough of them that each property's rivals part on >= 32 cells
+OFFSETS = tuple(range(1, 28))
+
+
 @dataclass(frozen=True)
 class Kind:
     id: str
@@ -133,7 +139,10 @@ class Kind:
     elements: tuple[int, int, int]  # A, B and C/D elements per lane
     evidence: Evidence
     frame: Frame
-    families: tuple[str, ...] = (*FIRST, "window", "carry", "c_ties", "carry_ties", "overflow")
+    families: tuple[str, ...] = ALL
+    # the input format the order probe's span was sealed with, where it is not the frame's
+    # (mma.sync bf16/tf32: f16's, their frames' before they took every family)
+    order_a: str | None = None
     lanes: int = 32  # 128: a warpgroup
     targets: tuple[str, ...] = ("sm_90*",)
 
@@ -142,7 +151,8 @@ class Kind:
         return self.frame.k
 
 
-# the first three probes' kinds keep their cases (FIRST) and names as sealed
+# the first three probes' kinds took FIRST's cases when first sealed; since issue 38 they take
+# every family (window, carry, ties of C, overflow: alignment reference and overflow tested)
 # fp8: the unit terms inside e4m3/e5m2, and ties of a 14-bit result (QGMMA keeps 13 bits)
 F8 = dict(one=16, swamp_one=-8, shifts=range(8, 29), carry_precision=14)
 FP8_TINY = {"e4m3": ((-9, 0), (-7, 0), (-6, -6), (-9, -9)),
@@ -153,13 +163,16 @@ SM8 = ("sm_8*", "sm_90*")  # the first three probes' (their kernels are sm_80's 
 WGMMA = dict(b_cell=None, lanes=128, elements=(8, 0, 4))
 KINDS = {k.id: k for k in (
     Kind("numerics-mma-f16-f32", "f16_f32_m16n8k16", "f16", "f32", "m16n8k16", a_cell, b_cell,
-         (8, 4, 4), mma_evidence(r"HMMA\.16816\.F32", (4, 2, 4)), Frame(16), FIRST, targets=SM8),
+         (8, 4, 4), mma_evidence(r"HMMA\.16816\.F32", (4, 2, 4)), Frame(16, offsets=OFFSETS),
+         (*ALL, "targeted"), targets=SM8),
     Kind("numerics-mma-bf16-f32", "bf16_f32_m16n8k16", "bf16", "f32", "m16n8k16", a_cell,
-         b_cell, (8, 4, 4), mma_evidence(r"HMMA\.16816\.F32\.BF16", (4, 2, 4)), Frame(16),
-         FIRST, targets=SM8),
+         b_cell, (8, 4, 4), mma_evidence(r"HMMA\.16816\.F32\.BF16", (4, 2, 4)),
+         Frame(16, a=FORMATS["bf16"], offsets=OFFSETS), (*ALL, "targeted"), targets=SM8,
+         order_a="f16"),
     Kind("numerics-mma-tf32-f32", "tf32_f32_m16n8k8", "tf32", "f32", "m16n8k8", a_cell_tf32,
-         b_cell_tf32, (4, 2, 4), mma_evidence(r"HMMA\.1688\.F32\.TF32", (4, 2, 4)), Frame(8),
-         FIRST, targets=SM8),
+         b_cell_tf32, (4, 2, 4), mma_evidence(r"HMMA\.1688\.F32\.TF32", (4, 2, 4)),
+         Frame(8, a=FORMATS["tf32"], offsets=OFFSETS), (*ALL, "targeted"), targets=SM8,
+         order_a="f16"),
     Kind("numerics-mma-f16-f16", "f16_f16_m16n8k16", "f16", "f16", "m16n8k16", a_cell, b_cell,
          (8, 4, 4), mma_evidence(r"HMMA\.16816\.F16", (4, 2, 2)),
          Frame(16, out=F16, one=10, tiny=((-24, 0), (-20, 0), (-14, -6), (-15, -10)),
@@ -267,6 +280,8 @@ class NumericsProbe:
         import xarray as xr
 
         frame = self.spec.frame
+        if self.order and self.spec.order_a:
+            frame = replace(frame, a=FORMATS[self.spec.order_a])
         found = [(name, case, a, b, c) for name in self.families
                  for case, a, b, c in families.FAMILIES[name](frame)]
         dtype = np.uint64 if self.out.bits == 64 else np.uint32

@@ -26,7 +26,12 @@ so no input is ever rounded on the way in). Families, after the properties they 
   says where its two k join (FPRev, arXiv 2411.00442);
 - `specials`: subnormal inputs and outputs, signed zeros, infinities and NaN;
 - `overflow`: sums just past the output's largest finite (a rounding toward zero stays
-  finite, to nearest it overflows): only where the inputs can reach it.
+  finite, to nearest it overflows): only where the inputs can reach it;
+- `targeted` (issue 38): the families whose rivals part on a handful of cells (alignment,
+  window, carry, ties, C's ties, C below the window) again at each of the frame's
+  `offsets` (the unit term moved by 2**d: the same property at another exponent), sums
+  past the output's largest finite by many amounts and every subnormal input, so that
+  every sealed rival pair of the probe parts on at least 32 cells.
 
 A `Frame` places them: K, the formats, and where "1" sits (`one`, `swamp_one`: exponents
 that keep every input a normal of its format and every result inside the output's range).
@@ -36,7 +41,7 @@ Each family returns cases as (name, a, b, c): a and b tuples of K exact Values, 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from probelab.formats import FORMATS, Element
 from probelab.numerics.exact import NAN, Value, largest
@@ -59,6 +64,7 @@ class Frame:
     tiny: tuple[tuple[int, int], ...] = ((-24, -24), (-20, -20), (-14, -14))  # a, b of tiny
     c_tiny: int = -140  # an output-subnormal C
     carry_precision: int | None = None  # a result's significand bits below the output's
+    offsets: tuple[int, ...] = ()  # `targeted`: the exponent shifts its families repeat at
 
     @property
     def precision(self) -> int:
@@ -256,8 +262,47 @@ def overflow(f: Frame) -> Iterator[Case]:
                    Value("finite", sign, big.significand, big.exponent))
 
 
+def overflow_amounts(f: Frame) -> Iterator[Case]:
+    """C the output's largest finite and one product r/8 of its ulp, r = 1..40, both signs:
+    past the largest finite from r = 4 (half an ulp) on, where the inputs reach it."""
+    big = largest(f.out)
+    ulp = big.exponent
+    for r in range(1, 41):
+        for sign in (0, 1):
+            n, e = r, ulp - 3
+            while n % 2 == 0:
+                n, e = n // 2, e + 1
+            half = Value("finite", sign, n, e // 2)
+            other = power(e - e // 2)
+            if half.top() > largest(f.a).top() or other.top() > largest(f.a).top() or \
+                    half.exponent < f.a.emin - f.a.fraction or n.bit_length() > f.a.fraction + 1:
+                continue  # the inputs cannot spell it exactly
+            yield (f"overflow max+{r}/8ulp sign={_sign(sign)}", *_padded(f, [half], [other]),
+                   Value("finite", sign, big.significand, big.exponent))
+
+
+def subnormal_inputs(f: Frame) -> Iterator[Case]:
+    """Each subnormal of the input format times 2**0, 2**4 and 2**8, both signs: a product
+    the output holds as a normal, which a unit that flushes its inputs loses."""
+    for e in range(f.a.emin - f.a.fraction, f.a.emin):
+        for eb in (0, 4, 8):
+            for sign in (0, 1):
+                yield (f"subnormal input 2^{e}*2^{eb} sign={_sign(sign)}",
+                       *_padded(f, [power(e, sign)], [power(eb)]), ZERO)
+
+
+def targeted(f: Frame) -> Iterator[Case]:
+    for d in f.offsets:
+        shifted = replace(f, one=f.one + d)
+        for family in (alignment, window, carry, ties, c_ties, c_joins):
+            for name, a, b, c in family(shifted):
+                yield f"targeted d={d} {name}", a, b, c
+    yield from overflow_amounts(f)
+    yield from subnormal_inputs(f)
+
+
 FAMILIES = {"alignment": alignment, "window": window, "carry": carry,
             "c_mantissa": c_mantissa, "ties": ties, "c_ties": c_ties, "carry_ties": carry_ties,
             "swamping": swamping, "order": order, "c_joins": c_joins, "specials": specials,
-            "overflow": overflow}
+            "overflow": overflow, "targeted": targeted}
 FIRST = ("alignment", "c_mantissa", "ties", "swamping", "c_joins", "specials")  # 1st probes'
