@@ -1,9 +1,10 @@
 """The five wgmma-f16 kernel sources, rendered from the probes' shapes (none is kept as a
 file): the kit's preamble (probelab.kits.lane_id.wgmma_source: types, ARGS, a tile's shared
 address, PTX's descriptor), each source's opening comment, its one macro per form (A from
-registers or a tile, B's tile, the accumulators; the text, padding included, as the
-archive's sources hold it, so the bytes a build compiles are the archive's:
-tests/test_rendered_sources.py) and one macro instance per kernel, its descriptor fields
+registers or a tile, B's tile, the accumulators: both shared-A forms rendered by one
+function, the others' text as the archive's sources hold it; the padding is theirs too, so
+the bytes a build compiles are the archive's: tests/test_rendered_sources.py) and one macro
+instance per kernel, its descriptor fields
 as its shape declares them (the grid's per-kernel coordinates)."""
 
 from collections.abc import Sequence
@@ -107,72 +108,64 @@ extern "C" __global__ void __launch_bounds__(128) NAME(ARGS) {                  
 }
 """
 
-SS_FORM = """\
-// A (mode, LBO, SBO) and B (mode, LBO, SBO, start bytes past its tile), both K-major
-#define SS(NAME, AM, AL, AS, BM, BL, BS, BSTART)                                         \\
-extern "C" __global__ void __launch_bounds__(128) NAME(ARGS) {                           \\
-    __shared__ __align__(1024) uint16_t sa[1024];                                         \\
-    __shared__ __align__(1024) uint16_t sb[512];                                          \\
-    const uint32_t w = blockIdx.x, t = threadIdx.x;                                       \\
-    if (w >= params[0]) return;                                                           \\
-    const uint32_t* pa = a + (w * 128 + t) * 4;                                           \\
-    const uint32_t* pb = b + (w * 128 + t) * 2;                                           \\
-    const uint32_t* pc = c + (w * 128 + t) * 4;                                           \\
-    uint32_t* pd = d + (w * 128 + t) * 4;                                                 \\
-    _Pragma("unroll") for (int v = 0; v < 8; ++v)                                         \\
-        sa[v * 128 + t] = (uint16_t)(pa[v / 2] >> (16 * (v % 2)));                        \\
-    _Pragma("unroll") for (int v = 0; v < 4; ++v)                                         \\
-        sb[v * 128 + t] = (uint16_t)(pb[v / 2] >> (16 * (v % 2)));                        \\
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");                          \\
-    __syncthreads();                                                                      \\
-    const uint64_t da = descriptor(shared_address(sa), AL, AS, AM);                       \\
-    const uint64_t db = descriptor(shared_address(sb) + (BSTART), BL, BS, BM);            \\
-    uint32_t r0 = pc[0], r1 = pc[1], r2 = pc[2], r3 = pc[3];                              \\
-    asm volatile("wgmma.fence.sync.aligned;\\n"                                            \\
-                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 "                     \\
-                 "{%0, %1, %2, %3}, %4, %5, 1, 1, 1, 0, 0;\\n"                             \\
-                 "wgmma.commit_group.sync.aligned;\\n"                                     \\
-                 "wgmma.wait_group.sync.aligned 0;"                                       \\
-                 : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3) : "l"(da), "l"(db) : "memory"); \\
-    pd[0] = r0; pd[1] = r1; pd[2] = r2; pd[3] = r3;                                       \\
-}
-"""
+_W = 89  # the column a form's continuation backslash stands after (the archive's)
+_ASM = " " * 17  # where an asm statement's continuation lines start
 
-SSA_FORM = """\
-// A (mode, LBO, SBO, imm-trans-a) and B (K-major, unswizzled: LBO 128, SBO 256)
-#define SSA(NAME, AM, AL, AS, TA)                                                         \\
-extern "C" __global__ void __launch_bounds__(128) NAME(ARGS) {                           \\
-    __shared__ __align__(1024) uint16_t sa[4096];                                         \\
-    __shared__ __align__(1024) uint16_t sb[256];                                          \\
-    const uint32_t w = blockIdx.x, t = threadIdx.x;                                       \\
-    if (w >= params[0]) return;                                                           \\
-    const uint32_t* pa = a + (w * 128 + t) * 16;                                          \\
-    const uint32_t* pb = b + (w * 128 + t) * 1;                                           \\
-    const uint32_t* pc = c + (w * 128 + t) * 8;                                           \\
-    uint32_t* pd = d + (w * 128 + t) * 8;                                                 \\
-    _Pragma("unroll") for (int v = 0; v < 32; ++v)                                        \\
-        sa[v * 128 + t] = (uint16_t)(pa[v / 2] >> (16 * (v % 2)));                        \\
-    _Pragma("unroll") for (int v = 0; v < 2; ++v)                                         \\
-        sb[v * 128 + t] = (uint16_t)(pb[v / 2] >> (16 * (v % 2)));                        \\
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");                          \\
-    __syncthreads();                                                                      \\
-    const uint64_t da = descriptor(shared_address(sa), AL, AS, AM);                       \\
-    const uint64_t db = descriptor(shared_address(sb), 128, 256, 0);                      \\
-    uint32_t r0 = pc[0], r1 = pc[1], r2 = pc[2], r3 = pc[3];                              \\
-    uint32_t r4 = pc[4], r5 = pc[5], r6 = pc[6], r7 = pc[7];                              \\
-    asm volatile("wgmma.fence.sync.aligned;\\n"                                            \\
-                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "                    \\
-                 "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, 1, 1, 1, " #TA ", 0;\\n"       \\
-                 "wgmma.commit_group.sync.aligned;\\n"                                     \\
-                 "wgmma.wait_group.sync.aligned 0;"                                       \\
-                 : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3),                                \\
-                   "+r"(r4), "+r"(r5), "+r"(r6), "+r"(r7)                                 \\
-                 : "l"(da), "l"(db) : "memory");                                          \\
-    pd[0] = r0; pd[1] = r1; pd[2] = r2; pd[3] = r3;                                       \\
-    pd[4] = r4; pd[5] = r5; pd[6] = r6; pd[7] = r7;                                       \\
-}
-"""
 
+def _shared_a(comment_line: str, define: tuple[str, int], words: tuple[int, int, int],
+              db: str, n: int, immediates: str) -> str:
+    """A form with A and B both from shared tiles (1 KiB aligned, f16, each as many
+    elements as the warpgroup's values): the wave's pointers (`words` per thread: A, B,
+    D), each thread's values placed in its slots of the tiles, the fence, A's descriptor
+    from the macro's AM/AL/AS and B's (`db`), then m64n{n}k16 on its n / 2 f32
+    accumulators, four to a line. `define`: the #define line and the width its backslash
+    is padded to (the archive's)."""
+    regs = [f"r{i}" for i in range(n // 2)]
+    quads = [regs[k:k + 4] for k in range(0, len(regs), 4)]
+    outs = [f"{_ASM}: " + ", ".join(f'"+r"({r})' for r in quads[0]),
+            *(f"{_ASM}  " + ", ".join(f'"+r"({r})' for r in quad) for quad in quads[1:])]
+    inputs = ': "l"(da), "l"(db) : "memory");'  # on the outputs' line where they fit one
+    operands = ([f"{outs[0]} {inputs}"] if len(outs) == 1 else
+                [*(f"{o}," for o in outs[:-1]), outs[-1], f"{_ASM}{inputs}"])
+    a_words, b_words, d_words = words
+    lines = [
+        *(f"    __shared__ __align__(1024) uint16_t s{t}[{2 * k * 128}];"
+          for t, k in zip("ab", (a_words, b_words), strict=True)),
+        "    const uint32_t w = blockIdx.x, t = threadIdx.x;",
+        "    if (w >= params[0]) return;",
+        *(f"    const uint32_t* p{x} = {x} + (w * 128 + t) * {k};"
+          for x, k in zip("abc", (a_words, b_words, d_words), strict=True)),
+        f"    uint32_t* pd = d + (w * 128 + t) * {d_words};",
+        *(line for t, k in zip("ab", (a_words, b_words), strict=True) for line in (
+            f"    _Pragma(\"unroll\") for (int v = 0; v < {2 * k}; ++v)",
+            f"        s{t}[v * 128 + t] = (uint16_t)(p{t}[v / 2] >> (16 * (v % 2)));")),
+        '    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");',
+        "    __syncthreads();",
+        "    const uint64_t da = descriptor(shared_address(sa), AL, AS, AM);", db,
+        *("    uint32_t " + ", ".join(f"{r} = pc[{r[1:]}]" for r in quad) + ";" for quad in quads),
+        '    asm volatile("wgmma.fence.sync.aligned;\\n"',
+        f'{_ASM}"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16 "',
+        f'{_ASM}"{{' + ", ".join(f"%{i}" for i in range(len(regs))) + "}, "
+        + f'%{len(regs)}, %{len(regs) + 1}, 1, 1, 1, {immediates};\\n"',
+        f'{_ASM}"wgmma.commit_group.sync.aligned;\\n"',
+        f'{_ASM}"wgmma.wait_group.sync.aligned 0;"', *operands,
+        *("    " + " ".join(f"pd[{r[1:]}] = {r};" for r in quad) for quad in quads)]
+    head, width = define
+    return (f"// {comment_line}\n{head.ljust(width)} \\\n"
+            f'{_EXTERN.ljust(_W - 1)} \\\n'
+            + "".join(f"{line.ljust(_W)} \\\n" for line in lines) + "}\n")
+
+
+_EXTERN = 'extern "C" __global__ void __launch_bounds__(128) NAME(ARGS) {'
+SS_FORM = _shared_a(
+    "A (mode, LBO, SBO) and B (mode, LBO, SBO, start bytes past its tile), both K-major",
+    ("#define SS(NAME, AM, AL, AS, BM, BL, BS, BSTART)", _W - 1), (4, 2, 4),
+    "    const uint64_t db = descriptor(shared_address(sb) + (BSTART), BL, BS, BM);", 8,
+    "0, 0")
+SSA_FORM = _shared_a(
+    "A (mode, LBO, SBO, imm-trans-a) and B (K-major, unswizzled: LBO 128, SBO 256)",
+    ("#define SSA(NAME, AM, AL, AS, TA)", _W), (16, 1, 8),
+    "    const uint64_t db = descriptor(shared_address(sb), 128, 256, 0);", 16, '" #TA ", 0')
 WIDE_FORM = """\
 #define @M(NAME, MODE, LBO, SBO)                                                         \\
 extern "C" __global__ void __launch_bounds__(128) NAME(ARGS) {                           \\
