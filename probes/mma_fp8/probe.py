@@ -15,14 +15,42 @@ from pathlib import Path
 
 from probelab.formats import E4M3, E5M2, F16, F32
 from probelab.kits.elements import Codec
+from probelab.kits.lane_id.mma_sync import ARGS, TYPEDEF, comment, typed_macro, wave
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape
-from probelab.probe import Evidence
+from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
 KINDS = {"e4m3-f32": (E4M3, F32), "e5m2-f32": (E5M2, F32), "e4m3-f16": (E4M3, F16),
          "e5m2-f16": (E5M2, F16)}
 SEEDS = {"e4m3-f32": 0x5EED_0817, "e5m2-f32": 0x5EED_0917, "e4m3-f16": 0x5EED_0A17,
          "e5m2-f16": 0x5EED_0B17}
+# the kernel source's opening comment
+PROSE = """\
+mma-fp8 probes, NVIDIA side: one warp = one wave = one dense fp8 mma.sync m16n8k32.
+Lane l of wave w reads its fragment registers from a[w][l][0..4), b[w][l][0..2),
+c[w][l][0..SC) and writes d[w][l][0..SC): four fp8 elements per A/B register (element i in
+bits [8 (i % 4), +8) of register i / 4), one f32 (SC = 4) or two f16 (SC = 2) per C/D
+register. Operands come straight from global memory (the evidence gate traces them).
+params[0] = number of waves."""
+
+
+def shape(kind: str) -> Shape:
+    element, acc = KINDS[kind]
+    return Shape(f"{kind.replace('-', '_')}_m16n8k32", 16, 8, 32, 32, a_values=16,
+                 b_values=8, d_values=4, codec=Codec(element, acc))
+
+
+def source() -> str:
+    """mma_fp8.cu: one macro per accumulator (F32, F16: C and D strided SC = its registers)
+    over the element types, one instance per kernel."""
+    first = {acc: shape(kind) for kind, (_, acc) in KINDS.items()}  # a shape per macro
+    macros = "\n".join(typed_macro(
+        acc.name.upper(), s, f'mma.sync.aligned.m16n8k32.row.col.{acc.name}." TYPES ".{acc.name}',
+        f"WAVE({s.registers('d')})", s.registers("d")) for acc, s in first.items())
+    return (comment(PROSE) + TYPEDEF + "\n" + wave(4, 2, "(SC)", "(SC)") + "\n" + ARGS + "\n"
+            + macros + "\n" + "".join(f'{acc.name.upper()}(probe_{shape(kind).name}, '
+                                       f'"{e.name}.{e.name}")\n'
+                                       for kind, (e, acc) in KINDS.items()))
 
 
 def evidence(kind: str):
@@ -52,14 +80,12 @@ def evidence(kind: str):
 
 def probe(kind: str) -> LaneIdProbe:
     element, acc = KINDS[kind]
-    name = kind.replace("-", "_")
     return LaneIdProbe(
         id=f"mma-{kind}", version="2",
         summary=f"{element.name} -> {acc.name} mma.sync m16n8k32 (lowered on sm_90): "
                 "(lane, value) <-> (row, col)",
-        targets=("sm_90*",), vendor="nvidia", source=HERE / "mma_fp8.cu",
-        shapes=(Shape(f"{name}_m16n8k32", 16, 8, 32, 32, a_values=16, b_values=8,
-                      d_values=4, codec=Codec(element, acc)),),
+        targets=("sm_90*",), vendor="nvidia", source=Rendered(HERE / "mma_fp8.cu", source),
+        shapes=(shape(kind),),
         evidence=evidence(kind), seed=SEEDS[kind], block=128,
         excluded={"sm_[0-7]*": "fp8 mma.sync needs sm_89; measured and sealed for sm_90",
                   "sm_8*": "measured and sealed for sm_90 (sm_89 has a native fp8 unit)",

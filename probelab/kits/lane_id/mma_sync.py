@@ -18,8 +18,9 @@ from probelab.probe import Evidence, Rendered
 TYPEDEF = "typedef unsigned int uint32_t;  // NVRTC has no standard headers\n"
 ARGS = ("#define ARGS const uint32_t* params, const uint32_t* a, const uint32_t* b, \\\n"
         "             const uint32_t* c, uint32_t* d\n")
-D_WORDS = 4  # D's and C's registers per lane in every buffer: the widest shape's
+D_WORDS = 4  # D's and C's registers per lane in a buffer: the widest shape's
 _ASM = " " * 17  # where an asm statement's continuation lines start
+_LINE = 100  # a two-register D's inputs share its line where the line stays this narrow
 
 
 def comment(prose: str) -> str:
@@ -31,23 +32,25 @@ def continued(lines: Sequence[str], width: int) -> str:
     return "".join(f"{line.ljust(width)} \\\n" for line in lines[:-1]) + lines[-1] + "\n"
 
 
-def wave(a: object, b: object, params: str = "") -> str:
-    """The WAVE macro: lane l of wave w's fragment pointers, A and B strided by `a` and `b`
-    (numbers, or the macro's `params`)."""
+def wave(a: object, b: object, params: str = "", d: object = D_WORDS) -> str:
+    """The WAVE macro: lane l of wave w's fragment pointers, A, B and C/D strided by `a`,
+    `b` and `d` (numbers, or the macro's `params`)."""
     return continued([f"#define WAVE{params}",
                       "    const uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) / 32;",
                       "    const uint32_t lane = threadIdx.x % 32;",
                       "    if (w >= params[0]) return;",
                       f"    const uint32_t* pa = a + (w * 32 + lane) * {a};",
                       f"    const uint32_t* pb = b + (w * 32 + lane) * {b};",
-                      f"    const uint32_t* pc = c + (w * 32 + lane) * {D_WORDS};",
-                      f"    uint32_t* pd = d + (w * 32 + lane) * {D_WORDS};"], 76)
+                      f"    const uint32_t* pc = c + (w * 32 + lane) * {d};",
+                      f"    uint32_t* pd = d + (w * 32 + lane) * {d};"], 76)
 
 
-def body(shape: Shape, instruction: str, wave_call: str = "WAVE") -> list[str]:
+def body(shape: Shape, instruction: str, wave_call: str = "WAVE",
+         d_words: int = D_WORDS) -> list[str]:
     """One kernel's statements: its fragment pointers, the instruction on D's registers
-    from A's, B's and C's loads, and D's stores. A two-register D shares one line with the
-    inputs; a wider one has its own, A and B the next, C the last."""
+    from A's, B's and C's loads, and D's `d_words` stores (zeros past its registers). A
+    two-register D shares one line with the inputs where it fits; otherwise D has its
+    own, A and B the next, C the last."""
     counts = {n: shape.registers(n) for n in "abd"}
     d = [f"d{i}" for i in range(counts["d"])]
     loads = {n: [f'"r"(p{n}[{i}])' for i in range(counts["d" if n == "c" else n])]
@@ -60,13 +63,14 @@ def body(shape: Shape, instruction: str, wave_call: str = "WAVE") -> list[str]:
     outputs = ", ".join(f'"=r"({r})' for r in d)
     lines = [f"    {wave_call}", f"    uint32_t {', '.join(d)};",
              f'    asm volatile("{instruction} "', f'{_ASM}"{", ".join(numbered)};"']
-    if len(d) == 2:
-        lines.append(f"{_ASM}: {outputs} : {', '.join(loads['a'] + loads['b'] + loads['c'])});")
+    one = f"{_ASM}: {outputs} : {', '.join(loads['a'] + loads['b'] + loads['c'])});"
+    if len(d) == 2 and len(one) <= _LINE:
+        lines.append(one)
     else:
         lines += [f"{_ASM}: {outputs}", f"{_ASM}: {', '.join(loads['a'] + loads['b'])},",
                   f"{_ASM}  {', '.join(loads['c'])});"]
     return [*lines, "    " + " ".join(f"pd[{i}] = {d[i] if i < len(d) else 0};"
-                                      for i in range(D_WORDS))]
+                                      for i in range(d_words))]
 
 
 def kernel(symbol: str, statements: list[str], spelled: bool = False) -> list[str]:
@@ -85,6 +89,14 @@ def kernels(each: Iterable[list[str]]) -> str:
     return "\n".join("".join(f"{line}\n" for line in lines) for lines in each)
 
 
+def typed_macro(name: str, shape: Shape, instruction: str, wave_call: str = "WAVE",
+                d_words: int = D_WORDS) -> str:
+    """A macro taking a kernel's NAME and its element TYPES (the PTX type words, quoted:
+    `instruction` places them as `" TYPES "`) that makes the kernel of `shape`."""
+    return continued([f"#define {name}(NAME, TYPES)",
+                      *kernel("NAME", body(shape, instruction, wave_call, d_words))], 84)
+
+
 def typed_family(prose: str, shapes: Sequence[Shape], instruction: Callable[[Shape], str],
                  types: Sequence[tuple[str, str]], strides: tuple[int, int]) -> str:
     """A source with one macro per shape, taking the kernel's NAME and its element TYPES
@@ -94,9 +106,7 @@ def typed_family(prose: str, shapes: Sequence[Shape], instruction: Callable[[Sha
         return f"M{shape.M}N{shape.N}K{shape.K}"
 
     tail = [s.name.split("_", 1)[1] for s in shapes]  # the shape part of each kernel's name
-    macros = "\n".join(continued([f"#define {macro(s)}(NAME, TYPES)",
-                                  *kernel("NAME", body(s, instruction(s)))], 84)
-                       for s in shapes)
+    macros = "\n".join(typed_macro(macro(s), s, instruction(s)) for s in shapes)
     family = continued(["#define FAMILY(KIND, TYPES)",
                         *(f"    {macro(s)}(probe_##KIND##_{t}, TYPES)"
                           for s, t in zip(shapes, tail, strict=True))], 49)
