@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, header, random_pairs
+from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, header, word_pairs
 from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
@@ -28,16 +28,9 @@ def operand_pairs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     (byte-perm's pairs), then random pairs."""
     patterns = {"msb_none": set(), "msb_all": set(range(8))}
     patterns |= {f"msb_byte{k}": {k} for k in range(8)}
-    a, b, names = [], [], []
-    for name, signs in patterns.items():
-        word = int.from_bytes(bytes((k + 1) | (0x80 if k in signs else 0)
-                                    for k in range(8)), "little")
-        a.append(word & 0xFFFFFFFF)
-        b.append(word >> 32)
-        names.append(name)
-    ra, rb, rn = random_pairs(SEED, N_RANDOM_PAIRS)
-    a, b, names = a + ra, b + rb, names + rn
-    return np.array(a, np.uint32), np.array(b, np.uint32), np.array(names)
+    return word_pairs({name: int.from_bytes(bytes((k + 1) | (0x80 if k in signs else 0)
+                                                  for k in range(8)), "little")
+                       for name, signs in patterns.items()}, SEED, N_RANDOM_PAIRS)
 
 
 def selectors() -> np.ndarray:

@@ -17,7 +17,7 @@ from probelab.kits.bitops import (
     asm_kernel,
     call_kernel,
     header,
-    random_pairs,
+    word_pairs,
 )
 from probelab.probe import Evidence, Rendered
 
@@ -46,19 +46,9 @@ INPUTS = ("a", "b", "shift")
 
 
 def pairs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    a, b, names = [], [], []
-    for p in range(6):
-        word = sum(((j >> p) & 1) << j for j in range(64))
-        a.append(word & 0xFFFFFFFF)
-        b.append(word >> 32)
-        names.append(f"plane{p}")
-    for x, y, name in ((0xFFFFFFFF, 0, "a_ones"), (0, 0xFFFFFFFF, "b_ones")):
-        a.append(x)
-        b.append(y)
-        names.append(name)
-    ra, rb, rn = random_pairs(SEED, N_RANDOM_PAIRS)
-    a, b, names = a + ra, b + rb, names + rn
-    return np.array(a, np.uint32), np.array(b, np.uint32), np.array(names)
+    planes = {f"plane{p}": sum(((j >> p) & 1) << j for j in range(64)) for p in range(6)}
+    return word_pairs(planes | {"a_ones": 0xFFFFFFFF, "b_ones": 0xFFFFFFFF << 32}, SEED,
+                      N_RANDOM_PAIRS)
 
 
 def shifts() -> np.ndarray:

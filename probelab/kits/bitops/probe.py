@@ -24,17 +24,21 @@ from probelab.probe import Evidence, Kernel, Launch, Rendered
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
     import xarray as xr
 
-__all__ = ["Axis", "BitOpProbe", "Op", "random_pairs"]
+__all__ = ["Axis", "BitOpProbe", "Op", "word_pairs"]
 
 Model = Callable[..., np.ndarray]
 
 
-def random_pairs(seed: int, n: int) -> tuple[list[int], list[int], list[str]]:
-    """n seeded random operand word pairs (a, b) and their names random0, random1, ...:
-    what the structured words of a grid miss."""
-    pairs = np.random.default_rng([seed, 1]).integers(0, 1 << 32, (n, 2), np.uint64)
-    return ([int(x) for x, _ in pairs], [int(y) for _, y in pairs],
-            [f"random{k}" for k in range(n)])
+def word_pairs(words: Mapping[str, int], seed: int, n_random: int
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a, b, names): each named 64-bit word split into its low (a) and high (b) 32 bits,
+    then `n_random` seeded random pairs named random0, random1, ...: what the structured
+    words of a grid miss."""
+    rand = np.random.default_rng([seed, 1]).integers(0, 1 << 32, (n_random, 2), np.uint64)
+    a = [w & 0xFFFFFFFF for w in words.values()] + [int(x) for x, _ in rand]
+    b = [w >> 32 for w in words.values()] + [int(y) for _, y in rand]
+    return (np.array(a, np.uint32), np.array(b, np.uint32),
+            np.array([*words, *(f"random{k}" for k in range(n_random))]))
 
 
 @dataclass(frozen=True)
