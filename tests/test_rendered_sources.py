@@ -57,6 +57,19 @@ def test_every_rendered_source_is_byte_for_byte_what_the_archive_compiled() -> N
                                                   f"source an archived dataset compiled ({sha})"
 
 
+def test_a_sweep_compiles_and_records_the_rendered_text(tmp_path: Path) -> None:
+    """Its dataset names the rendered path and hashes the rendered bytes, as for a file; the
+    simulated device compiles (hashes) the same text."""
+    from probelab.sweep import run_sweep
+
+    kernel = catalog().get("lop3").kernels("nvidia")[0]
+    assert kernel.text is not None and not kernel.source.exists()
+    record = stored_provenance(run_sweep("lop3", "sim", target="sm_90",
+                                         out_root=tmp_path).path)["kernels"]["lop3"]
+    assert record["source"] == "probes/lop3/lop3.cu"
+    assert record["source_sha256"] == hashlib.sha256(kernel.text.encode()).hexdigest()
+
+
 def test_the_source_command_prints_and_writes_what_a_build_compiles(tmp_path: Path) -> None:
     path, data = next(iter(kernel_sources(catalog().get("lop3")).items()))
     printed = CliRunner().invoke(app, ["source", "lop3"])
