@@ -143,6 +143,9 @@ class Kind:
     # the input format the order probe's span was sealed with, where it is not the frame's
     # (mma.sync bf16/tf32: f16's, their frames' before they took every family)
     order_a: str | None = None
+    # 3: the stimulus took every family and the targeted one (issue 38), which flips laws
+    # confirmed on version 2's cases; None: the probe's default
+    version: str | None = None
     lanes: int = 32  # 128: a warpgroup
     targets: tuple[str, ...] = ("sm_90*",)
 
@@ -164,15 +167,15 @@ WGMMA = dict(b_cell=None, lanes=128, elements=(8, 0, 4))
 KINDS = {k.id: k for k in (
     Kind("numerics-mma-f16-f32", "f16_f32_m16n8k16", "f16", "f32", "m16n8k16", a_cell, b_cell,
          (8, 4, 4), mma_evidence(r"HMMA\.16816\.F32", (4, 2, 4)), Frame(16, offsets=OFFSETS),
-         (*ALL, "targeted"), targets=SM8),
+         (*ALL, "targeted"), targets=SM8, version="3"),
     Kind("numerics-mma-bf16-f32", "bf16_f32_m16n8k16", "bf16", "f32", "m16n8k16", a_cell,
          b_cell, (8, 4, 4), mma_evidence(r"HMMA\.16816\.F32\.BF16", (4, 2, 4)),
          Frame(16, a=FORMATS["bf16"], offsets=OFFSETS), (*ALL, "targeted"), targets=SM8,
-         order_a="f16"),
+         order_a="f16", version="3"),
     Kind("numerics-mma-tf32-f32", "tf32_f32_m16n8k8", "tf32", "f32", "m16n8k8", a_cell_tf32,
          b_cell_tf32, (4, 2, 4), mma_evidence(r"HMMA\.1688\.F32\.TF32", (4, 2, 4)),
          Frame(8, a=FORMATS["tf32"], offsets=OFFSETS), (*ALL, "targeted"), targets=SM8,
-         order_a="f16"),
+         order_a="f16", version="3"),
     Kind("numerics-mma-f16-f16", "f16_f16_m16n8k16", "f16", "f16", "m16n8k16", a_cell, b_cell,
          (8, 4, 4), mma_evidence(r"HMMA\.16816\.F16", (4, 2, 2)),
          Frame(16, out=F16, one=10, tiny=((-24, 0), (-20, 0), (-14, -6), (-15, -10)),
@@ -258,6 +261,8 @@ class NumericsProbe:
                          else ""))
         if self.order:
             self.version = "1"
+        elif spec.version:
+            self.version = spec.version
         self.targets = spec.targets
         # D(0, 0) as one 32-bit observable, or an f64's two words
         words = ("d_lo", "d_hi") if self.out.bits == 64 else ("d_bits",)
