@@ -25,7 +25,7 @@ from probelab.vendors.amd.isa import GCN
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("wmma_gfx12", "mfma_cdna")
 PROBES = [p for p in catalog().probes.values() if isinstance(p, LaneIdProbe)
-          and p.source.parent.name in FOLDERS]
+          and p.kernels(p.vendor)[0].source.parent.name in FOLDERS]
 HELPERS = ("a_m", "a_k", "b_k", "b_n", "d_m", "d_n")
 
 
