@@ -108,17 +108,97 @@ class Rendered:
     render: Callable[[], str]
 
 
+# CUtensorMapDataType's element types a map may declare, and their sizes in bytes
+TENSOR_MAP_TYPES = {"UINT8": 1, "UINT16": 2, "UINT32": 4, "INT32": 4, "UINT64": 8, "INT64": 8}
+SWIZZLE_SPANS = (0, 32, 64, 128)  # CU_TENSOR_MAP_SWIZZLE_NONE, _32B, _64B, _128B
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """A tiled tensor map (CUtensorMap, cuTensorMapEncodeTiled) over one input buffer, which
+    a backend with a tensor memory accelerator encodes from the buffer's device address and
+    passes by value (`const __grid_constant__ CUtensorMap`). Sizes as the driver takes them:
+    `dims` and `box` in elements, innermost first; `strides` in bytes, of dims 1 on. Refused
+    here, before any device, where the CUDA driver API's cuTensorMapEncodeTiled reference
+    says the driver refuses (rank 1-5, strides multiples of 16, box 1-256 with a whole
+    number of 16-byte units innermost, element strides 1-8, a swizzled box's inner bytes
+    within the swizzle span)."""
+
+    buffer: str  # the input buffer whose payload's first byte is the global address
+    dtype: str  # a key of TENSOR_MAP_TYPES: CU_TENSOR_MAP_DATA_TYPE_<dtype>
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    box: tuple[int, ...]
+    element_strides: tuple[int, ...]
+    swizzle: int = 0  # the span in bytes, one of SWIZZLE_SPANS
+    interleave: str = "NONE"  # CU_TENSOR_MAP_INTERLEAVE_<...>: only NONE is declared here
+    l2_promotion: str = "NONE"  # CU_TENSOR_MAP_L2_PROMOTION_<...>: NONE, L2_64B/128B/256B
+    oob_fill: str = "NONE"  # CU_TENSOR_MAP_FLOAT_OOB_FILL_<...>: NONE for integer types
+
+    def __post_init__(self) -> None:
+        rank, size = len(self.dims), TENSOR_MAP_TYPES.get(self.dtype)
+        problems = [why for bad, why in (
+            (size is None, f"dtype one of {sorted(TENSOR_MAP_TYPES)}"),
+            (not 1 <= rank <= 5, "rank 1 to 5"),
+            (len(self.strides) != rank - 1 or any(s % 16 or not 0 < s < 2**40
+                                                  for s in self.strides),
+             "rank - 1 strides, each a positive multiple of 16 below 2**40"),
+            (len(self.box) != rank or any(not 1 <= b <= 256 for b in self.box),
+             "one box size per dim, 1 to 256"),
+            (size is not None and self.box and self.box[0] * size % 16,
+             "a box whose inner bytes are a multiple of 16"),
+            (len(self.element_strides) != rank or any(not 1 <= e <= 8
+                                                      for e in self.element_strides),
+             "one element stride per dim, 1 to 8"),
+            (self.swizzle not in SWIZZLE_SPANS, f"swizzle one of {SWIZZLE_SPANS} bytes"),
+            (self.swizzle and size is not None and self.box and
+             self.box[0] * size > self.swizzle, "a swizzled box's inner bytes within the span"),
+            (self.interleave != "NONE", "interleave NONE"),
+            (self.l2_promotion not in ("NONE", "L2_64B", "L2_128B", "L2_256B"),
+             "L2 promotion NONE, L2_64B, L2_128B or L2_256B"),
+            (self.oob_fill != "NONE", "OOB fill NONE (the types here are integers)"))
+            if bad]
+        if problems:
+            raise ValueError(f"tensor map over {self.buffer!r} needs {'; '.join(problems)}")
+
+    @property
+    def element_bytes(self) -> int:
+        return TENSOR_MAP_TYPES[self.dtype]
+
+    @property
+    def extent(self) -> int:
+        """The bytes of its buffer the map spans from the global address."""
+        return (self.strides[-1] if self.strides else self.element_bytes) * self.dims[-1]
+
+    def record(self) -> dict[str, object]:
+        """The encoding's arguments, as provenance records them."""
+        return {"buffer": self.buffer, "dtype": self.dtype, "rank": len(self.dims),
+                "dims": list(self.dims), "strides": list(self.strides), "box": list(self.box),
+                "element_strides": list(self.element_strides), "interleave": self.interleave,
+                "swizzle": self.swizzle, "l2_promotion": self.l2_promotion,
+                "oob_fill": self.oob_fill}
+
+
 @dataclass(frozen=True)
 class Launch:
-    """One launch covering the whole stimulus grid with pointer-only arguments.
+    """One launch covering the whole stimulus grid.
 
-    Kernels take the inputs in order, then the outputs: `k(const u32* in..., u32* out...)`.
+    Kernels take the inputs in order, then the outputs, then one tensor map per entry of
+    `tensor_maps`, in its order: `k(const u32* in..., u32* out..., const __grid_constant__
+    CUtensorMap map...)`; a backend without tensor maps refuses a launch that declares any.
     """
 
     inputs: Mapping[str, np.ndarray]
     outputs: Mapping[str, int]  # name -> number of uint32 words
     threads: int
     block: int = 256
+    tensor_maps: Mapping[str, TensorMap] = field(default_factory=dict)  # parameter -> map
+
+    def __post_init__(self) -> None:
+        for name, spec in self.tensor_maps.items():
+            if spec.buffer not in self.inputs or spec.extent > self.inputs[spec.buffer].nbytes:
+                raise ValueError(f"tensor map {name!r} spans {spec.extent} bytes of input "
+                                 f"{spec.buffer!r}, which the launch must give in full")
 
 
 class Probe(Protocol):
@@ -150,6 +230,7 @@ class Probe(Protocol):
     def assemble(
         self, stimulus: xr.Dataset, outputs: Mapping[str, Mapping[str, np.ndarray]]
     ) -> xr.Dataset: ...
+    # a launch that declares tensor maps also gets them: simulate(kernel, inputs, tensor_maps=)
     def simulate(
         self, kernel: Kernel, inputs: Mapping[str, np.ndarray]
     ) -> dict[str, np.ndarray]: ...

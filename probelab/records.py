@@ -64,6 +64,7 @@ class Provenance(TypedDict, total=False):
     poisons: list[str]
     simulated: bool
     blind_pairs: list[list[str]]  # sealed rivals the stimulus could not separate
+    tensor_maps: list[dict[str, Any]]  # each tensor map passed: arguments (and address, bytes)
     run: dict[str, Any]  # what sets this run apart: nonce, pid, started_utc, seconds
 
 

@@ -110,6 +110,8 @@ def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | N
         "simulated": backend.simulated,
         "blind_pairs": blind,  # rival pairs this stimulus could not separate (--allow-blind)
     }
+    if maps := getattr(backend, "tensor_maps", ()):  # each by-value map, as it was passed
+        prov["tensor_maps"] = list(maps)
     if not backend.simulated and (outside := vendors.unpinned()):
         prov["vendor_code"] = outside  # code no commit pins ran here: never evidence
     return save_sweep(probe, ds, prov, root, step, command, started)

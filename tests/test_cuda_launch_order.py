@@ -52,6 +52,7 @@ class FakeDriver:
         self.queues: dict[int, list] = {}
         self.log: list[tuple[str, int]] = []  # (call, stream it was issued on)
         self.freed: list[int] = []
+        self.params: list[bytes] = []  # the last launch's argument values, as it read them
 
     def words(self, address: int, count: int) -> np.ndarray:
         start = (address - self.BASE) // 4
@@ -117,10 +118,15 @@ class FakeDriver:
     def xor(self, a: int, out: int) -> None:
         self.words(out, N)[:] = self.words(a, N) ^ np.uint32(0x1234)
 
+    PARAMS = (8, 8)  # the kernel's parameters' sizes in bytes: two pointers
+
     def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params: int, extra):
-        pointers = np.frombuffer(ctypes.string_at(params, 16), np.uint64)  # two arguments
-        args = [int(np.frombuffer(ctypes.string_at(int(p), 8), np.uint64)[0])
-                for p in pointers]
+        pointers = np.frombuffer(ctypes.string_at(params, 8 * len(self.PARAMS)), np.uint64)
+        assert all(int(p) % min(n, 64) == 0 for p, n in zip(pointers, self.PARAMS, strict=True)
+                   ), "every value at its alignment (a CUtensorMap's is 64 bytes)"
+        self.params = [ctypes.string_at(int(p), n)
+                       for p, n in zip(pointers, self.PARAMS, strict=True)]
+        args = [int.from_bytes(v, "little") if len(v) == 8 else v for v in self.params]
         self._enqueue("launch", stream, lambda: f(*args))
         self._drain(stream)  # the kernel runs with what its own stream holds by now
         return OK

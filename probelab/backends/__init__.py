@@ -12,7 +12,7 @@ import importlib
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -94,6 +94,10 @@ class Backend(Protocol):
     simulated: bool
     isa: Isa | None  # None: no instruction evidence (simulated)
     timeout_s: float  # per launch (wait_for); a launch past it raises KernelTimeout
+    # every distinct tensor map its runs passed (Launch.tensor_maps): the encoding's
+    # arguments, and where a driver encoded it the device address and its 128 bytes in hex
+    # (a backend that runs no launch with maps, e.g. a third party's, may leave it out)
+    tensor_maps: Sequence[Mapping[str, object]]
 
     def device(self) -> DeviceInfo: ...
     def compile(self, kernel: Kernel, target: str) -> CodeObject: ...

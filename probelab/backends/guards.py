@@ -15,7 +15,7 @@ from probelab.errors import IntegrityError
 
 if TYPE_CHECKING:
     from probelab.codeobject import CodeObject
-    from probelab.probe import Kernel, Launch
+    from probelab.probe import Kernel, Launch, TensorMap
 
 GUARD_WORDS = 64
 GUARD = np.uint32(0xC0FFEE11)
@@ -56,8 +56,11 @@ class Device(Protocol):
     def alloc(self, name: str, nbytes: int) -> int: ...
     def copy_in(self, name: str, address: int, host: np.ndarray) -> None: ...
     def fill(self, name: str, address: int, word: int, count: int) -> None: ...
+    # the map's 128 bytes, encoded over `address` (asked only by a launch that declares one)
+    def tensor_map(self, name: str, address: int, spec: "TensorMap") -> bytes: ...
+    # pointers, then the tensor maps by value, as the kernel declares its parameters
     def launch(self, code: "CodeObject", symbol: str, blocks: int, block: int,
-               args: list[int]) -> None: ...
+               args: list[int], maps: list[bytes]) -> None: ...
     def finished(self, symbol: str) -> bool: ...  # a fault in the kernel may raise here
     def synchronize(self) -> None: ...  # ... or here
     def copy_out(self, name: str, host: np.ndarray, address: int) -> None: ...
@@ -67,10 +70,11 @@ class Device(Protocol):
 def guarded_run(device: Device, code: "CodeObject", kernel: "Kernel", launch: "Launch",
                 poison: int, timeout_s: float) -> dict[str, np.ndarray]:
     """Run `kernel` once over `launch` on `device`: inputs framed and copied in, outputs
-    guarded and poisoned on the device, pointer-only arguments past each leading guard, a
-    wait bounded by `timeout_s`, everything copied back and checked (guards intact, inputs
-    unchanged). Every buffer is freed before any free is judged; a hung kernel's buffers are
-    left to it (freeing them would wait for it)."""
+    guarded and poisoned on the device, pointers past each leading guard, then each declared
+    tensor map encoded over its input's payload once that is copied in, a wait bounded by
+    `timeout_s`, everything copied back and checked (guards intact, inputs unchanged).
+    Every buffer is freed before any free is judged; a hung kernel's buffers are left to it
+    (freeing them would wait for it)."""
     host = {n: framed(a) for n, a in launch.inputs.items()}
     sizes = {n: h.size for n, h in host.items()}
     sizes |= {n: words + 2 * GUARD_WORDS for n, words in launch.outputs.items()}
@@ -83,8 +87,10 @@ def guarded_run(device: Device, code: "CodeObject", kernel: "Kernel", launch: "L
         for n, words in launch.outputs.items():  # guards, then poison, set on the device
             device.fill(n, ptr[n], int(GUARD), sizes[n])
             device.fill(n, ptr[n] + 4 * GUARD_WORDS, poison, words)
+        maps = [device.tensor_map(n, ptr[m.buffer] + 4 * GUARD_WORDS, m)
+                for n, m in launch.tensor_maps.items()]
         device.launch(code, kernel.symbol, -(-launch.threads // launch.block), launch.block,
-                      [ptr[n] + 4 * GUARD_WORDS for n in sizes])
+                      [ptr[n] + 4 * GUARD_WORDS for n in sizes], maps)
         wait_for(lambda: device.finished(kernel.symbol), timeout_s, f"kernel {kernel.symbol}")
         device.synchronize()
         back = {n: np.empty(size, np.uint32) for n, size in sizes.items()}

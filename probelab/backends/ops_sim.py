@@ -25,6 +25,7 @@ class SimBackend:
         self.probe, self.target = probe, target
         self.timeout_s = DEFAULT_TIMEOUT_S  # the model returns or raises; nothing to wait for
         self.vendor = vendors.vendor(target)
+        self.tensor_maps: list[dict[str, object]] = []  # as declared: nothing encodes them
 
     def device(self) -> DeviceInfo:
         return DeviceInfo(f"simulated {self.target}", self.target, {"simulated": "true"})
@@ -36,7 +37,13 @@ class SimBackend:
     def run(self, code: CodeObject, kernel: Kernel, launch: Launch,
             poison: int) -> dict[str, np.ndarray]:
         # The model writes every cell, so poison cannot survive; guards are framed for parity.
-        results = self.probe.simulate(kernel, launch.inputs)
+        # Tensor maps go to the model as declared (its law places their boxes): no driver
+        # encodes them, so their record has no address and no bytes.
+        maps = {"tensor_maps": launch.tensor_maps} if launch.tensor_maps else {}
+        for name, spec in launch.tensor_maps.items():
+            if (entry := {"param": name, **spec.record()}) not in self.tensor_maps:
+                self.tensor_maps.append(entry)
+        results = self.probe.simulate(kernel, launch.inputs, **maps)
         outputs = {}
         for name, words in launch.outputs.items():
             produced = np.asarray(results[name], np.uint32).reshape(-1)

@@ -16,7 +16,7 @@ import numpy as np
 from probelab.backends import DEFAULT_TIMEOUT_S, DeviceInfo, device_status, device_uuid
 from probelab.backends.guards import guarded_run
 from probelab.codeobject import CodeObject
-from probelab.errors import IntegrityError, Unavailable
+from probelab.errors import IntegrityError, Unavailable, UsageError
 from probelab.probe import Kernel, Launch, Probe
 from probelab.vendors.amd import hiprtc, rocm
 from probelab.vendors.amd import toolchain as amdgpu
@@ -57,6 +57,7 @@ class HipBackend:
     vendor = "amd"
     simulated = False
     isa = GCN
+    tensor_maps = ()  # AMD GPUs have no tensor memory accelerator: `run` refuses a map
 
     def __init__(self) -> None:
         self.timeout_s = DEFAULT_TIMEOUT_S
@@ -112,6 +113,9 @@ class HipBackend:
 
     def run(self, code: CodeObject, kernel: Kernel, launch: Launch,
             poison: int) -> dict[str, np.ndarray]:
+        if launch.tensor_maps:
+            raise UsageError(f"{kernel.name} declares tensor maps ({', '.join(launch.tensor_maps)}"
+                             "): HIP has no tensor memory accelerator (TMA is NVIDIA sm_90+)")
         self.device()
         self._hip = rocm.hip()
         return guarded_run(self, code, kernel, launch, poison, self.timeout_s)
@@ -132,9 +136,9 @@ class HipBackend:
                f"hipMemsetD32Async({name})")
 
     def launch(self, code: CodeObject, symbol: str, blocks: int, block: int,
-               args: list[int]) -> None:
-        # hip-python copies a tuple given as `extra` into HIP_LAUNCH_PARAM_BUFFER_POINTER;
-        # c_void_p go by value
+               args: list[int], maps: list[bytes]) -> None:
+        # `run` refused any tensor map, so `maps` is empty; hip-python copies a tuple given
+        # as `extra` into HIP_LAUNCH_PARAM_BUFFER_POINTER; c_void_p go by value
         function = self._function(self._hip, code, symbol)
         rocm.check(self._hip.hipModuleLaunchKernel(
             function, blocks, 1, 1, block, 1, 1, 0, STREAM, None,

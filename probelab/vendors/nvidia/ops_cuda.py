@@ -18,7 +18,7 @@ from probelab.backends import DEFAULT_TIMEOUT_S, DeviceInfo, device_status, devi
 from probelab.backends.guards import guarded_run
 from probelab.codeobject import CodeObject
 from probelab.errors import IntegrityError, Unavailable
-from probelab.probe import Kernel, Launch, Probe
+from probelab.probe import Kernel, Launch, Probe, TensorMap
 from probelab.vendors.nvidia import toolchain as nvidia
 from probelab.vendors.nvidia.isa import SASS
 
@@ -99,6 +99,8 @@ class CudaBackend:
         self._device = None  # CUdevice 0, once its primary context is current here
         self._stream = None  # non-blocking: every copy, memset and launch of a run is on it
         self._modules: dict[str, object] = {}  # code object sha256 -> CUmodule
+        # every distinct tensor map a run passed: its arguments, address and encoded bytes
+        self.tensor_maps: list[dict[str, object]] = []
 
     def _open(self):
         """The driver, with device 0's primary context current on this thread."""
@@ -163,11 +165,46 @@ class CudaBackend:
         _check(self._drv.cuMemsetD32Async(address, word, count, self._stream),
                f"cuMemsetD32Async({name})")
 
+    def tensor_map(self, name: str, address: int, spec: TensorMap) -> bytes:
+        drv = self._drv
+        u64, u32 = drv.cuuint64_t, drv.cuuint32_t  # the bindings take no bare ints here
+        swizzle = f"{spec.swizzle}B" if spec.swizzle else "NONE"
+        (encoded,) = _check(drv.cuTensorMapEncodeTiled(
+            getattr(drv.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{spec.dtype}"),
+            len(spec.dims), address, [u64(d) for d in spec.dims],
+            [u64(s) for s in spec.strides], [u32(b) for b in spec.box],
+            [u32(e) for e in spec.element_strides],
+            getattr(drv.CUtensorMapInterleave, f"CU_TENSOR_MAP_INTERLEAVE_{spec.interleave}"),
+            getattr(drv.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{swizzle}"),
+            getattr(drv.CUtensorMapL2promotion,
+                    f"CU_TENSOR_MAP_L2_PROMOTION_{spec.l2_promotion}"),
+            getattr(drv.CUtensorMapFloatOOBfill,
+                    f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{spec.oob_fill}")),
+            f"cuTensorMapEncodeTiled({name})")
+        raw = b"".join(int(word).to_bytes(8, "little") for word in encoded.opaque)
+        if len(raw) != 128:
+            raise IntegrityError(f"cuTensorMapEncodeTiled({name}) gave {len(raw)} bytes, not 128")
+        entry = {"param": name, "address": f"{address:#x}", **spec.record(), "bytes": raw.hex()}
+        if entry not in self.tensor_maps:
+            self.tensor_maps.append(entry)
+        return raw
+
     def launch(self, code: CodeObject, symbol: str, blocks: int, block: int,
-               args: list[int]) -> None:
-        # kernelParams: the address of an array of pointers, one to each argument's value
-        values = np.array(args, np.uint64)
-        params = np.array([values.ctypes.data + 8 * i for i in range(values.size)], np.uint64)
+               args: list[int], maps: list[bytes]) -> None:
+        # kernelParams: the address of an array of pointers, one to each argument's value:
+        # the pointers' 8 bytes each, then each map's 128 at a 64-byte boundary (CUtensorMap's
+        # alignment); the driver copies them at the launch
+        values = [a.to_bytes(8, "little") for a in args] + list(maps)
+        offsets, end = [], 0
+        for value in values:
+            align = 8 if len(value) == 8 else 64
+            offsets.append(-(-end // align) * align)
+            end = offsets[-1] + len(value)
+        host = np.zeros(end + 64, np.uint8)
+        base = -host.ctypes.data % 64  # the host copy's own 64-byte boundary
+        for at, value in zip(offsets, values, strict=True):
+            host[base + at:base + at + len(value)] = np.frombuffer(value, np.uint8)
+        params = np.array([host.ctypes.data + base + at for at in offsets], np.uint64)
         _check(self._drv.cuLaunchKernel(self._function(self._drv, code, symbol), blocks, 1, 1,
                                         block, 1, 1, 0, self._stream, params.ctypes.data, 0),
                f"cuLaunchKernel({symbol})")
