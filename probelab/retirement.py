@@ -17,6 +17,8 @@ from typing import Any
 
 from probelab import chain, dataset, manifest
 from probelab.errors import CannotWrite, UsageError
+from probelab.notary import words
+from probelab.notary.rules import Finding, Rule
 from probelab.paths import data_dir, relative
 
 NAME = "RETIRED.jsonl"
@@ -37,49 +39,47 @@ def read() -> list[dict[str, Any]]:
     return entries
 
 
-def problems(entries: list[dict[str, Any]], pins: list[dict[str, Any]]) -> list[str]:
-    """Why a retirement does not hold (one line each): the rules of the module docstring,
-    read off the pins and the datasets' own provenance."""
+def problems(entries: list[dict[str, Any]], pins: list[dict[str, Any]]) -> list[Finding]:
+    """Why a retirement does not hold, each a finding about the retired dataset (its
+    subject): the rules of the module docstring, read off the pins and the datasets' own
+    provenance."""
     by_path = {pin["path"]: pin for pin in pins}
     out, seen = [], set()
     for entry in entries:
         name = entry["path"]
         if name in seen:
-            out.append(f"{name}: retired twice ({NAME})")
+            out.append(Finding(Rule.RETIRED_TWICE, name, NAME))
         seen.add(name)
-        out += [f"{name}: {why}" for why in _faults(name, entry["superseded_by"], by_path)]
+        out += _faults(name, entry["superseded_by"], by_path)
     return out
 
 
-def _faults(name: str, successors: list[str], pins: dict[str, dict[str, Any]]) -> list[str]:
-    if name not in pins:
-        return [f"retired in {NAME}, but no pin names it: only a pinned measurement retires"]
-    if why := pinned_bytes_problem(data_dir().parent / name, list(pins.values())):
-        return [why]  # its values are not read: its bytes must be the pinned ones
+def _faults(name: str, successors: list[str], pins: dict[str, dict[str, Any]]
+            ) -> list[Finding]:
+    if found := pinned_bytes_mismatch(data_dir().parent / name, list(pins.values())):
+        return [found]  # its values are not read: its bytes must be the pinned ones
     try:
         old = _measured(name)
     except (UsageError, OSError, KeyError, ValueError) as exc:
-        return [f"retired, but its provenance cannot be read ({exc})"]
+        return [Finding(Rule.RETIRED_UNREADABLE, name, f"{exc}")]
     faults = []
     for new in successors:
         if new == name or new not in pins:
-            faults.append(f"retired for {new}, which is not another pinned dataset")
+            faults.append(Finding(Rule.SUCCESSOR_NOT_PINNED, name, files=(new,)))
             continue
         if (pins[new]["probe"], pins[new]["target"]) != (pins[name]["probe"],
                                                         pins[name]["target"]):
-            faults.append(f"retired for {new}, a dataset of another probe or target")
+            faults.append(Finding(Rule.SUCCESSOR_ELSEWHERE, name, files=(new,)))
             continue
         try:
             successor = _measured(new)
         except (UsageError, OSError, KeyError, ValueError) as exc:
-            faults.append(f"retired for {new}, whose provenance cannot be read ({exc})")
+            faults.append(Finding(Rule.SUCCESSOR_UNREADABLE, name, f"{exc}", (new,)))
             continue
         if successor["version"] == old["version"]:
-            faults.append(f"retired for {new}, of the same probe version "
-                          f"({old['version']}): a re-measurement that retires is of a newer "
-                          "version")
+            faults.append(Finding(Rule.SUCCESSOR_SAME_VERSION, name, old["version"], (new,)))
         elif not successor["utc"] > old["utc"]:
-            faults.append(f"retired for {new}, which was measured before it")
+            faults.append(Finding(Rule.SUCCESSOR_EARLIER, name, files=(new,)))
     return faults
 
 
@@ -108,7 +108,7 @@ def retire(path: Path, superseded_by: list[Path], reason: str) -> dict[str, Any]
             if any(e["path"] == names[0] for e in entries):
                 raise UsageError(f"{names[0]} is already retired")
             if faults := _faults(names[0], names[1:], {p["path"]: p for p in pins}):
-                raise UsageError(f"{names[0]}: {faults[0]}")
+                raise UsageError(f"{names[0]}: {words.sentence(faults[0])}")
             return chain.append(retired_path(), entries, {
                 "path": names[0], "reason": reason, "superseded_by": names[1:],
                 "retired_at": datetime.now(UTC).isoformat(timespec="seconds")}, FORMS)
@@ -119,15 +119,15 @@ def retire(path: Path, superseded_by: list[Path], reason: str) -> dict[str, Any]
         raise UsageError(f"the retirement cannot be recorded: {exc}") from exc
 
 
-def pinned_bytes_problem(path: Path, pins: list[dict[str, Any]]) -> str | None:
+def pinned_bytes_mismatch(path: Path, pins: list[dict[str, Any]]) -> Finding | None:
     """Why a retired dataset's file is not the one its pin names (its values are not read:
-    its bytes' sha256 against the pin's)."""
-    if not path.is_file():
-        return "retired, but the file is gone"
+    its bytes' sha256 against the pin's), or None."""
     name = relative(path)
     pin = next((p for p in pins if p["path"] == name), None)
     if pin is None:
-        return "retired, but no pin names it"
+        return Finding(Rule.RETIRED_UNPINNED, name, NAME)
+    if not path.is_file():
+        return Finding(Rule.RETIRED_FILE_GONE, name)
     if manifest.file_sha256(path) != pin["file_sha256"]:
-        return "its bytes differ from the file its pin names (edited after the sweep)"
+        return Finding(Rule.BYTES_NOT_PINNED, name)
     return None

@@ -18,6 +18,7 @@ from typing import Any
 
 from probelab import bounded, codetree, dataset, gitinfo, manifest, retirement, written
 from probelab.errors import HistoryError, IntegrityError, LabError
+from probelab.notary import words
 from probelab.notary.order import measuring_code
 from probelab.paths import data_dir, lab_root
 from probelab.prereg import Record
@@ -161,8 +162,8 @@ def _retirements(pins: list[dict[str, Any]], problems: list[str]) -> list[dict[s
         problems.append(str(exc))
         return []
     faults = retirement.problems(entries, pins)
-    problems += faults
-    faulty = {f.split(":", 1)[0] for f in faults}
+    problems += [f"{f.subject}: {words.sentence(f)}" for f in faults]
+    faulty = {f.subject for f in faults}
     return [e for e in entries if e["path"] not in faulty]
 
 

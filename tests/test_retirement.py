@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from toylab import ToyLab, invoke
 
-from probelab import prereg, retirement
+from probelab import manifest, prereg, retirement
 from probelab.check import check_all
 from probelab.errors import UsageError
+from probelab.notary.rules import Finding, Rule
 from probelab.verify import verify_archive
 
 
@@ -57,8 +58,9 @@ def test_a_retired_dataset_is_held_to_its_pin_and_shown_beside_its_successor(
     raw = bytearray(old.read_bytes())  # the bytes of a retired file are still its pin's
     raw[-40] ^= 1
     old.write_bytes(bytes(raw))
-    problems = verify_archive()["problems"]
-    assert any(old.name in p and "pin names" in p for p in problems), problems
+    assert verify_archive()["problems"]
+    assert retirement.problems(retirement.read(), manifest.read()) == [
+        Finding(Rule.BYTES_NOT_PINNED, f"data/toy/sm_90/{old.name}")]
 
 
 def test_a_verdict_the_successor_does_not_give_is_a_note(toylab: ToyLab,
@@ -72,8 +74,14 @@ def test_a_verdict_the_successor_does_not_give_is_a_note(toylab: ToyLab,
     assert any("recorded REFUTED" in n and "gives CONFIRMED" in n for n in notes), notes
 
 
-@pytest.mark.parametrize("case", ["same-version", "earlier", "other-probe-target", "unpinned",
-                                  "itself", "no-reason", "twice"])
+# what each retirement that `retire` refuses would be found to be, written by hand
+BROKEN = {"same-version": Rule.SUCCESSOR_SAME_VERSION, "earlier": Rule.SUCCESSOR_EARLIER,
+          "other-probe-target": Rule.SUCCESSOR_NOT_PINNED,  # its folder's copy has no pin
+          "unpinned": Rule.SUCCESSOR_NOT_PINNED, "itself": Rule.SUCCESSOR_NOT_PINNED,
+          "twice": Rule.RETIRED_TWICE, "no-reason": None}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
 def test_a_retirement_without_a_true_successor_is_refused_and_nothing_written(
         toylab: ToyLab, pair: tuple[Path, Path], case: str) -> None:
     old, new = pair
@@ -101,6 +109,10 @@ def test_a_retirement_without_a_true_successor_is_refused_and_nothing_written(
     after = retirement.retired_path().read_bytes() if retirement.retired_path().exists() \
         else None
     assert after == before
+    name = [p.relative_to(toylab.root).as_posix() for p in (old, new)]
+    by_hand = [*retirement.read(), {"path": name[0], "superseded_by": name[1:]}]
+    expected = [BROKEN[case]] if BROKEN[case] else []  # without a reason, it would hold
+    assert [f.rule for f in retirement.problems(by_hand, manifest.read())] == expected
 
 
 def test_a_hand_written_retirement_that_does_not_hold_is_a_problem_and_not_honoured(
@@ -116,7 +128,8 @@ def test_a_hand_written_retirement_that_does_not_hold_is_a_problem_and_not_honou
         "superseded_by": [f"data/toy/sm_90/{same.name}"], "retired_at": "now"},
         retirement.FORMS)
     result = verify_archive()
-    assert any("same probe version" in p for p in result["problems"])
+    assert [f.rule for f in retirement.problems(retirement.read(), manifest.read())] == \
+        [Rule.SUCCESSOR_SAME_VERSION] and result["problems"]
     assert f"data/toy/sm_90/{old.name}" in {row["dataset"] for row in result["checks"]}
     assert not result["retired"]
     lines = retirement.retired_path().read_text().splitlines()

@@ -34,7 +34,7 @@ class Row:
     the outcome it forces on a verdict (None: a note that leaves the scores' verdict)."""
 
     rows: tuple[int, ...]
-    outcome: Outcome | None
+    outcome: Outcome | None  # None: forces none (a note, or a fault verify alone judges)
     what: str  # one line: what the rule catches (it also keeps each member apart)
 
 
@@ -71,7 +71,7 @@ class Rule(Enum):
     MANIFEST_BROKEN = Row((34,), _T, "the manifest's chain does not hold")
     UNPINNED = Row((11,), _T, "no pin names it")
     PINNED_AS_ANOTHER = Row((11, 22), _T, "its content pinned elsewhere too, or its path twice")
-    BYTES_NOT_PINNED = Row((12,), _T, "its bytes are not the ones its pin names")
+    BYTES_NOT_PINNED = Row((12, 33), _T, "its bytes are not the ones its pin names")
     CONTENT_NOT_PINNED = Row((12,), _T, "its contents are not the ones its pin names")
     REWRITTEN = Row((4, 11), _T, "changed in git after the commit that added it")
     MANIFEST_REWRITTEN = Row((11,), _T, "the manifest's history lost or changed lines")
@@ -85,6 +85,17 @@ class Rule(Enum):
     # notes on a counted verdict
     NO_CELLS = Row((37,), None, "a kernel with no cells to score")
     BLIND = Row((27,), None, "the sweep recorded the stimulus blind to a sealed rival")
+    # a retirement that does not hold (probelab.retirement): a verify problem, and the
+    # dataset is checked in full; subject: the retired dataset, files: a successor
+    RETIRED_TWICE = Row((33,), None, "one dataset retired twice")
+    RETIRED_UNPINNED = Row((33,), None, "no pin names the retired dataset")
+    RETIRED_FILE_GONE = Row((33,), None, "the retired dataset's file is gone")
+    RETIRED_UNREADABLE = Row((33,), None, "the retired dataset's provenance cannot be read")
+    SUCCESSOR_NOT_PINNED = Row((33,), None, "a successor that is no other pinned dataset")
+    SUCCESSOR_ELSEWHERE = Row((33,), None, "a successor of another probe or target")
+    SUCCESSOR_UNREADABLE = Row((33,), None, "a successor whose provenance cannot be read")
+    SUCCESSOR_SAME_VERSION = Row((33,), None, "a successor of the same probe version")
+    SUCCESSOR_EARLIER = Row((33,), None, "a successor measured before the retired dataset")
 
     @property
     def outcome(self) -> Outcome | None:

@@ -61,6 +61,18 @@ SENTENCES: dict[Rule, str] = {
     Rule.NO_CELLS: "kernel {subject}: no cells to score",
     Rule.BLIND: "blind to {detail}: the sweep recorded that this stimulus cannot tell them "
                 "apart, so it confirms neither against the other",
+    Rule.RETIRED_TWICE: "retired twice ({detail})",
+    Rule.RETIRED_UNPINNED: "retired in {detail}, but no pin names it: only a pinned "
+                           "measurement retires",
+    Rule.RETIRED_FILE_GONE: "retired, but the file is gone",
+    Rule.RETIRED_UNREADABLE: "retired, but its provenance cannot be read ({detail})",
+    Rule.SUCCESSOR_NOT_PINNED: "retired for {every}, which is not another pinned dataset",
+    Rule.SUCCESSOR_ELSEWHERE: "retired for {every}, a dataset of another probe or target",
+    Rule.SUCCESSOR_UNREADABLE: "retired for {every}, whose provenance cannot be read "
+                               "({detail})",
+    Rule.SUCCESSOR_SAME_VERSION: "retired for {every}, of the same probe version ({detail}): "
+                                 "a re-measurement that retires is of a newer version",
+    Rule.SUCCESSOR_EARLIER: "retired for {every}, which was measured before it",
 }
 
 
