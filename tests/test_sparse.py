@@ -89,30 +89,38 @@ def hypothesis(probe_id: str, name: str):
     return parse_hypothesis(path, path.read_bytes())
 
 
-@pytest.mark.parametrize("kind", quick_first(KINDS))
-def test_the_sealed_ptx_reading_predicts_a_ptx_unit_and_its_rival_does_not(kind: str) -> None:
-    """A unit built from this file's transcription of PTX: the ptx hypothesis predicts every
-    decoded cell; the own-lane rival misses gov_lane and its near misses miss somewhere."""
-    probe = get_probe(f"mma-sp-{kind}")
+def check_reading(probe, law_of, readings: tuple[str, ...], rival: str) -> None:
+    """A unit built by `law_of(unit, design)` for every kernel: the sealed `readings` predict
+    every decoded cell; the `rival` misses gov_lane and each near miss of the first reading
+    misses somewhere."""
     probe.sim_laws.clear()
     try:
         for unit in probe.design.units:
-            probe.sim_laws[unit.name] = ptx_law(unit, probe.design)
+            probe.sim_laws[unit.name] = law_of(unit, probe.design)
         ds, problems = run(probe)
     finally:
         probe.sim_laws.clear()
     assert problems == []
-    ptx = hypothesis(probe.id, "ptx-sparse-storage")
-    tables = predict(ptx, ds, probe.observables)["literal"]
-    tables |= predict(hypothesis(probe.id, "ptx-a-rows"), ds, probe.observables)["literal"]
+    sealed = [hypothesis(probe.id, name) for name in readings]
+    tables = {}
+    for reading in sealed:
+        tables |= predict(reading, ds, probe.observables)["literal"]
     assert {"row_lane", "met_lane", "gov_lane"} <= set(tables)
     for name, table in tables.items():
         np.testing.assert_array_equal(ds[name].values, table, err_msg=name)
-    rival = predict(hypothesis(probe.id, "own-lane-metadata"), ds, probe.observables)["literal"]
-    assert (rival["gov_lane"] != ds["gov_lane"].values).any()
-    for miss in ptx.near_misses:
-        changed = predict(ptx.near_miss(miss), ds, probe.observables)["literal"]
+    rivals = predict(hypothesis(probe.id, rival), ds, probe.observables)["literal"]
+    assert (rivals["gov_lane"] != ds["gov_lane"].values).any()
+    for miss in sealed[0].near_misses:
+        changed = predict(sealed[0].near_miss(miss), ds, probe.observables)["literal"]
         assert any((changed[n] != ds[n].values).any() for n in changed), miss
+
+
+@pytest.mark.parametrize("kind", quick_first(KINDS))
+def test_the_sealed_ptx_reading_predicts_a_ptx_unit_and_its_rival_does_not(kind: str) -> None:
+    """A unit built from this file's transcription of PTX: the ptx hypothesis predicts every
+    decoded cell; the own-lane rival misses gov_lane and its near misses miss somewhere."""
+    check_reading(get_probe(f"mma-sp-{kind}"), ptx_law, ("ptx-sparse-storage", "ptx-a-rows"),
+                  "own-lane-metadata")
 
 
 def test_a_unit_reading_two_lanes_at_once_is_not_given_a_governor() -> None:

@@ -71,6 +71,7 @@ import numpy as np
 from probelab import vocabulary
 from probelab.kits.elements import Codec
 from probelab.kits.fragment import THREAD_MAJOR, Fragment
+from probelab.kits.tiles import Tile
 
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
     import xarray as xr
@@ -127,6 +128,10 @@ class Unit:
     ordered: bool = False
     pairwise: bool = False  # each index names a pair of elements (NVIDIA s4: 4:8)
     b_regs: int | None = None  # B registers it reads, when not `regs`
+    # shared-memory tiles an operand is read from (wgmma: A in SS form, B always); the kernel
+    # stores value v of lane l at element v * lanes + l of a tile
+    smem: tuple[Tile, ...] = ()
+    facts: tuple[tuple[str, int], ...] = ()  # per-kernel grid coordinates (tiles.grid_facts)
 
     @property
     def elems(self) -> int:
@@ -193,6 +198,7 @@ class Design:
     d_regs: int = 4
     M: int = 16
     N: int = 8
+    lanes: int = LANES  # threads one instruction spans: a warp, or a warpgroup (wgmma: 128)
 
     @property
     def a_elems(self) -> int:
@@ -205,7 +211,7 @@ class Design:
     def fragment(self, operand: str) -> Fragment:
         """A's or B's (lane, value) fragment, numbered in this kit's own order (thread-major:
         its stimulus is drawn in it; probelab.kits.fragment)."""
-        return Fragment(operand, LANES, self.a_elems if operand == "a" else self.b_elems,
+        return Fragment(operand, self.lanes, self.a_elems if operand == "a" else self.b_elems,
                         THREAD_MAJOR)
 
     @property
@@ -218,7 +224,7 @@ class Design:
 
     @property
     def lane_code_bits(self) -> int:  # lane-coded waves: one per bit of a lane number
-        return (LANES - 1).bit_length()
+        return (self.lanes - 1).bit_length()
 
     @property
     def group_code_bits(self) -> int:  # group-coded waves: one per bit of a group number
@@ -233,6 +239,8 @@ class Design:
         if self.codec.b is not None:  # one element type for A and B in this kit's waves
             problems.append(f"the codec names B's own type ({self.codec.name}): the sparse "
                             "kit packs A and B in one type")
+        if len({tuple(name for name, _ in u.facts) for u in self.units}) > 1:
+            problems.append("every kernel declares the same facts (per-kernel coordinates)")
         if not set(self.meta.contrast) <= set(self.meta.valid):
             problems.append(f"contrast {self.meta.contrast} must be valid group values")
         x, y = self.meta.contrast
@@ -253,14 +261,15 @@ def stimulus(design: Design) -> xr.Dataset:
     per_kernel = {"K": [u.K for u in units], "sel": [u.sel for u in units],
                   "ordered": [int(u.ordered) for u in units], "regs": [u.regs for u in units],
                   "bits": [u.bits for u in units], "elems": [u.elems for u in units]}
+    per_kernel |= {name: [dict(u.facts)[name] for u in units] for name, _ in units[0].facts}
     x, y = (meta.uniform(v) for v in meta.contrast)
-    lanes = np.arange(LANES)
+    lanes = np.arange(design.lanes)
     lword = np.array([np.where((lanes >> b) & 1, x, y) for b in range(design.lane_code_bits)])
     gword = np.array([sum((meta.contrast[0] if (j >> b) & 1 else meta.contrast[1])
                           << (meta.group_bits * j) for j in range(meta.groups))
                       for b in range(design.group_code_bits)])
     valid = np.array(meta.valid, np.uint64)
-    groups = rng.integers(0, len(valid), (design.trials, LANES, meta.groups))
+    groups = rng.integers(0, len(valid), (design.trials, design.lanes, meta.groups))
     rmeta = (valid[groups] << (np.arange(meta.groups, dtype=np.uint64) * meta.group_bits)
              ).sum(-1)
     words = [meta.uniform(v) for v in meta.valid]
@@ -270,24 +279,24 @@ def stimulus(design: Design) -> xr.Dataset:
     coords = {
         "kernel": ("kernel", np.array([u.name for u in units])),
         **{k: ("kernel", np.array(v, np.uint32)) for k, v in per_kernel.items()},
-        "a_lane": ("a_lane", u32(LANES)), "a_elem": ("a_elem", u32(design.a_elems)),
+        "a_lane": ("a_lane", u32(design.lanes)), "a_elem": ("a_elem", u32(design.a_elems)),
         "word": ("word", np.array(words, np.uint32)),
         "digit": ("digit", u32(design.codec.digits(design.b_slots))),
         "lbit": ("lbit", u32(design.lane_code_bits)),
         "gbit": ("gbit", u32(design.group_code_bits)),
         "trial": ("trial", u32(design.trials)),
         "bad": ("bad", np.array([meta.uniform(v) for v in meta.invalid], np.uint32)),
-        "m_lane": ("m_lane", u32(LANES)),
+        "m_lane": ("m_lane", u32(design.lanes)),
         "lword": (("lbit", "m_lane"), lword.astype(np.uint32)),
         "gword": ("gbit", gword.astype(np.uint32)),
         "rmeta": (("trial", "m_lane"), rmeta.astype(np.uint32)),
-        "b_lane": ("b_lane", u32(LANES)), "b_elem": ("b_elem", u32(design.b_elems)),
+        "b_lane": ("b_lane", u32(design.lanes)), "b_elem": ("b_elem", u32(design.b_elems)),
         "b_id": (("b_lane", "b_elem"),
                  design.fragment("b").per_thread(rng.permutation(design.b_slots)[None])[0]
                  .astype(np.uint32)),
         "dense": ("dense", u32(dense)),
         "dense_a": (("dense", "a_lane", "a_elem"),
-                    rng.integers(low, top, (dense, LANES, design.a_elems)).astype(np.int32)),
+                    rng.integers(low, top, (dense, design.lanes, design.a_elems)).astype(np.int32)),
     }
     if meta.outside:
         coords["oword"] = ("oword", np.array([meta.uniform(v) for v in meta.outside],
@@ -296,7 +305,7 @@ def stimulus(design: Design) -> xr.Dataset:
         nonzero = np.array([v for v in range(low, top) if v != 0])
         coords["cword"] = ("cword", np.array([meta.uniform(v) for v in meta.clash], np.uint32))
         coords["clash_a"] = (("cword", "trial", "a_lane", "a_elem"), nonzero[rng.integers(
-            0, len(nonzero), (len(meta.clash), design.trials, LANES, design.a_elems))
+            0, len(nonzero), (len(meta.clash), design.trials, design.lanes, design.a_elems))
             ].astype(np.int32))
     grid = xr.Dataset(coords=coords)
     grid["word"].attrs["contract"] = "inside: group values the vendor's contract allows"
@@ -336,7 +345,8 @@ def waves(grid: xr.Dataset, codec: Codec) -> dict[str, np.ndarray]:
     order: the one-hot blocks (configuration, [digit,] A slot), then the dense waves; from
     the grid and the element codec alone (a dataset's recorded one: kits.sparse.recipe)."""
     a_elems = grid.sizes["a_value"]
-    fragment = Fragment("a", LANES, a_elems, THREAD_MAJOR)  # the design's (Design.fragment)
+    lanes = grid.sizes["a_lane"]
+    fragment = Fragment("a", lanes, a_elems, THREAD_MAJOR)  # the design's (Design.fragment)
     slots = fragment.slots
     planes = codec.pack(_b_planes(grid, codec))  # (digit, 32, 4)
     onehot = codec.pack(fragment.per_thread(np.eye(slots)))  # (slots, 32, 4)
@@ -354,7 +364,7 @@ def waves(grid: xr.Dataset, codec: Codec) -> dict[str, np.ndarray]:
     b.append(np.repeat(planes[:1], len(dense_meta), 0))
     e.append(dense_meta)
     if "cword" in grid:  # the collision waves, last: (cword, trial)
-        a.append(codec.pack(grid["clash_a"].values.reshape(-1, LANES, a_elems)))
+        a.append(codec.pack(grid["clash_a"].values.reshape(-1, lanes, a_elems)))
         b.append(np.repeat(planes[:1], grid["clash_a"].shape[0] * grid.sizes["trial"], 0))
         e.append(np.repeat(meta["clash"], grid.sizes["trial"], 0))
     return {"a": np.concatenate(a), "b": np.concatenate(b), "e": np.concatenate(e)}
@@ -413,7 +423,7 @@ def _named(d: np.ndarray, grid: xr.Dataset, codec: Codec) -> np.ndarray:
     return np.where(zero.all(1), EMPTY, np.where(zero.any(1), UNREAD, named))
 
 
-def _met(named: np.ndarray, b_elems: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _met(named: np.ndarray, b: Fragment) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per configuration and A slot: the smallest B slot named (as lane, elem) and how many
     registers were reached; NONE where nothing was, AMBIGUOUS where any is unreadable."""
     flat = named.reshape(*named.shape[:-2], -1)
@@ -421,7 +431,7 @@ def _met(named: np.ndarray, b_elems: int) -> tuple[np.ndarray, np.ndarray, np.nd
     least = np.where(flat >= 0, flat, np.iinfo(np.int64).max).min(-1)
     code = np.where(count == 0, NONE, AMBIGUOUS)
     fine = (count > 0) & ~(flat == UNREAD).any(-1)
-    lane, elem = Fragment("b", LANES, b_elems, THREAD_MAJOR).thread_value(least)
+    lane, elem = b.thread_value(least)
     lane, elem = np.where(fine, lane, code), np.where(fine, elem, code)
     return lane.astype(np.uint32), elem.astype(np.uint32), count.astype(np.uint32)
 
@@ -432,10 +442,10 @@ def _expected_digit0(named: np.ndarray, planes0: np.ndarray) -> np.ndarray:
     return np.where(named >= 0, flat[np.clip(named, 0, None)], 0)
 
 
-def _row_names(lane: np.ndarray, elem: np.ndarray, b_elems: int) -> np.ndarray:
+def _row_names(lane: np.ndarray, elem: np.ndarray, b: Fragment) -> np.ndarray:
     """A row of B is named by its smallest B slot, from `_met`'s lane and elem (or a code)."""
     lane, elem = lane.astype(np.int64), elem.astype(np.int64)
-    slot = Fragment("b", LANES, b_elems, THREAD_MAJOR).slot(lane, elem)
+    slot = b.slot(lane, elem)
     return np.where(lane >= CODES, lane, slot)
 
 
@@ -497,7 +507,7 @@ def decode(grid: xr.Dataset, design: Design, unit: Unit, blocks: Mapping[str, np
     codec = design.codec
     out = Decoded()
     named = _named(blocks["word"], grid, codec)  # (word, a_lane, a_value, 32, d_regs)
-    lane, elem, count = _met(named, design.b_elems)
+    lane, elem, count = _met(named, design.fragment("b"))
     out.values |= {"met_lane": lane, "met_elem": elem, "met_count": count}
     out.values["row_lane"], out.values["row_reg"] = _rows(named, design.d_regs)
     if unread := int((named == UNREAD).any((-2, -1)).sum()):
@@ -506,7 +516,7 @@ def decode(grid: xr.Dataset, design: Design, unit: Unit, blocks: Mapping[str, np
     if split_rows := _partition_problems(named):
         out.problems.append(f"{unit.name}: {split_rows} word waves name B slots that do not "
                             "form one row of B with the other waves (overlapping sets)")
-    names = _row_names(lane, elem, design.b_elems)  # (word, a_lane, a_value)
+    names = _row_names(lane, elem, design.fragment("b"))  # (word, a_lane, a_value)
     v = codec.read(blocks["word"][:, 0])  # digit-0 waves, as numbers
     expected = _expected_digit0(named, _b_planes(grid, codec)[0])
     table: dict[bytes, int] = {}
@@ -722,21 +732,21 @@ def random_law(unit: Unit, design: Design, rng: np.random.Generator) -> Law:
     row, ck = cells // kc, cells % kc
     index = ck // 2 if unit.pairwise else ck  # what one 2-bit index selects
     chunk = index // kept
-    a_row = np.full((LANES, design.a_elems), -1)
+    a_row = np.full((design.lanes, design.a_elems), -1)
     base, stride = np.zeros_like(a_row), np.ones_like(a_row)
     gov_lane, gov_field = np.zeros_like(a_row), np.zeros_like(a_row)
-    a_row[:, :per] = row.reshape(LANES, per)
+    a_row[:, :per] = row.reshape(design.lanes, per)
     base[:, :per] = (8 * chunk + ck % 2 if unit.pairwise else 2 * kept * chunk
-                     ).reshape(LANES, per)
+                     ).reshape(design.lanes, per)
     stride[:, :per] = 2 if unit.pairwise else 1
-    owner = rng.permutation(LANES * 8)[row * chunks + chunk]  # (lane, nibble) per chunk
-    gov_lane[:, :per] = (owner // 8).reshape(LANES, per)
-    gov_field[:, :per] = (2 * (owner % 8) + index % kept).reshape(LANES, per)
-    b_kn = np.full((LANES, design.b_elems, 2), -1)
+    owner = rng.permutation(design.lanes * 8)[row * chunks + chunk]  # (lane, nibble) per chunk
+    gov_lane[:, :per] = (owner // 8).reshape(design.lanes, per)
+    gov_field[:, :per] = (2 * (owner % 8) + index % kept).reshape(design.lanes, per)
+    b_kn = np.full((design.lanes, design.b_elems, 2), -1)
     kn = np.stack(np.meshgrid(np.arange(unit.K), np.arange(N), indexing="ij"), -1)
-    b_kn[:, :unit.b_elems] = rng.permutation(kn.reshape(-1, 2)).reshape(LANES, -1, 2)
+    b_kn[:, :unit.b_elems] = rng.permutation(kn.reshape(-1, 2)).reshape(design.lanes, -1, 2)
     mn = np.stack(np.meshgrid(np.arange(M), np.arange(N), indexing="ij"), -1)
-    d_mn = rng.permutation(mn.reshape(-1, 2)).reshape(LANES, design.d_regs, 2)
+    d_mn = rng.permutation(mn.reshape(-1, 2)).reshape(design.lanes, design.d_regs, 2)
     return Law(a_row, gov_lane, gov_field, base, stride, b_kn, d_mn, shift=int(whole))
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from probelab.kits import Declared, lazy_figures
 from probelab.kits.sparse import engine as sparse
 from probelab.kits.sparse import recipe
-from probelab.kits.sparse.engine import LANES, Design, Unit
+from probelab.kits.sparse.engine import Design, Unit
 from probelab.probe import Evidence, Kernel, Launch
 
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
@@ -30,6 +30,7 @@ class SparseProbe(Declared):
     evidence: Callable[[Unit], Evidence]
     symbol: Callable[[Unit], str] = lambda unit: f"probe_{unit.name}"
     block: int = 256
+    options: Mapping[str, object] = field(default_factory=dict)  # compiler options per kernel
     excluded: Mapping[str, str] = field(default_factory=dict)  # target pattern -> why not
     # The simulated unit's law per kernel: hidden (random, seeded) unless a test swaps in
     # another. Never documentation, never evidence.
@@ -49,7 +50,8 @@ class SparseProbe(Declared):
             self.observables = dict(sparse.observables(self.design))
 
     def kernels(self, vendor: str) -> list[Kernel]:
-        return self.kernels_of(vendor, self.design.units, self.evidence, self.symbol)
+        return self.kernels_of(vendor, self.design.units, self.evidence, self.symbol,
+                               self.options)
 
     def stimulus(self) -> xr.Dataset:
         return sparse.stimulus(self.design)
@@ -61,17 +63,17 @@ class SparseProbe(Declared):
 
     def launch(self, stimulus: xr.Dataset) -> Launch:
         w = sparse.waves(stimulus, self.design.codec)
-        waves, d_regs = w["e"].shape[0], self.design.d_regs
+        waves, d_regs, lanes = w["e"].shape[0], self.design.d_regs, self.design.lanes
         return Launch(inputs={"params": np.array([waves], np.uint32), "a": w["a"],
-                              "b": w["b"], "c": np.zeros((waves, LANES, d_regs), np.uint32),
+                              "b": w["b"], "c": np.zeros((waves, lanes, d_regs), np.uint32),
                               "e": w["e"]},
-                      outputs={"d": waves * LANES * d_regs}, threads=waves * LANES,
+                      outputs={"d": waves * lanes * d_regs}, threads=waves * lanes,
                       block=self.block)
 
     def assemble(self, stimulus: xr.Dataset,
                  outputs: Mapping[str, Mapping[str, np.ndarray]]) -> xr.Dataset:
         raw = {u.name: np.asarray(outputs[u.name]["d"], np.uint32).reshape(
-            -1, LANES, self.design.d_regs) for u in self.design.units}
+            -1, self.design.lanes, self.design.d_regs) for u in self.design.units}
         return sparse.assemble(stimulus, self.design, raw)[0]
 
     def hidden_law(self, unit: Unit) -> sparse.Law:
@@ -83,8 +85,9 @@ class SparseProbe(Declared):
     def simulate(self, kernel: Kernel, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         unit = next(u for u in self.design.units if u.name == kernel.name)
         waves = int(inputs["params"][0])
-        regs = {n: np.asarray(inputs[n], np.uint32).reshape(waves, LANES, -1) for n in "abc"}
+        lanes = self.design.lanes
+        regs = {n: np.asarray(inputs[n], np.uint32).reshape(waves, lanes, -1) for n in "abc"}
         d = sparse.multiply(self.hidden_law(unit), unit, self.design.codec, regs["a"],
                             regs["b"], regs["c"],
-                            np.asarray(inputs["e"], np.uint32).reshape(waves, LANES))
+                            np.asarray(inputs["e"], np.uint32).reshape(waves, lanes))
         return {"d": d.reshape(-1)}

@@ -22,12 +22,13 @@ from probelab.formats import ELEMENTS
 from probelab.kits import recorded_stimulus
 from probelab.kits.elements import Codec
 from probelab.kits.sparse import engine
-from probelab.kits.sparse.engine import BLOCKS, FIELD_BITS, LANES, Design
+from probelab.kits.sparse.engine import BLOCKS, FIELD_BITS, Design
 
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
     import xarray as xr
 
 KIT = "sparse"
+TILE_ORDER = "value v of lane l at element v * lanes + l"
 PACKING = ("buffer[wave][lane][word]: the lane's values in its own order, element i at "
            "bits [i * bits, (i + 1) * bits) of its words read as one little-endian bit "
            "string; e[wave][lane]: one metadata word; c: zeros")
@@ -43,7 +44,7 @@ def record(design: Design) -> dict[str, object]:
     """A probe's stimulus facts as its datasets record them."""
     meta, codec = design.meta, design.codec
     return {
-        "kit": KIT, "seed": design.seed, "trials": design.trials, "lanes": LANES,
+        "kit": KIT, "seed": design.seed, "trials": design.trials, "lanes": design.lanes,
         "M": design.M, "N": design.N,
         "codec": {"operand": codec.operand.name, "accumulator": codec.accumulator.name},
         "levels": [float(v) for v in codec.levels],
@@ -54,7 +55,18 @@ def record(design: Design) -> dict[str, object]:
                      "clash": list(meta.clash), "whole_group": meta.whole_group},
         "waves": WAVES, "packing": PACKING,
         "buffers": {"a": design.a_regs, "b": design.b_regs, "c": design.d_regs, "e": 1},
-    }
+    } | _tiles(design)
+
+
+def _tiles(design: Design) -> dict[str, object]:
+    """The shared-memory tiles each kernel reads an operand from, where any does (wgmma):
+    value v of lane l at element v * lanes + l of its tile (recorded as `element_order`)."""
+    if not any(u.smem for u in design.units):
+        return {}
+    counts = {u.name: {"a": u.elems, "b": u.b_elems} for u in design.units}
+    return {"kernels": {u.name: {"tiles": {t.operand: t.record(
+        u.bits, design.lanes * counts[u.name][t.operand]) | {"element_order": TILE_ORDER}
+        for t in u.smem}} for u in design.units}}
 
 
 def inputs(ds: xr.Dataset) -> dict[str, np.ndarray]:
