@@ -51,6 +51,21 @@ def run(source: Path, symbol: str, poison: int = POISONS[0]):
     return a, BACKEND.run(code, kernel, launch, poison)["out"]
 
 
+def swept_on_sm90(tmp_path, own_lab, folder: str, probe_id: str):
+    """`probe_id` swept twice on the GPU from a lab of its own (skipped off sm_90): its
+    dataset and provenance, every kernel gated and the repeats identical."""
+    from probelab.sweep import run_sweep
+
+    if DEVICE.target != "sm_90":
+        pytest.skip(f"{probe_id} targets sm_90, this is {DEVICE.target}")
+    own_lab(folder)
+    ds = dataset.load(run_sweep(probe_id, "cuda", repeats=2, out_root=tmp_path).path)
+    prov = dataset.provenance(ds)
+    assert prov["simulated"] is False and prov["repeats_identical"] is True
+    assert all(k["evidence"]["ok"] for k in prov["kernels"].values())
+    return ds, prov
+
+
 def test_device_reports_an_sm_target():
     assert DEVICE.target.startswith("sm_") and DEVICE.name
 
@@ -93,16 +108,7 @@ def test_byte_perm_sweep_end_to_end(tmp_path, own_lab):
 def test_dmma_f64_sweep_end_to_end(tmp_path, own_lab):
     """The lane-id sweep on the GPU: gated, guarded, repeated, saved; what the device did is
     for the verdicts to judge, but a recovered lane map must pass its own GEMM check."""
-    from probelab.sweep import run_sweep
-
-    if DEVICE.target != "sm_90":
-        pytest.skip(f"dmma-f64 targets sm_90, this is {DEVICE.target}")
-    own_lab("dmma_f64")
-    result = run_sweep("dmma-f64", "cuda", repeats=2, out_root=tmp_path)
-    ds = dataset.load(result.path)
-    prov = dataset.provenance(ds)
-    assert prov["simulated"] is False and prov["repeats_identical"] is True
-    assert all(k["evidence"]["ok"] for k in prov["kernels"].values())
+    ds, _ = swept_on_sm90(tmp_path, own_lab, "dmma_f64", "dmma-f64")
     for kernel in ds["kernel"].values:
         cell = ds.sel(kernel=kernel)
         assert bool(cell["gemm_exact"].all()) == bool(cell["recovered"]), kernel
@@ -112,15 +118,28 @@ def test_mma_sp_sweep_end_to_end(tmp_path, own_lab):
     """The sparse sweep on the GPU: every kernel gated (s4 lowered to two s8 sparse IMMAs),
     guarded, repeated and decoded, every wave read (no decode problem recorded). What the
     metadata layout is, is for the verdicts to judge."""
-    from probelab.sweep import run_sweep
-
-    if DEVICE.target != "sm_90":
-        pytest.skip(f"mma-sp targets sm_90, this is {DEVICE.target}")
-    own_lab("mma_sp")
-    result = run_sweep("mma-sp-s8", "cuda", repeats=2, out_root=tmp_path)
-    ds = dataset.load(result.path)
-    prov = dataset.provenance(ds)
-    assert prov["simulated"] is False and prov["repeats_identical"] is True
-    assert all(k["evidence"]["ok"] for k in prov["kernels"].values())
+    ds, _ = swept_on_sm90(tmp_path, own_lab, "mma_sp", "mma-sp-s8")
     assert int(ds["met_count"].max()) > 0 and "bad_lane" in ds
     assert ds["decode_problems"].size == 0, ds["decode_problems"].values
+
+
+def test_tensor_maps_reach_the_kernel_and_deliver_exactly_their_boxes(tmp_path, own_lab):
+    """The tensor-map launch path (tma-swizzle-b16): what must hold whatever the swizzle
+    turns out to be, so that a verdict of its sealed files is about the swizzle, not the
+    mechanism: 12 maps of 128 encoded bytes, one address per plane; every region holds
+    exactly its box's bytes, once each; the unswizzled box lands row-major (the map's
+    address, origin and box honoured)."""
+    ds, prov = swept_on_sm90(tmp_path, own_lab, "tma_swizzle", "tma-swizzle-b16")
+    maps = prov["tensor_maps"]
+    assert len(maps) == 12 and all(len(bytes.fromhex(m["bytes"])) == 128 for m in maps)
+    assert len({m["address"] for m in maps if m["buffer"] == "lo"}) == 1
+    assert len({m["address"] for m in maps if m["buffer"] == "hi"}) == 1
+    assert maps[0]["box"] == [64, 8] and maps[0]["swizzle"] == 0
+    ids = ds["raw_id"].values[0]
+    for config, (inner, x0, y0) in enumerate(zip(ds["inner"].values, ds["x0"].values,
+                                                 ds["y0"].values, strict=True)):
+        box = {(y0 + r) * 256 + x0 + c for r in range(1024 // inner) for c in range(inner)}
+        found = ids[config][ids[config] != 0xA5A5]
+        assert sorted(found.tolist()) == sorted(box), f"config {config}: not the box, once"
+    s = np.arange(1024)
+    assert np.array_equal(ids[0][:1024], (3 + s // 128) * 256 + 32 + s % 128)
