@@ -22,6 +22,8 @@ from probelab.hypothesis import (
     read_capped,
     retired_observables,
 )
+from probelab.notary import words
+from probelab.notary.rules import Finding, Rule
 from probelab.paths import lab_root, ledger_path, prereg_dir, relative
 from probelab.probe import Probe, get_probe, supports
 from probelab.rivals import blind_at_seal
@@ -333,8 +335,19 @@ def verify_seals(record: Record | None = None) -> list[dict[str, Any]]:
 
 
 def seal_row(entry: dict[str, Any], record: Record) -> dict[str, Any]:
-    """One sealed file checked: intact, still evaluating to its sealed table on its probe's
-    grid, carried by a commit (`verify_seals`'s row)."""
+    """One sealed file checked (`seal_findings`), as `verify_seals` lists it: its findings
+    in words."""
+    problems, notes = seal_findings(entry, record)
+    return {"seq": entry["seq"], "probe": entry["probe"], "id": entry["hypothesis"],
+            "path": entry["path"], "sealed_at": entry["sealed_at"],
+            "commit": record.commit(entry), "ok": not problems,
+            "problems": [words.seal_sentence(f) for f in problems],
+            "notes": [words.seal_sentence(f) for f in notes]}
+
+
+def seal_findings(entry: dict[str, Any], record: Record) -> tuple[list[Finding], list[Finding]]:
+    """What keeps a sealed file from holding (intact, still evaluating to its sealed table on
+    its probe's grid, carried by a commit), and what is noted of it."""
     problems, notes = [], []
     path = lab_root() / entry["path"]
     try:
@@ -342,30 +355,25 @@ def seal_row(entry: dict[str, Any], record: Record) -> dict[str, Any]:
     except UsageError as exc:
         raw, replaced = None, str(exc)
     if not path.exists():
-        problems.append("sealed file is missing")
+        problems.append(Finding(Rule.SEAL_MISSING))
     elif replaced:
-        problems.append(f"sealed file is replaced: {replaced}")
+        problems.append(Finding(Rule.SEAL_REPLACED, detail=replaced))
     elif raw is None or hashlib.sha256(raw).hexdigest() != entry["file_sha256"]:
-        problems.append("file no longer hashes to its seal (edited after sealing)")
+        problems.append(Finding(Rule.SEAL_EDITED))
     else:
         try:
             h = load_hypothesis(path)
             if retired := retired_observables(h):
-                notes.append(f"predicts {retired}, which {h.probe} no longer observes: "
-                             "sealed for an earlier version of the probe, not re-evaluated "
-                             "on its grid (datasets that observed them are still scored)")
+                notes.append(Finding(Rule.SEALED_FOR_EARLIER_VERSION, h.probe, f"{retired}"))
             else:
                 _, grid_hash, table_hash = evaluate(h, record.claims)
                 if grid_hash == entry["grid_sha256"] and table_hash != entry["table_sha256"]:
-                    problems.append("prediction no longer evaluates to the sealed table")
+                    problems.append(Finding(Rule.TABLE_CHANGED))
         except LabError as exc:  # e.g. an observable gone without being retired
-            problems.append(f"no longer evaluates on the probe: {exc}")
+            problems.append(Finding(Rule.SEAL_NO_LONGER_EVALUATES, detail=f"{exc}"))
     if ledger.sealed_time(entry) is None:
-        problems.append(f"sealed_at {entry['sealed_at']!r} is not an unambiguous time")
-    commit = record.commit(entry)
-    if commit is None:
-        problems.append("no commit carries this seal with the file as sealed"
-                        if gitinfo.has_history() else gitinfo.NO_HISTORY)
-    return {"seq": entry["seq"], "probe": entry["probe"], "id": entry["hypothesis"],
-            "path": entry["path"], "sealed_at": entry["sealed_at"], "commit": commit,
-            "ok": not problems, "problems": problems, "notes": notes}
+        problems.append(Finding(Rule.SEALED_AT_AMBIGUOUS, repr(entry["sealed_at"])))
+    if record.commit(entry) is None:
+        problems.append(Finding(Rule.NO_SEAL_COMMIT if gitinfo.has_history() else
+                                Rule.NO_HISTORY))
+    return problems, notes

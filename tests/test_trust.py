@@ -19,7 +19,7 @@ from probelab import check, dataset, prereg
 from probelab.backends import KernelTimeout, wait_for
 from probelab.errors import UsageError
 from probelab.hypothesis import parse_hypothesis
-from probelab.notary.rules import Outcome, Rule
+from probelab.notary.rules import Finding, Outcome, Rule
 from probelab.verify import verify_archive
 
 
@@ -371,12 +371,13 @@ def test_a_hypothesis_retired_by_a_new_probe_version_is_named_not_dropped(
     path = sealed(toylab, "sum", "a + b")
     data = toylab.as_measured(toylab.sim_dataset())
     monkeypatch.setattr(toylab.probe(), "observables", {"total": ("a", "b")})
-    (gone,) = prereg.verify_seals()  # gone without a word: not retired, a problem
-    assert not gone["ok"] and "no longer evaluates" in gone["problems"][0]
+    record = prereg.Record.read()
+    (entry,) = record.entries
+    (gone,), _ = prereg.seal_findings(entry, record)  # gone without a word: not retired
+    assert gone.rule == Rule.SEAL_NO_LONGER_EVALUATES
     monkeypatch.setattr(toylab.probe(), "retired", {"value": "renamed total"}, raising=False)
-    (row,) = prereg.verify_seals()
-    assert row["ok"] and "no longer observes" in row["notes"][0] and "['value']" in \
-        row["notes"][0]
+    assert prereg.seal_findings(entry, record) == (
+        [], [Finding(Rule.SEALED_FOR_EARLIER_VERSION, "toy", "['value']")])
     listed = invoke("prereg", "verify")
     assert listed.exit_code == 0 and "sealed for an earlier version" in " ".join(
         listed.stdout.split())

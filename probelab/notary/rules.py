@@ -48,6 +48,10 @@ class Rule(Enum):
 
     # 1. the hypothesis is the one that was sealed
     SEAL_EDITED = Row((1,), _T, "the file no longer hashes to its ledger entry")
+    SEAL_MISSING = Row((1,), _T, "the sealed file is gone")
+    SEAL_REPLACED = Row((22,), _T, "the sealed file is no regular file now (a link, a FIFO)")
+    SEAL_NO_LONGER_EVALUATES = Row((1,), _T, "an observable gone without being retired")
+    SEALED_FOR_EARLIER_VERSION = Row((1,), None, "its observables retired by a newer probe")
     LEDGER_BROKEN = Row((2, 10, 34), _T, "the ledger's chain or its seal commits do not hold")
     TABLE_CHANGED = Row((1, 29), _T, "the prediction no longer evaluates to the sealed table")
     MISFIT = Row((1,), _T, "the prediction's tables do not fit the dataset's grid")

@@ -9,6 +9,13 @@ from probelab.notary.rules import OF_THE_DATASET, Finding, Rule
 _SAID = "{detail}"  # a lower layer's account, said as it said it
 SENTENCES: dict[Rule, str] = {
     Rule.SEAL_EDITED: "file edited after sealing: it no longer hashes to its ledger entry",
+    Rule.SEAL_MISSING: "sealed file is missing",
+    Rule.SEAL_REPLACED: "sealed file is replaced: {detail}",
+    Rule.SEAL_NO_LONGER_EVALUATES: "no longer evaluates on the probe: {detail}",
+    Rule.SEALED_FOR_EARLIER_VERSION: "predicts {detail}, which {subject} no longer observes: "
+                                     "sealed for an earlier version of the probe, not "
+                                     "re-evaluated on its grid (datasets that observed them "
+                                     "are still scored)",
     Rule.LEDGER_BROKEN: "ledger: {detail}",
     Rule.TABLE_CHANGED: "prediction no longer evaluates to the sealed table",
     Rule.MISFIT: _SAID,
@@ -76,16 +83,29 @@ SENTENCES: dict[Rule, str] = {
 }
 
 
+# where a sealed file's own row (`prereg verify`, verify's seal rows) says it otherwise
+SEAL_ROWS: dict[Rule, str] = {
+    Rule.SEAL_EDITED: "file no longer hashes to its seal (edited after sealing)",
+    Rule.SEALED_AT_AMBIGUOUS: "sealed_at {subject} is not an unambiguous time",
+    Rule.NO_SEAL_COMMIT: "no commit carries this seal with the file as sealed",
+}
+
+
 def listed(files: Iterable[str]) -> str:
     """The first few of `files`, for a one-line reason."""
     files = list(files)
     return ", ".join(files[:5]) + (", ..." if len(files) > 5 else "")
 
 
-def sentence(finding: Finding) -> str:
-    """A finding in words."""
+def seal_sentence(finding: Finding) -> str:
+    """A finding in the words of a sealed file's row."""
+    return sentence(finding, SEAL_ROWS.get(finding.rule))
+
+
+def sentence(finding: Finding, template: str | None = None) -> str:
+    """A finding in words (`template`: other words for it, where an interface has them)."""
     n = len(finding.files)
-    return SENTENCES[finding.rule].format(
+    return (template or SENTENCES[finding.rule]).format(
         subject=finding.subject, detail=finding.detail, n=n, s="s" * (n != 1),
         listed=listed(finding.files), every=", ".join(finding.files) or finding.subject)
 
