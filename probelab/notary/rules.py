@@ -1,6 +1,7 @@
-"""What a check can find against a verdict, as types: the `Outcome` a verdict is, the `Rule`
-each finding falls under (keyed to the rows of docs/trust.md's attack table that try it,
-tests/test_notary.py keeps the two in step) and a `Finding`."""
+"""What the trust core can find, as types: the `Outcome` a verdict is, the `Rule` each
+finding falls under (keyed to the rows of docs/trust.md's attack table that try it;
+tests/test_notary.py keeps the two in step) and a `Finding`. Most rules judge a verdict
+(check); some judge a sealed file's row or a retirement (prereg, verify) alone."""
 
 from dataclasses import dataclass
 from enum import Enum, StrEnum
@@ -31,10 +32,11 @@ class Outcome(StrEnum):
 @dataclass(frozen=True)
 class Row:
     """A rule's place in docs/trust.md: the attack table's rows (their `#`) that try it, and
-    the outcome it forces on a verdict (None: a note that leaves the scores' verdict)."""
+    the outcome it forces on a verdict (None: none, for a note that leaves the scores'
+    verdict, or for a fault that only a seal row or `verify` judges)."""
 
     rows: tuple[int, ...]
-    outcome: Outcome | None  # None: forces none (a note, or a fault verify alone judges)
+    outcome: Outcome | None
     what: str  # one line: what the rule catches (it also keeps each member apart)
 
 
@@ -42,9 +44,9 @@ _T, _P, _N = Outcome.TAMPERED, Outcome.POST_HOC, Outcome.NOT_EVIDENCE
 
 
 class Rule(Enum):
-    """Each way a verdict can fail to count, or be qualified, under the rows of
-    docs/trust.md's attack table that try it (grouped by the statement of "What a counted
-    verdict establishes" each enforces)."""
+    """Each way a verdict, a seal or a retirement can fail to hold, or a verdict be
+    qualified, under the rows of docs/trust.md's attack table that try it (grouped by the
+    statement of "What a counted verdict establishes" each enforces)."""
 
     # 1. the hypothesis is the one that was sealed
     SEAL_EDITED = Row((1,), _T, "the file no longer hashes to its ledger entry")
@@ -111,9 +113,10 @@ class Rule(Enum):
 
 @dataclass(frozen=True)
 class Finding:
-    """One thing a check found: the rule, what it is about (a commit, a kernel, a time; empty
-    where the verdict says which), and what it saw (a time, a would-be verdict, a lower
-    layer's account). `files` lists files where the rule names some."""
+    """One thing a check found: the rule, what it is about (a commit, a kernel, a time, a
+    retired dataset; empty where the verdict or row says which), and what it saw (a time, a
+    would-be verdict, a lower layer's account). `files` lists files where the rule names
+    some (changed code, other pins, a successor)."""
 
     rule: Rule
     subject: str = ""
