@@ -122,9 +122,11 @@ def wgmma_evidence(form: str) -> Evidence:
 
 
 ALL = (*FIRST, "window", "carry", "c_ties", "carry_ties", "overflow")
-# `targeted`'s exponent shifts (issue 38): inside f16's range for every family it repeats,
-# and enough of them that each property's rivals part on >= 32 cells
-OFFSETS = tuple(range(1, 28))
+# issue 38: every kind takes `targeted` (its thin families again at each exponent shift, a
+# shifted case kept only where its inputs stay normals) and `nans`, so that each pair of its
+# sealed models parts on >= 32 cells; version 3 (the first three: 4) marks the new stimulus
+EVERY = (*ALL, "targeted", "nans")
+UP, DOWN = tuple(range(1, 28)), tuple(range(-1, -28, -1))
 
 
 @dataclass(frozen=True)
@@ -157,52 +159,55 @@ class Kind:
 # the first three probes' kinds took FIRST's cases when first sealed; since issue 38 they take
 # every family (window, carry, ties of C, overflow: alignment reference and overflow tested)
 # fp8: the unit terms inside e4m3/e5m2, and ties of a 14-bit result (QGMMA keeps 13 bits)
-F8 = dict(one=16, swamp_one=-8, shifts=range(8, 29), carry_precision=14)
+F8 = dict(one=16, swamp_one=-8, shifts=range(8, 29), carry_precision=14, offsets=DOWN,
+          rolls=tuple(range(1, 16)))
 FP8_TINY = {"e4m3": ((-9, 0), (-7, 0), (-6, -6), (-9, -9)),
             "e5m2": ((-16, 0), (-15, 0), (-14, -14), (-16, -16))}
-F64_FRAME = dict(a=F64, out=F64, shifts=range(48, 60), c_tiny=-1060,
+F64_FRAME = dict(a=F64, out=F64, shifts=range(48, 60), c_tiny=-1060, offsets=UP,
                  tiny=((-1074, 0), (-1060, 0), (-1022, -30), (-600, -500)))
 SM8 = ("sm_8*", "sm_90*")  # the first three probes' (their kernels are sm_80's too)
 WGMMA = dict(b_cell=None, lanes=128, elements=(8, 0, 4))
 KINDS = {k.id: k for k in (
     Kind("numerics-mma-f16-f32", "f16_f32_m16n8k16", "f16", "f32", "m16n8k16", a_cell, b_cell,
-         (8, 4, 4), mma_evidence(r"HMMA\.16816\.F32", (4, 2, 4)), Frame(16, offsets=OFFSETS),
-         (*ALL, "targeted"), targets=SM8, version="3"),
+         (8, 4, 4), mma_evidence(r"HMMA\.16816\.F32", (4, 2, 4)), Frame(16, offsets=UP),
+         EVERY, targets=SM8, version="4"),
     Kind("numerics-mma-bf16-f32", "bf16_f32_m16n8k16", "bf16", "f32", "m16n8k16", a_cell,
          b_cell, (8, 4, 4), mma_evidence(r"HMMA\.16816\.F32\.BF16", (4, 2, 4)),
-         Frame(16, a=FORMATS["bf16"], offsets=OFFSETS), (*ALL, "targeted"), targets=SM8,
-         order_a="f16", version="3"),
+         Frame(16, a=FORMATS["bf16"], offsets=UP), EVERY, targets=SM8, order_a="f16",
+         version="4"),
     Kind("numerics-mma-tf32-f32", "tf32_f32_m16n8k8", "tf32", "f32", "m16n8k8", a_cell_tf32,
          b_cell_tf32, (4, 2, 4), mma_evidence(r"HMMA\.1688\.F32\.TF32", (4, 2, 4)),
-         Frame(8, a=FORMATS["tf32"], offsets=OFFSETS), (*ALL, "targeted"), targets=SM8,
-         order_a="f16", version="3"),
+         Frame(8, a=FORMATS["tf32"], offsets=UP), EVERY, targets=SM8, order_a="f16",
+         version="4"),
     Kind("numerics-mma-f16-f16", "f16_f16_m16n8k16", "f16", "f16", "m16n8k16", a_cell, b_cell,
          (8, 4, 4), mma_evidence(r"HMMA\.16816\.F16", (4, 2, 2)),
          Frame(16, out=F16, one=10, tiny=((-24, 0), (-20, 0), (-14, -6), (-15, -10)),
-               c_tiny=-20)),
+               c_tiny=-20, offsets=(*DOWN, *UP)), EVERY, version="3"),
     *(Kind(f"numerics-mma-{n}-f32", f"{n}_f32_m16n8k32", n, "f32", "m16n8k32", a_cell_fp8,
            b_cell_fp8, (16, 8, 4), fp8_evidence(n),
-           Frame(32, a=FORMATS[n], tiny=FP8_TINY[n], **F8)) for n in ("e4m3", "e5m2")),
+           Frame(32, a=FORMATS[n], tiny=FP8_TINY[n], **F8), EVERY, version="3")
+      for n in ("e4m3", "e5m2")),
     Kind("numerics-mma-f64-m8n8k4", "f64_m8n8k4", "f64", "f64", "m8n8k4", a_cell_tf32,
          b_cell_tf32, (1, 1, 2), mma_evidence(r"DMMA\.8x8x4", (2, 2, 4)),
-         Frame(4, **F64_FRAME)),
+         Frame(4, **F64_FRAME), EVERY, version="3"),
     Kind("numerics-mma-f64-m16n8k16", "f64_m16n8k16", "f64", "f64", "m16n8k16", a_cell_tf32,
          b_cell_tf32, (8, 4, 4), mma_evidence(r"DMMA\.16x8x16", (16, 8, 8)),
-         Frame(16, **F64_FRAME)),
+         Frame(16, **F64_FRAME), EVERY, version="3"),
     Kind("numerics-wgmma-f16-f32", "wgmma_f16_f32_m64n8k16", "f16", "f32", "m64n8k16", a_cell,
-         evidence=wgmma_evidence(r"HGMMA\.64x8x16\.F32"), frame=Frame(16), **WGMMA),
+         evidence=wgmma_evidence(r"HGMMA\.64x8x16\.F32"), frame=Frame(16, offsets=UP),
+         families=EVERY, version="3", **WGMMA),
     Kind("numerics-wgmma-bf16-f32", "wgmma_bf16_f32_m64n8k16", "bf16", "f32", "m64n8k16",
          a_cell, evidence=wgmma_evidence(r"HGMMA\.64x8x16\.F32\.BF16"),
-         frame=Frame(16, a=FORMATS["bf16"]),
+         frame=Frame(16, a=FORMATS["bf16"], offsets=UP), families=EVERY, version="3",
          **WGMMA),
     Kind("numerics-wgmma-tf32-f32", "wgmma_tf32_f32_m64n8k8", "tf32", "f32", "m64n8k8",
          a_cell_tf32, evidence=wgmma_evidence(r"HGMMA\.64x8x8\.F32\.TF32"),
-         frame=Frame(8, a=FORMATS["tf32"]),
+         frame=Frame(8, a=FORMATS["tf32"], offsets=UP), families=EVERY, version="3",
          **{**WGMMA, "elements": (4, 0, 4)}),
     *(Kind(f"numerics-wgmma-{n}-f32", f"wgmma_{n}_f32_m64n8k32", n, "f32", "m64n8k32",
            a_cell_fp8, evidence=wgmma_evidence(rf"QGMMA\.64x8x32\.F32\.{n.upper()}\.{n.upper()}"),
-           frame=Frame(32, a=FORMATS[n], tiny=FP8_TINY[n], **F8),
-           **{**WGMMA, "elements": (16, 0, 4)}) for n in ("e4m3", "e5m2")),
+           frame=Frame(32, a=FORMATS[n], tiny=FP8_TINY[n], **F8), families=EVERY,
+           version="3", **{**WGMMA, "elements": (16, 0, 4)}) for n in ("e4m3", "e5m2")),
 )}
 TILE_BYTES = 512  # wgmma's B tile (the first 256 bytes hold the N = 8, K-major matrix)
 B_TILE = Tile("b", 0, 128, 256)  # as numerics_wgmma.cu builds it: K-major, no swizzle

@@ -28,10 +28,13 @@ so no input is ever rounded on the way in). Families, after the properties they 
 - `overflow`: sums just past the output's largest finite (a rounding toward zero stays
   finite, to nearest it overflows): only where the inputs can reach it;
 - `targeted` (issue 38): the families whose rivals part on a handful of cells (alignment,
-  window, carry, ties, C's ties, C below the window) again at each of the frame's
-  `offsets` (the unit term moved by 2**d: the same property at another exponent), sums
+  window, carry, ties, C's ties, carry ties, C below the window) again at each of the
+  frame's `offsets` (the unit term moved by 2**d: the same property at another exponent)
+  and `rolls` (the k rotated, where a narrow format leaves few exponents), sums
   past the output's largest finite by many amounts and every subnormal input, so that
-  every sealed rival pair of the probe parts on at least 32 cells.
+  every sealed rival pair of the probe parts on at least 32 cells;
+- `nans` (issue 38): NaN inputs at each k, and (with infinities) 0 * inf, inf - inf and an
+  infinite C against the opposite infinity at each k: how D spells a NaN, >= 32 times.
 
 A `Frame` places them: K, the formats, and where "1" sits (`one`, `swamp_one`: exponents
 that keep every input a normal of its format and every result inside the output's range).
@@ -44,7 +47,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from probelab.formats import FORMATS, Element
-from probelab.numerics.exact import NAN, Value, largest
+from probelab.numerics.exact import NAN, Value, encode, largest
 
 Case = tuple[str, tuple[Value, ...], tuple[Value, ...], Value]
 ZERO = Value("finite", 0, 0, 0)
@@ -65,6 +68,7 @@ class Frame:
     c_tiny: int = -140  # an output-subnormal C
     carry_precision: int | None = None  # a result's significand bits below the output's
     offsets: tuple[int, ...] = ()  # `targeted`: the exponent shifts its families repeat at
+    rolls: tuple[int, ...] = ()  # `targeted`: the k rotations they repeat at (narrow formats)
 
     @property
     def precision(self) -> int:
@@ -282,27 +286,80 @@ def overflow_amounts(f: Frame) -> Iterator[Case]:
 
 
 def subnormal_inputs(f: Frame) -> Iterator[Case]:
-    """Each subnormal of the input format times 2**0, 2**4 and 2**8, both signs: a product
-    the output holds as a normal, which a unit that flushes its inputs loses."""
-    for e in range(f.a.emin - f.a.fraction, f.a.emin):
-        for eb in (0, 4, 8):
+    """Subnormals of the input format (at most 8, spread) times 2**0 .. 2**8, both signs: a
+    product the output holds as a normal, which a unit that flushes its inputs loses."""
+    below = range(f.a.emin - f.a.fraction, f.a.emin)
+    for e in below[::-(-len(below) // 8)]:  # at most 8 of them, spread
+        for eb in range(9):
             for sign in (0, 1):
                 yield (f"subnormal input 2^{e}*2^{eb} sign={_sign(sign)}",
                        *_padded(f, [power(e, sign)], [power(eb)]), ZERO)
 
 
+def _in_formats(f: Frame, inputs: tuple[Value, ...], c: Value) -> bool:
+    """Every nonzero input a normal of the input format and C a value of the output's: a
+    shifted case that would need a subnormal input, or no value at all, tests nothing."""
+    top = largest(f.a).top()
+    if not all(f.a.emin <= v.top() <= top for v in inputs if v.kind == "finite" and v.significand):
+        return False
+    try:
+        encode(f.out, c)
+    except ValueError:
+        return False
+    return True
+
+
+THIN = (alignment, window, carry, ties, c_ties, carry_ties, c_joins)  # few separating cells
+
+
 def targeted(f: Frame) -> Iterator[Case]:
     for d in f.offsets:
         shifted = replace(f, one=f.one + d)
-        for family in (alignment, window, carry, ties, c_ties, c_joins):
+        for family in THIN:
             for name, a, b, c in family(shifted):
-                yield f"targeted d={d} {name}", a, b, c
+                if _in_formats(f, (*a, *b), c):
+                    yield f"targeted d={d} {name}", a, b, c
+    for r in f.rolls:  # the same cases with their k rotated: where formats leave few shifts
+        for family in THIN:
+            for name, a, b, c in family(f):
+                yield f"targeted roll={r} {name}", a[-r:] + a[:-r], b[-r:] + b[:-r], c
     yield from overflow_amounts(f)
     yield from subnormal_inputs(f)
+
+
+def nans(f: Frame) -> Iterator[Case]:
+    """How D spells a NaN, many times over: a NaN input at each k in A and in B, and where
+    the format has infinities, 0 * inf at each k (either operand, either sign), +inf at each
+    k against -inf 1, 2 and K/2 k on, and C = inf against a product -inf at each k."""
+    one, zero = power(0), ZERO
+    for k in range(f.k):
+        for name, a, b in (("A", NAN, one), ("B", one, NAN)):
+            yield (f"nans {name} NaN@{k}", *_at(f, k, a, b), ZERO)
+    if f.a.finite_only:
+        return
+    for k in range(f.k):
+        for sign in (0, 1):
+            inf = Value("inf", sign)
+            yield (f"nans 0*{_sign(sign)}inf@{k}", *_at(f, k, zero, inf), ZERO)
+            yield (f"nans {_sign(sign)}inf*0@{k}", *_at(f, k, inf, zero), ZERO)
+            yield (f"nans C={_sign(sign)}inf -inf@{k}",
+                   *_at(f, k, Value("inf", 1 - sign), one), Value("inf", sign))
+    for i in range(f.k):
+        for j in sorted({(i + step) % f.k for step in (1, 2, f.k // 2)} - {i}):
+            a = [ZERO] * f.k
+            a[i], a[j] = Value("inf", 0), Value("inf", 1)
+            yield (f"nans +inf@{i} -inf@{j}", tuple(a), (one,) * f.k, ZERO)
+
+
+def _at(f: Frame, k: int, x: Value, y: Value) -> tuple[tuple[Value, ...], tuple[Value, ...]]:
+    """Zeros but for x, y at k."""
+    a, b = [ZERO] * f.k, [ZERO] * f.k
+    a[k], b[k] = x, y
+    return tuple(a), tuple(b)
 
 
 FAMILIES = {"alignment": alignment, "window": window, "carry": carry,
             "c_mantissa": c_mantissa, "ties": ties, "c_ties": c_ties, "carry_ties": carry_ties,
             "swamping": swamping, "order": order, "c_joins": c_joins, "specials": specials,
-            "overflow": overflow, "targeted": targeted}
+            "overflow": overflow, "targeted": targeted, "nans": nans}
 FIRST = ("alignment", "c_mantissa", "ties", "swamping", "c_joins", "specials")  # 1st probes'
