@@ -167,8 +167,12 @@ class TensorMap:
 
     @property
     def extent(self) -> int:
-        """The bytes of its buffer the map spans from the global address."""
-        return (self.strides[-1] if self.strides else self.element_bytes) * self.dims[-1]
+        """The bytes of its buffer the map spans from the global address: one past its last
+        element's last byte, whatever the strides (a stride below the rows it steps over, or
+        strides out of order, reach farther than the outermost stride times its dim)."""
+        steps = (self.element_bytes, *self.strides)
+        return self.element_bytes + sum((d - 1) * s for d, s in zip(self.dims, steps,
+                                                                     strict=True))
 
     def record(self) -> dict[str, object]:
         """The encoding's arguments, as provenance records them."""

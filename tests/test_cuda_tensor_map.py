@@ -154,3 +154,17 @@ def test_a_map_the_driver_would_refuse_is_refused_before_any_device(change, why)
 def test_a_map_past_its_buffer_is_refused() -> None:
     with pytest.raises(ValueError, match="must give in full"):
         Launch({"tile": TILE[:-1]}, {"out": 32}, threads=32, tensor_maps={"map": MAP})
+
+
+@pytest.mark.parametrize(("dims", "strides", "reach"), [
+    ((256, 2), (16,), 16 + 256),  # rows wider than their stride overlap past the last one
+    ((16, 64, 2), (4096, 16), 63 * 4096 + 16 + 16)])  # strides out of order
+def test_a_map_whose_strides_reach_past_its_buffer_is_refused(dims, strides, reach) -> None:
+    """Its extent is its last byte, not the outermost stride times its dim: these maps read
+    `reach` bytes over a 32-byte buffer, into its guard words and past them."""
+    spec = TensorMap("tile", "UINT8", dims, strides, (16,) + (1,) * (len(dims) - 1),
+                     (1,) * len(dims))
+    assert spec.extent == reach
+    with pytest.raises(ValueError, match="must give in full"):
+        Launch({"tile": np.zeros(8, np.uint32)}, {"out": 32}, threads=32,
+               tensor_maps={"map": spec})
