@@ -139,3 +139,24 @@ def test_the_order_probes_read_a_hidden_accumulation_order_back(tmp_path: Path, 
         i, j = ds["pair_i"].values, ds["pair_j"].values
         assert (i < j).all() and len(i) == 4 * k * (k - 1) // 2
         assert (ds["survivors"].values[0] < k - 1).all()
+
+
+@pytest.mark.parametrize("probe_id", ["numerics-order-mma-f16-f32",
+                                      "numerics-order-mma-f64-m8n8k4"])
+def test_a_result_past_any_count_of_units_is_flagged_not_wrapped(probe_id: str) -> None:
+    """D(0, 0) = +M (the pair never cancelled: one of its inputs lost) is 2**gap units, no
+    count of the K - 2 units. It must decode to NOT_UNITS, not to 2**gap mod 2**32, which is 0
+    (the survivors of a fused sum, where M swamps every unit) or another plausible count."""
+    from probelab.numerics.exact import Value, encode
+    mod = load_sibling(ROOT / "probes" / "numerics_mma" / "probe.py")
+    probe = get_probe(probe_id)
+    ds = probe.stimulus().assign_coords(kernel=("kernel", np.array(["k0"])))
+    unit, gap = int(ds["unit_exponent"]), int(ds["gap_bits"])
+    plus = ds["unit_sign"].values == 0
+    big = [encode(probe.out, Value("finite", 0, 1, unit + gap)),  # +M alone
+           encode(probe.out, Value("finite", 0, 1, unit + 32))]  # 2**32 units: 0 too
+    for d in big:
+        first = np.full((1, ds.sizes["case"]), d, np.uint64)
+        got = probe._joins(ds.copy(), first)
+        assert (got["survivors"].values[0][plus] == mod.NOT_UNITS).all()
+        assert (got["joins_after"].values[0] == mod.NOT_UNITS).all()

@@ -498,7 +498,8 @@ NOT_UNITS = 0xFFFFFFFF  # survivors / joins_after: D(0, 0) is no whole count of 
 
 def _in_units(v, unit: int, sign: int) -> int:
     """v / (+-2**unit, the units' sign) as a whole number >= 0, or -1 where v is none (a
-    NaN, a fraction, the other sign)."""
+    NaN, a fraction, the other sign) or is past what the uint32 variables hold apart from
+    NOT_UNITS (an M that never cancelled is 2**gap_bits units: cast, 0 or another count)."""
     if v.kind != "finite":
         return -1
     if not v.significand:
@@ -506,7 +507,8 @@ def _in_units(v, unit: int, sign: int) -> int:
     shift = v.exponent - unit
     if v.sign != sign or (shift < 0 and v.significand % (1 << -shift)):
         return -1
-    return v.significand << shift if shift >= 0 else v.significand >> -shift
+    units = v.significand << shift if shift >= 0 else v.significand >> -shift
+    return units if units < NOT_UNITS else -1
 
 
 PROBES = (*(NumericsProbe(kind) for kind in KINDS),
