@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 import pytest
+from quick import quick_first
 from test_lane_id import hidden, run_unit
 
 from probelab.formats import F16, F32
@@ -14,6 +15,8 @@ from probelab.kits.lane_id.engine import Shape
 from probelab.probe import get_probe
 
 MODE = {0: 0, 128: 1, 64: 2, 32: 3}  # PTX's swizzle mode codes by swizzle bytes
+# the 16-bit types under the 64- and 128-byte swizzles (issue 39 item 5)
+SWIZZLED16 = [f"wgmma-{kind}-sw{w}" for kind in ("bf16-f32", "f16-f16") for w in (64, 128)]
 
 
 def _declared(probe_id: str) -> dict[str, dict[str, int]]:
@@ -50,7 +53,8 @@ def test_each_kernel_builds_the_descriptors_its_grid_declares() -> None:
 
 @pytest.mark.parametrize("probe_id", ["wgmma-f16-rs", "wgmma-f16-ss", "wgmma-f16-n64",
                                       "wgmma-f16-mn", "wgmma-f16-ssa", "wgmma-tf32-f32-sw128",
-                                      "wgmma-e4m3-f32-sw128", "wgmma-s8-s32-sw128"])
+                                      "wgmma-e4m3-f32-sw128", "wgmma-s8-s32-sw128",
+                                      *SWIZZLED16])
 def test_the_sass_carries_each_descriptors_swizzle_and_stride_offset(probe_id: str) -> None:
     """A descriptor's upper word (SBO >> 4 in bits 0-13, the mode in bits 30-31) is a
     constant the compiler materialises: it must be the declared one, in every kernel."""
@@ -97,7 +101,8 @@ WGMMA_PROBES = ["wgmma-f16-rs", "wgmma-f16-ss", "wgmma-f16-n64", "wgmma-f16-mn",
                 "wgmma-f16-ssa",
                 "wgmma-bf16-f32", "wgmma-f16-f16",
                 "wgmma-tf32-f32", "wgmma-e4m3-f32", "wgmma-e5m2-f32", "wgmma-s8-s32",
-                "wgmma-tf32-f32-sw128", "wgmma-e4m3-f32-sw128", "wgmma-s8-s32-sw128"]
+                "wgmma-tf32-f32-sw128", "wgmma-e4m3-f32-sw128", "wgmma-s8-s32-sw128",
+                *SWIZZLED16]
 
 
 @pytest.mark.parametrize("probe_id", WGMMA_PROBES)
@@ -168,3 +173,51 @@ def test_a_tile_read_whole_is_a_tile_where_the_grid_declares_its_descriptor() ->
     assert tile_operands(declared, "whole") == ["a", "b"]
     unprefixed = ds.assign_coords(swizzle=("kernel", np.array([32], np.uint32)))  # B's, as RS
     assert tile_operands(unprefixed, "whole") == ["b"]
+
+
+def _ptx_swizzled_b(shape) -> np.ndarray:
+    """B's slots (lanes, values, (k, n)) as the PTX ISA's swizzled K-major layout places
+    them, transcribed element by element: element (k, n) at byte n * W + 2 k of the
+    unswizzled rows, its 16-byte chunk bits [4, 4 + b) XORed with the 128-byte line bits
+    [7, 7 + b); slot s = byte // 2 is value s // 128 of thread s % 128; -1 where unread."""
+    (tile,) = shape.smem
+    b = np.full((shape.lanes, shape.b_values, 2), -1)
+    for k in range(shape.K):
+        for n in range(shape.N):
+            at = n * tile.swizzle + 2 * k
+            at ^= ((at >> 7) & (tile.swizzle // 16 - 1)) << 4
+            b[(at // 2) % shape.lanes, (at // 2) // shape.lanes] = (k, n)
+    return b
+
+
+@pytest.mark.parametrize("probe_id", quick_first(SWIZZLED16))
+def test_the_16_bit_swizzle_readings_predict_a_ptx_unit_and_their_rivals_do_not(
+        probe_id: str, tmp_path, monkeypatch) -> None:
+    """A simulated unit whose B tile is read as PTX's swizzle places it, byte by byte (A and
+    D as the unswizzled probes measured them, from ptx-layouts' helpers): ptx-layouts and
+    cute-gmma match every claimed cell, each rival misses some."""
+    from pathlib import Path
+
+    from test_wgmma_n import _documented
+
+    from probelab.hypothesis import load_hypothesis
+    from probelab.scoring import score_claim
+    from probelab.sweep import run_sweep
+
+    monkeypatch.delenv("PROBELAB_GIT_HEAD", raising=False)
+    probe = get_probe(probe_id)
+    root = Path(__file__).resolve().parents[1] / "preregistrations" / probe_id
+    files = {p.stem: load_hypothesis(p) for p in sorted(root.glob("*.toml"))}
+    (shape,) = probe.shapes
+    (layout,) = _documented(probe, files["ptx-layouts"]).values()
+    b = _ptx_swizzled_b(shape)
+    np.testing.assert_array_equal(layout.b, b)  # the formula is the transcription
+    monkeypatch.setitem(probe.sim_layouts, shape.name, layout)
+    ds = run_sweep(probe_id, "sim", target="sm_90", out_root=tmp_path, allow_blind=True).dataset
+    for hid, h in files.items():
+        _, (got,) = score_claim(h, probe.stimulus(), probe.observables, [(ds, [shape.name])])
+        literal = got["kernels"][shape.name]["literal"]
+        if hid.endswith("-rival"):
+            assert literal["matches"] < literal["cells"], hid
+        else:
+            assert literal["matches"] == literal["cells"] > 0, hid

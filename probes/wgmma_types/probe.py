@@ -8,6 +8,9 @@ Version 2 of the fp8 probes plans the lane-id waves within QGMMA's exact sums (b
 version 1 planned them for f32's 2**24, and the unit dropped the ids' low bits.
 wgmma-tf32-f32-sw128, wgmma-e4m3-f32-sw128, wgmma-s8-s32-sw128: the same with B under the
 128-byte swizzle (wgmma_types_sw128.cu), where a 16-byte chunk holds 4 or 16 elements.
+wgmma-bf16-f32-sw64/-sw128, wgmma-f16-f16-sw64/-sw128 (issue 39 item 5): the 16-bit types
+with B under the 64- and 128-byte swizzles (wgmma_types_b16_sw64.cu, wgmma_types_b16_sw128.cu,
+both types' kernels in each), a 16-byte chunk holding 8 elements.
 """
 
 from functools import partial
@@ -41,6 +44,10 @@ SWIZZLED = ("tf32-f32", "e4m3-f32", "s8-s32")  # also measured with B 128B-swizz
 # B's tile as wgmma_types.cu builds it (K-major, unswizzled: LBO 128, SBO 256), and as
 # wgmma_types_sw128.cu does (the grid carries the swizzled one's fields)
 PLAIN, SW128 = Tile("b", 0, 128, 256), Tile("b", 128, 16, 1024)
+# the 16-bit types under the 64- and 128-byte swizzles: swizzle width -> B's tile as
+# wgmma_types_b16_sw<W>.cu builds it (8 rows of W bytes per pattern, SBO 8 W, LBO unused)
+WIDE16 = ("bf16-f32", "f16-f16")
+SW16 = {64: Tile("b", 64, 16, 512), 128: SW128}
 
 
 def shape(kind: str, swizzled: bool = False) -> Shape:
@@ -87,4 +94,30 @@ def probe(kind: str, swizzled: bool = False) -> LaneIdProbe:
                   "sm_1??*": "wgmma is sm_90a only (Blackwell has tcgen05)"})
 
 
-PROBES = (*(probe(kind) for kind in KINDS), *(probe(kind, swizzled=True) for kind in SWIZZLED))
+def shape16(kind: str, width: int) -> Shape:
+    """m64n8k16 of a 16-bit kind with B under the `width`-byte swizzle."""
+    codec, k, a_values, _, _ = KINDS[kind]
+    tile = SW16[width]
+    return Shape(f"{kind.replace('-', '_')}_sw{width}_m64n8k{k}", 64, 8, k, 128,
+                 a_values=a_values, b_values=1024 * 8 // codec.operand.bits // 128, d_values=4,
+                 codec=codec, smem=(tile,), facts=grid_facts((tile,), ("swizzle", "lbo", "sbo")))
+
+
+def probe16(kind: str, width: int) -> LaneIdProbe:
+    return LaneIdProbe(
+        id=f"wgmma-{kind}-sw{width}", version="1",
+        summary=f"{kind.replace('-', ' -> ')} wgmma m64n8k16, A from registers, B from a "
+                f"{width}B-swizzled shared tile: (thread, value) <-> (row, col), B's tile "
+                "bytes -> (k, n)",
+        targets=("sm_90*",), vendor="nvidia",
+        source=Rendered(HERE / f"wgmma_types_b16_sw{width}.cu",
+                        partial(sources.render_b16, SW16[width],
+                                tuple(shape16(k, width) for k in WIDE16))),
+        shapes=(shape16(kind, width),), evidence=evidence(kind),
+        seed=SEEDS[kind] + width // 2, block=128, options={"arch": "sm_90a"},
+        excluded={"sm_[0-8]*": "wgmma is Hopper's (sm_90a)",
+                  "sm_1??*": "wgmma is sm_90a only (Blackwell has tcgen05)"})
+
+
+PROBES = (*(probe(kind) for kind in KINDS), *(probe(kind, swizzled=True) for kind in SWIZZLED),
+          *(probe16(kind, width) for kind in WIDE16 for width in SW16))

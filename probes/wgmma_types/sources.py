@@ -4,12 +4,15 @@ comment and B tile descriptor, the TILE and WGMMA4 macros they share (the text, 
 included, as the archive's sources hold it, so the bytes a build compiles are the
 archive's: tests/test_rendered_sources.py), f16 -> f16's kernel written out (two
 accumulator registers), and one WGMMA4 instance per other kernel, from its shape: the
-tile's element type, the PTX form and the immediates after scale-d."""
+tile's element type, the PTX form and the immediates after scale-d. `render_b16` renders the
+16-bit types' sources under the 64- and 128-byte swizzles (issue 39 item 5) from the same
+parts, each descriptor written from its tile."""
 
 from collections.abc import Sequence
 
 from probelab.kits.lane_id.engine import Shape
 from probelab.kits.lane_id.wgmma_source import SHARED_ADDRESS, head
+from probelab.kits.tiles import Tile
 
 NOTE = "// immediates after scale-d: scale-a, scale-b, and for 16-bit types trans-b\n"
 
@@ -117,4 +120,40 @@ def render(swizzled: bool, shapes: Sequence[Shape]) -> str:
         raise ValueError(f"no kernel text for {[s.name for s in pairs]}")
     return (head(prose, (16, 8)) + "\n" + SHARED_ADDRESS + "\n" + descriptor + "\n" + FORMS
             + "\n" + (F16_F16 + "\n" if pairs else "") + NOTE
+            + "".join(_instance(s) for s in shapes if s not in pairs))
+
+
+B16_PROSE = """\
+wgmma-<type>-sw{W} probes for the 16-bit types, NVIDIA sm_90a: one warpgroup (128 threads,
+one block) = one wave = one wgmma.mma_async m64n8k16 (bf16 -> f32, f16 -> f16) with A from
+registers and B K-major from a 1 KiB shared tile under the {W}-byte swizzle (rows n of {W}
+bytes, 8 rows per pattern, SBO {SBO}, LBO unused), fenced, committed and waited for, one
+kernel per element type (a 16-byte chunk holds 8 of them).
+Thread t of wave w reads its four A registers a[w][t][0..4), its B values b[w][t][0..SB)
+and its accumulators c[w][t][0..SC), and writes D to d[w][t][0..SC). B's value v of
+thread t is element v * 128 + t of the tile (byte (v * 128 + t) * element size), so the
+lane-id decode names tile bytes. params[0] = number of waves."""
+
+
+def swizzled_descriptor(tile: Tile) -> str:
+    """PTX's matrix descriptor for one K-major swizzled tile, its fields as constants."""
+    return (f"// PTX's matrix descriptor, {tile.swizzle}-byte swizzle (mode {tile.mode} in bits "
+            f"62-63): start address, LBO\n// {tile.lbo} (unused), SBO {tile.sbo} (each >> 4)\n"
+            "__device__ __forceinline__ uint64_t descriptor(uint32_t address) {\n"
+            "    return (uint64_t)((address & 0x3FFFF) >> 4) | "
+            f"((uint64_t)({tile.lbo} >> 4) << 16) |\n"
+            f"           ((uint64_t)({tile.sbo} >> 4) << 32) | ((uint64_t){tile.mode} << 62);\n"
+            "}\n")
+
+
+def render_b16(tile: Tile, shapes: Sequence[Shape]) -> str:
+    """The source of the 16-bit probes' `shapes` with B under `tile`'s swizzle: f16 -> f16's
+    kernel written out (two accumulator registers), WGMMA4 instances for the others."""
+    if any(s.smem != (tile,) for s in shapes):
+        raise ValueError(f"every shape reads B through {tile}")
+    pairs = [s for s in shapes if s.registers("d") == 2]
+    return (head(B16_PROSE.format(W=tile.swizzle, SBO=tile.sbo), (16,)) + "\n" + SHARED_ADDRESS
+            + "\n" + swizzled_descriptor(tile) + "\n" + FORMS + "\n"
+            + "".join(F16_F16.replace("probe_f16_f16_m64n8k16", f"probe_{s.name}") + "\n"
+                      for s in pairs) + NOTE
             + "".join(_instance(s) for s in shapes if s not in pairs))
