@@ -82,3 +82,22 @@ def test_a_law_swapped_for_a_rival_is_recovered_as_that_rival(monkeypatch) -> No
     monkeypatch.setattr(probe, "law", by_box_row)
     counts = missed(probe, measured(probe))
     assert [h for h, n in counts.items() if n == 0] == ["chunk-xor-box-row"], counts
+
+
+@pytest.mark.parametrize("probe_id", PROBES)
+def test_a_byte_whose_lo_plane_kept_the_poison_is_unwritten(probe_id: str) -> None:
+    """The poison byte 0xA5 in the lo plane is column byte 165, outside every box (bytes 32
+    to 159): where only the hi plane landed, the shared byte holds no id, and must decode
+    as none, not as (row, 165) of the tile."""
+    probe = get_probe(probe_id)
+    stimulus = probe.stimulus()
+    (kernel,) = probe.kernels("nvidia")
+    sim = SimBackend(probe, "sm_90")
+    out = sim.run(sim.compile(kernel, "sm_90"), kernel, probe.launch(stimulus), POISONS[0])
+    regions = out["out"].view(np.uint8).reshape(-1, 2, 2048).copy()
+    regions[:, 0] = 0xA5  # no lo-plane box landed; every hi-plane box did
+    ds = probe.assemble(stimulus, {kernel.name: {"out": regions.reshape(-1).view(np.uint32)}})
+    landed = regions[:, 1] != 0xA5
+    assert landed.any()
+    for name in ("g_row", "g_col", "g_byte"):
+        assert (ds[name].values[0] == 0xFFFFFFFF).all(), name

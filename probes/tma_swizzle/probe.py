@@ -128,7 +128,10 @@ class TmaSwizzle:
         words = np.stack([np.asarray(o["out"], np.uint32) for o in outputs.values()])
         planes = words.view(np.uint8).reshape(len(outputs), len(CONFIGS), len(PLANES), REGION)
         g = planes[:, :, 0].astype(np.int64) | planes[:, :, 1].astype(np.int64) << 8
-        known = g < PITCH * ROWS
+        # an id only where both planes landed: the lo plane's poison byte (0xA5) is column
+        # byte 165, outside every box (bytes X0 to X0 + 127), so with a real hi byte it
+        # would pass for (row, 165); the hi plane's (165) is past the last row already
+        known = (g < PITCH * ROWS) & (planes[:, :, 0] != POISON & 0xFF)
         e = self.element_bytes
         dims = ("kernel", "config", "offset")
         ds["raw_id"] = (dims, g.astype(np.uint32), {
