@@ -505,9 +505,13 @@ def source_cmd(
     from probelab.probe import get_probe, kernel_sources
 
     found = kernel_sources(get_probe(probe))
-    if write is not None and write.resolve().is_relative_to(probes_dir().resolve()):
-        raise UsageError(f"--write {write} is inside probes/: a source written there would "
-                         "count as code that ran")
+    # where each file would land (DIR/<lab path>, and a lab path starts with probes/), not
+    # only DIR: the lab root, or any folder above probes/, would put them inside it
+    inside = probes_dir().resolve()
+    if write is not None and any(target.resolve().is_relative_to(inside) for target in
+                                 (write, *(write / shown(path) for path in found))):
+        raise UsageError(f"--write {write} is inside probes/ or would write into it: a "
+                         "source written there would count as code that ran")
     for path, data in found.items():
         rel = shown(path)
         if write is None:
@@ -726,8 +730,11 @@ def _verified(run: Callable[[Callable[[str], None]], dict[str, Any]], as_json: b
     step = (lambda text: say(text, err=True)) if sys.stderr.isatty() and not as_json \
         else (lambda _: None)
     result = run(step)
-    if as_json:
-        emit_json(result)
+    if as_json:  # each problem in words, as printed, and as its findings' wire form
+        from probelab.notary.words import lines
+
+        emit_json(result | {"problems": lines(result["problems"]),
+                            "problem_findings": [p.wire() for p in result["problems"]]})
     else:
         _say_verified(result, verbose)
     if result["problems"]:
@@ -735,6 +742,8 @@ def _verified(run: Callable[[Callable[[str], None]], dict[str, Any]], as_json: b
 
 
 def _say_verified(result: dict[str, Any], verbose: bool) -> None:
+    """A verify result in words: the one place its problems (findings) become sentences."""
+    from probelab.notary.words import said
     from probelab.verify_summary import summary_lines
 
     if verbose:
@@ -756,7 +765,7 @@ def _say_verified(result: dict[str, Any], verbose: bool) -> None:
         for line in summary_lines(result):
             say(line)
     for problem in result["problems"]:
-        err.print(f"[red]problem:[/] {safe(problem)}", highlight=False)
+        err.print(f"[red]problem:[/] {safe(said(problem))}", highlight=False)
     seals = len(result["seals"])
     summary = f"{len(result['checks'])} checks over {seals} sealed hypotheses"
     say(summary + (", all intact" if not result["problems"] else

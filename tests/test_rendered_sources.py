@@ -92,3 +92,16 @@ def test_the_source_command_prints_and_writes_what_a_build_compiles(tmp_path: Pa
 def test_the_source_command_never_writes_into_probes(inside: str) -> None:
     refused = CliRunner().invoke(app, ["source", "lop3", "--write", str(ROOT / inside)])
     assert refused.exit_code == 2 and "inside probes/" in refused.output
+
+
+def test_the_source_command_never_writes_into_probes_from_a_folder_above_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sources land at DIR/<lab path>, and a lab path starts with probes/: so `--write` given
+    the lab root (here a stand-in lab whose probes/ is tmp_path/probes) would put a stale
+    copy inside probes/, where it counts as code that ran. Refused, nothing written."""
+    import probelab.paths
+
+    monkeypatch.setattr(probelab.paths, "probes_dir", lambda: tmp_path / "probes")
+    refused = CliRunner().invoke(app, ["source", "lop3", "--write", str(tmp_path)])
+    assert refused.exit_code == 2 and "inside probes/" in refused.output
+    assert not (tmp_path / "probes").exists()
