@@ -40,7 +40,8 @@ def _built(probe_id: str, macro: str) -> dict[str, tuple[int, ...]]:
 def test_each_kernel_builds_the_descriptors_its_grid_declares() -> None:
     assert _built("wgmma-f16-rs", "RS") == {
         name: (*_descriptors(f)[0], f["start"]) for name, f in _declared("wgmma-f16-rs").items()}
-    for macro, probe_id in (("N64", "wgmma-f16-n64"), ("MN", "wgmma-f16-mn")):
+    for macro, probe_id in (("N64", "wgmma-f16-n64"), ("MN", "wgmma-f16-mn"),
+                            ("MN", "wgmma-bf16-mn")):
         assert _built(probe_id, macro) == {name: _descriptors(f)[0]
                                            for name, f in _declared(probe_id).items()}
     assert _built("wgmma-f16-ssa", "SSA") == {
@@ -54,7 +55,7 @@ def test_each_kernel_builds_the_descriptors_its_grid_declares() -> None:
 @pytest.mark.parametrize("probe_id", ["wgmma-f16-rs", "wgmma-f16-ss", "wgmma-f16-n64",
                                       "wgmma-f16-mn", "wgmma-f16-ssa", "wgmma-tf32-f32-sw128",
                                       "wgmma-e4m3-f32-sw128", "wgmma-s8-s32-sw128",
-                                      *SWIZZLED16])
+                                      "wgmma-bf16-mn", *SWIZZLED16])
 def test_the_sass_carries_each_descriptors_swizzle_and_stride_offset(probe_id: str) -> None:
     """A descriptor's upper word (SBO >> 4 in bits 0-13, the mode in bits 30-31) is a
     constant the compiler materialises: it must be the declared one, in every kernel."""
@@ -68,9 +69,9 @@ def test_the_sass_carries_each_descriptors_swizzle_and_stride_offset(probe_id: s
         for mode, _, sbo in _descriptors(_declared(probe_id)[kernel.name]):
             high = mode << 30 | sbo >> 4
             assert any(re.search(rf"\b{high:#x}\b", t) for t in texts), (kernel.name, hex(high))
-        # B transposed (N-major) in the MN probe only: the MMA's descriptor operand says so
+        # B transposed (N-major) in the MN probes only: the MMA's descriptor operand says so
         mma = [t for t in texts if "GMMA" in t]
-        assert len(mma) == 1 and ("gdesc[UR4].tnspB" in mma[0]) == (probe_id == "wgmma-f16-mn")
+        assert len(mma) == 1 and ("gdesc[UR4].tnspB" in mma[0]) == probe_id.endswith("-mn")
         facts = _declared(probe_id)[kernel.name]  # A transposed (M-major) where declared
         assert ("gdesc[UR4].tnspA" in mma[0]) == bool(facts.get("a_trans"))
 
@@ -98,7 +99,7 @@ def test_only_a_tile_may_offer_more_slots_than_elements() -> None:
 
 
 WGMMA_PROBES = ["wgmma-f16-rs", "wgmma-f16-ss", "wgmma-f16-n64", "wgmma-f16-mn",
-                "wgmma-f16-ssa",
+                "wgmma-f16-ssa", "wgmma-bf16-mn",
                 "wgmma-bf16-f32", "wgmma-f16-f16",
                 "wgmma-tf32-f32", "wgmma-e4m3-f32", "wgmma-e5m2-f32", "wgmma-s8-s32",
                 "wgmma-tf32-f32-sw128", "wgmma-e4m3-f32-sw128", "wgmma-s8-s32-sw128",
@@ -221,3 +222,35 @@ def test_the_16_bit_swizzle_readings_predict_a_ptx_unit_and_their_rivals_do_not(
             assert literal["matches"] < literal["cells"], hid
         else:
             assert literal["matches"] == literal["cells"] > 0, hid
+
+
+@pytest.mark.slow
+def test_the_bf16_mn_reading_predicts_its_unit_and_its_rivals_do_not(tmp_path,
+                                                                     monkeypatch) -> None:
+    """A simulated unit laid out as wgmma-bf16-mn's ptx-layouts says (wgmma-f16-mn's reading,
+    measured for f16): ptx-layouts and cute-gmma match every claimed cell of every kernel,
+    and each rival (the interleave roles kept when swizzling, the transpose ignored) misses
+    some kernel's cells."""
+    from pathlib import Path
+
+    from test_wgmma_n import _documented
+
+    from probelab.hypothesis import load_hypothesis
+    from probelab.scoring import score_claim
+    from probelab.sweep import run_sweep
+
+    monkeypatch.delenv("PROBELAB_GIT_HEAD", raising=False)
+    probe = get_probe("wgmma-bf16-mn")
+    root = Path(__file__).resolve().parents[1] / "preregistrations" / probe.id
+    files = {p.stem: load_hypothesis(p) for p in sorted(root.glob("*.toml"))}
+    for name, layout in _documented(probe, files["ptx-layouts"]).items():
+        monkeypatch.setitem(probe.sim_layouts, name, layout)
+    ds = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path, allow_blind=True).dataset
+    kernels = [s.name for s in probe.shapes]
+    for hid, h in files.items():
+        _, (got,) = score_claim(h, probe.stimulus(), probe.observables, [(ds, kernels)])
+        scores = [got["kernels"][k]["literal"] for k in kernels]
+        if hid.endswith("-rival"):
+            assert any(s["matches"] < s["cells"] for s in scores), hid
+        else:
+            assert all(s["matches"] == s["cells"] > 0 for s in scores), hid

@@ -20,6 +20,10 @@ wgmma-f16-n64: m64n64k16 with A from registers and 64 rows of B (2 KiB, none and
 wgmma-f16-mn: the same with B N-major (imm-trans-b = 1, n contiguous, SASS `.tnspB`) under
 no swizzle, 32B, 64B and 128B: where the descriptor's LBO and SBO go when B is transposed.
 
+wgmma-bf16-mn (issue 39 item 5): wgmma-f16-mn's four kernels with bf16 -> f32
+(`HGMMA.64x64x16.F32.BF16`), the one other type PTX gives imm-trans-b (tf32 and the 8-bit
+types have no transpose immediate): whether the transposed reads carry over to bf16.
+
 wgmma-f16-ssa: m64n16k16 with A from an 8 KiB shared tile, K-major under 64B and 128B swizzle
 and M-major (imm-trans-a = 1, SASS `.tnspA`) unswizzled and 128B; B K-major unswizzled.
 """
@@ -27,7 +31,7 @@ and M-major (imm-trans-a = 1, SASS `.tnspA`) unswizzled and 128B; B K-major unsw
 from functools import partial
 from pathlib import Path
 
-from probelab.formats import F16, F32
+from probelab.formats import BF16, F16, F32
 from probelab.kits.elements import Codec
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.kits.tiles import Tile, grid_facts
@@ -36,16 +40,17 @@ from probelab.probe import Evidence, Rendered, load_sibling
 HERE = Path(__file__).parent
 sources = load_sibling(HERE / "sources.py")  # each kernel source, rendered from the shapes
 F16_F32 = Codec(F16, F32)
+BF16_F32 = Codec(BF16, F32)
 
 
 def shapes(kernels: dict[str, tuple[Tile, ...]], n: int, values: tuple[int, int, int],
-           fields: tuple[str, ...]) -> tuple[Shape, ...]:
+           fields: tuple[str, ...], codec: Codec = F16_F32) -> tuple[Shape, ...]:
     """One m64n{n}k16 shape per kernel, its tiles (as the kernel source builds them) and their
     descriptor fields `fields` as the grid's per-kernel coordinates; values = A, B, D per
     lane."""
     a, b, d = values
     return tuple(Shape(name, 64, n, 16, 128, a_values=a, b_values=b, d_values=d,
-                       codec=F16_F32, smem=tiles, facts=grid_facts(tiles, fields))
+                       codec=codec, smem=tiles, facts=grid_facts(tiles, fields))
                  for name, tiles in kernels.items())
 
 
@@ -63,11 +68,12 @@ def evidence(shape: Shape) -> Evidence:
     registers straight from their loads (RS) or with B through the one descriptor operand
     (SS), C straight from its loads; each tile placed by its 16-bit stores, then the
     async-proxy fence, the warpgroup's arrive before the MMA and its wait after."""
-    form = rf"HGMMA\.{shape.M}x{shape.N}x{shape.K}\.F32"
+    form = rf"HGMMA\.{shape.M}x{shape.N}x{shape.K}\.F32" + (
+        r"\.BF16" if shape.codec.operand is BF16 else "")
     rs = "a" not in shape.tiles
     stores = shape.b_values + (0 if rs else shape.a_values)
     return Evidence(form,
-                    forbidden=(rf"HGMMA\.(?!{shape.M}x{shape.N}x{shape.K}\.F32$).*",
+                    forbidden=(rf"HGMMA\.(?!{form[7:]}$).*",
                                r"[HIQ]GMMA\.SP.*", r"IGMMA.*", r"QGMMA.*", r"HMMA.*", r"IMMA.*"),
                     operands=(("unmodified",) if rs else ()) + ("any", "unmodified"),
                     spans=((shape.registers("a"),) if rs else ()) + (1, shape.registers("d")),
@@ -95,6 +101,9 @@ MN_SHAPES = shapes({"mn_none": (Tile("b", 0, 1024, 128, trans=True),),
                     "mn_sw64": (Tile("b", 64, 512, 1024, trans=True),),
                     "mn_sw128": (Tile("b", 128, 16, 1024, trans=True),)}, 64,
                    (8, 8, 32), B_FIELDS)
+# the same kernels with bf16 (wgmma_bf16_mn.cu)
+BF16_MN_SHAPES = shapes({f"bf16_{name}": tiles for name, tiles in (
+    (s.name, s.smem) for s in MN_SHAPES)}, 64, (8, 8, 32), B_FIELDS, BF16_F32)
 # kernel -> A's tile as wgmma_f16_ssa.cu builds it, M-major where trans (imm-trans-a); B
 # K-major, unswizzled
 SSA_SHAPES = shapes({"ssa_sw64": (Tile("a", 64, 16, 512), B_PLAIN),
@@ -133,4 +142,7 @@ PROBES = (
     probe("wgmma-f16-ssa", "f16 -> f32 wgmma m64n16k16, A from an 8 KiB shared tile under the "
           "wide swizzles and M-major: A's bytes -> (m, k)", "wgmma_f16_ssa.cu", SSA_SHAPES,
           0x5EED_1C17, version="2", compact=True),
+    probe("wgmma-bf16-mn", "bf16 -> f32 wgmma m64n64k16, A from registers, B N-major "
+          "(transposed) from a 2 KiB shared tile under each swizzle mode: B's bytes -> (k, n)",
+          "wgmma_bf16_mn.cu", BF16_MN_SHAPES, 0x5EED_1D17, compact=True),
 )

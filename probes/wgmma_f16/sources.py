@@ -244,8 +244,19 @@ def _wide(macro: str, trans_b: int) -> str:
             .replace("@R", ", ".join(f'"+r"(r[{i}])' for i in range(32))))
 
 
+def _bf16(text: str) -> str:
+    """An f16 -> f32 form's text as its bf16 -> f32 twin (issue 39 item 5: MN-major bf16)."""
+    out = text.replace(".f32.f16.f16", ".f32.bf16.bf16").replace("wgmma-f16-mn probe",
+                                                                   "wgmma-bf16-mn probe")
+    return out.replace(" f16 x f16 -> f32", " bf16 x bf16 -> f32").replace(
+        "(two f16 per", "(two bf16 per").replace("the f16 at", "the bf16 at")
+
+
 def render(source: str, shapes: Sequence[Shape]) -> str:
     """The text of `source` (a file name) for the kernels of `shapes`."""
+    if source == "wgmma_bf16_mn.cu":
+        return _bf16(preamble(MN_PROSE) + "\n" + _wide("MN", 1)) + "\n" + comment(
+            MN_NOTE) + _instances("MN", shapes, 3)
     if source == "wgmma_f16.cu":
         return (head(RS_PROSE) + "\n" + RS_WAVE + "\n" + SHARED_ADDRESS + "\n" + DESCRIPTOR
                 + "\n" + RS_FORM + "\n" + comment(RS_NOTE) + _instances("RS", shapes, 4))
