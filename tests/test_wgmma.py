@@ -40,6 +40,9 @@ def _built(probe_id: str, macro: str) -> dict[str, tuple[int, ...]]:
 def test_each_kernel_builds_the_descriptors_its_grid_declares() -> None:
     assert _built("wgmma-f16-rs", "RS") == {
         name: (*_descriptors(f)[0], f["start"]) for name, f in _declared("wgmma-f16-rs").items()}
+    assert _built("wgmma-f16-bo", "BO") == {
+        name: (*_descriptors(f)[0], f["start"], f["base_offset"])
+        for name, f in _declared("wgmma-f16-bo").items()}
     for macro, probe_id in (("N64", "wgmma-f16-n64"), ("MN", "wgmma-f16-mn"),
                             ("MN", "wgmma-bf16-mn")):
         assert _built(probe_id, macro) == {name: _descriptors(f)[0]
@@ -55,10 +58,11 @@ def test_each_kernel_builds_the_descriptors_its_grid_declares() -> None:
 @pytest.mark.parametrize("probe_id", ["wgmma-f16-rs", "wgmma-f16-ss", "wgmma-f16-n64",
                                       "wgmma-f16-mn", "wgmma-f16-ssa", "wgmma-tf32-f32-sw128",
                                       "wgmma-e4m3-f32-sw128", "wgmma-s8-s32-sw128",
-                                      "wgmma-bf16-mn", *SWIZZLED16])
+                                      "wgmma-bf16-mn", "wgmma-f16-bo", *SWIZZLED16])
 def test_the_sass_carries_each_descriptors_swizzle_and_stride_offset(probe_id: str) -> None:
-    """A descriptor's upper word (SBO >> 4 in bits 0-13, the mode in bits 30-31) is a
-    constant the compiler materialises: it must be the declared one, in every kernel."""
+    """A descriptor's upper word (SBO >> 4 in bits 0-13, the base offset in bits 17-19, the
+    mode in bits 30-31) is a constant the compiler materialises: it must be the declared
+    one, in every kernel."""
     from tests.toolchains import nvidia_tools
 
     nvidia = nvidia_tools()
@@ -66,8 +70,9 @@ def test_the_sass_carries_each_descriptors_swizzle_and_stride_offset(probe_id: s
         code = nvidia.build(kernel, "sm_90")
         assert code.target == "sm_90a"
         texts = [i.text for i in code.functions[kernel.symbol]]
+        base = _declared(probe_id)[kernel.name].get("base_offset", 0)
         for mode, _, sbo in _descriptors(_declared(probe_id)[kernel.name]):
-            high = mode << 30 | sbo >> 4
+            high = mode << 30 | base << 17 | sbo >> 4
             assert any(re.search(rf"\b{high:#x}\b", t) for t in texts), (kernel.name, hex(high))
         # B transposed (N-major) in the MN probes only: the MMA's descriptor operand says so
         mma = [t for t in texts if "GMMA" in t]
@@ -99,7 +104,7 @@ def test_only_a_tile_may_offer_more_slots_than_elements() -> None:
 
 
 WGMMA_PROBES = ["wgmma-f16-rs", "wgmma-f16-ss", "wgmma-f16-n64", "wgmma-f16-mn",
-                "wgmma-f16-ssa", "wgmma-bf16-mn",
+                "wgmma-f16-ssa", "wgmma-bf16-mn", "wgmma-f16-bo",
                 "wgmma-bf16-f32", "wgmma-f16-f16",
                 "wgmma-tf32-f32", "wgmma-e4m3-f32", "wgmma-e5m2-f32", "wgmma-s8-s32",
                 "wgmma-tf32-f32-sw128", "wgmma-e4m3-f32-sw128", "wgmma-s8-s32-sw128",
@@ -224,13 +229,13 @@ def test_the_16_bit_swizzle_readings_predict_a_ptx_unit_and_their_rivals_do_not(
             assert literal["matches"] == literal["cells"] > 0, hid
 
 
-@pytest.mark.slow
-def test_the_bf16_mn_reading_predicts_its_unit_and_its_rivals_do_not(tmp_path,
-                                                                     monkeypatch) -> None:
-    """A simulated unit laid out as wgmma-bf16-mn's ptx-layouts says (wgmma-f16-mn's reading,
-    measured for f16): ptx-layouts and cute-gmma match every claimed cell of every kernel,
-    and each rival (the interleave roles kept when swizzling, the transpose ignored) misses
-    some kernel's cells."""
+@pytest.mark.parametrize("probe_id", quick_first(["wgmma-f16-bo", "wgmma-bf16-mn"]))
+def test_a_sealed_reading_predicts_its_unit_and_its_rivals_do_not(probe_id: str, tmp_path,
+                                                                 monkeypatch) -> None:
+    """A simulated unit laid out as the probe's ptx-layouts says (wgmma-bf16-mn: wgmma-f16-mn's
+    reading, measured for f16; wgmma-f16-bo: PTX's base offset): ptx-layouts (and cute-gmma
+    where sealed) match every claimed cell of every kernel, and each rival misses some
+    kernel's cells."""
     from pathlib import Path
 
     from test_wgmma_n import _documented
@@ -240,7 +245,7 @@ def test_the_bf16_mn_reading_predicts_its_unit_and_its_rivals_do_not(tmp_path,
     from probelab.sweep import run_sweep
 
     monkeypatch.delenv("PROBELAB_GIT_HEAD", raising=False)
-    probe = get_probe("wgmma-bf16-mn")
+    probe = get_probe(probe_id)
     root = Path(__file__).resolve().parents[1] / "preregistrations" / probe.id
     files = {p.stem: load_hypothesis(p) for p in sorted(root.glob("*.toml"))}
     for name, layout in _documented(probe, files["ptx-layouts"]).items():

@@ -24,6 +24,11 @@ wgmma-bf16-mn (issue 39 item 5): wgmma-f16-mn's four kernels with bf16 -> f32
 (`HGMMA.64x64x16.F32.BF16`), the one other type PTX gives imm-trans-b (tf32 and the 8-bit
 types have no transpose immediate): whether the transposed reads carry over to bf16.
 
+wgmma-f16-bo (issue 39 item 5): m64n8k16 with B from a 2 KiB tile under the 128- or 64-byte
+swizzle, the descriptor started 384 (128) bytes in, off the pattern's 1024- (512-) byte
+boundary, and its base offset field (bits 49-51) PTX's (start >> 7) & 7, 0, or set with the
+pattern on its boundary: what the field does to the swizzle.
+
 wgmma-f16-ssa: m64n16k16 with A from an 8 KiB shared tile, K-major under 64B and 128B swizzle
 and M-major (imm-trans-a = 1, SASS `.tnspA`) unswizzled and 128B; B K-major unswizzled.
 """
@@ -101,6 +106,12 @@ MN_SHAPES = shapes({"mn_none": (Tile("b", 0, 1024, 128, trans=True),),
                     "mn_sw64": (Tile("b", 64, 512, 1024, trans=True),),
                     "mn_sw128": (Tile("b", 128, 16, 1024, trans=True),)}, 64,
                    (8, 8, 32), B_FIELDS)
+# kernel -> B's tile as wgmma_f16_bo.cu builds it (2 KiB): swizzle, LBO, SBO, start, base offset
+BO_SHAPES = shapes({"bo_sw128_s384_b3": (Tile("b", 128, 16, 1024, 384, 3),),
+                    "bo_sw128_s384_b0": (Tile("b", 128, 16, 1024, 384, 0),),
+                    "bo_sw128_s0_b3": (Tile("b", 128, 16, 1024, 0, 3),),
+                    "bo_sw64_s128_b1": (Tile("b", 64, 16, 512, 128, 1),)}, 8, (8, 8, 4),
+                   (*B_FIELDS, "base_offset"))
 # the same kernels with bf16 (wgmma_bf16_mn.cu)
 BF16_MN_SHAPES = shapes({f"bf16_{name}": tiles for name, tiles in (
     (s.name, s.smem) for s in MN_SHAPES)}, 64, (8, 8, 32), B_FIELDS, BF16_F32)
@@ -142,6 +153,9 @@ PROBES = (
     probe("wgmma-f16-ssa", "f16 -> f32 wgmma m64n16k16, A from an 8 KiB shared tile under the "
           "wide swizzles and M-major: A's bytes -> (m, k)", "wgmma_f16_ssa.cu", SSA_SHAPES,
           0x5EED_1C17, version="2", compact=True),
+    probe("wgmma-f16-bo", "f16 -> f32 wgmma m64n8k16, A from registers, B from a swizzled "
+          "shared tile started off its pattern's boundary, under each base offset: B's tile "
+          "bytes -> (k, n)", "wgmma_f16_bo.cu", BO_SHAPES, 0x5EED_1E17),
     probe("wgmma-bf16-mn", "bf16 -> f32 wgmma m64n64k16, A from registers, B N-major "
           "(transposed) from a 2 KiB shared tile under each swizzle mode: B's bytes -> (k, n)",
           "wgmma_bf16_mn.cu", BF16_MN_SHAPES, 0x5EED_1D17, compact=True),

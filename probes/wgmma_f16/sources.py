@@ -244,6 +244,39 @@ def _wide(macro: str, trans_b: int) -> str:
             .replace("@R", ", ".join(f'"+r"(r[{i}])' for i in range(32))))
 
 
+BO_PROSE = """\
+wgmma-f16-bo probe, NVIDIA sm_90a: one warpgroup (128 threads, one block) = one wave = one
+wgmma.mma_async m64n8k16 f16 x f16 -> f32, A from registers, B K-major from a 2 KiB shared
+tile (1 KiB aligned) under the 128- or 64-byte swizzle, its descriptor started START bytes
+into the tile and its base offset field (bits 49-51) set to BASE, fenced, committed and
+waited for. Thread t of wave w reads its four A registers a[w][t][0..4), its eight B values
+b[w][t][0..4) (two f16 per register, value i in bits [16 (i % 2), +16) of register i / 2)
+and its four f32 accumulators c[w][t][0..4), and writes D to d[w][t][0..4). B's value v of
+thread t is element v * 128 + t of the tile (byte 2 (v * 128 + t)). params[0] = waves."""
+
+BO_NOTE = """\
+B K-major, rows n of 128 (or 64) bytes, 8 rows per pattern, SBO 1024 (512), LBO unused; the
+pattern started START bytes into the tile (a multiple of 128, so the start is off the
+pattern's 1024- or 512-byte boundary) with the base offset BASE: PTX's value for such a
+start, (start >> 7) & 7, 0, or that value with the pattern on its boundary"""
+
+
+def _base_offset_form() -> str:
+    """The RS form over a 2 KiB tile (eight B values a thread) whose descriptor also sets the
+    base offset field (bits 49-51)."""
+    return (RS_FORM.split("// A from registers")[0] + "// A from registers (four f16x2), B "
+            "from a shared tile of 1024 f16 (2 KiB, 1 KiB\n// aligned), the descriptor's base "
+            "offset BASE\n"
+            + RS_FORM.split("1 KiB aligned)\n")[1]
+            .replace("#define RS(NAME, MODE, LBO, SBO, START)      ",
+                     "#define BO(NAME, MODE, LBO, SBO, START, BASE)")
+            .replace("uint16_t sb[512];  ", "uint16_t sb[1024]; ")
+            .replace("WAVE(4, 2)", "WAVE(4, 4)").replace("PLACE(sb, pb, 4)", "PLACE(sb, pb, 8)")
+            .replace("LBO, SBO, MODE);         \\",
+                     "LBO, SBO, MODE) |        \\\n"
+                     + f"{' ' * 22}((uint64_t)(BASE) << 49);".ljust(_W) + " \\"))
+
+
 def _bf16(text: str) -> str:
     """An f16 -> f32 form's text as its bf16 -> f32 twin (issue 39 item 5: MN-major bf16)."""
     out = text.replace(".f32.f16.f16", ".f32.bf16.bf16").replace("wgmma-f16-mn probe",
@@ -254,6 +287,10 @@ def _bf16(text: str) -> str:
 
 def render(source: str, shapes: Sequence[Shape]) -> str:
     """The text of `source` (a file name) for the kernels of `shapes`."""
+    if source == "wgmma_f16_bo.cu":
+        return (head(BO_PROSE) + "\n" + RS_WAVE + "\n" + SHARED_ADDRESS + "\n" + DESCRIPTOR
+                + "\n" + _base_offset_form() + "\n" + comment(BO_NOTE)
+                + _instances("BO", shapes, 5))
     if source == "wgmma_bf16_mn.cu":
         return _bf16(preamble(MN_PROSE) + "\n" + _wide("MN", 1)) + "\n" + comment(
             MN_NOTE) + _instances("MN", shapes, 3)
