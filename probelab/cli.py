@@ -730,8 +730,11 @@ def _verified(run: Callable[[Callable[[str], None]], dict[str, Any]], as_json: b
     step = (lambda text: say(text, err=True)) if sys.stderr.isatty() and not as_json \
         else (lambda _: None)
     result = run(step)
-    if as_json:
-        emit_json(result)
+    if as_json:  # each problem in words, as printed, and as its findings' wire form
+        from probelab.notary.words import lines
+
+        emit_json(result | {"problems": lines(result["problems"]),
+                            "problem_findings": [p.wire() for p in result["problems"]]})
     else:
         _say_verified(result, verbose)
     if result["problems"]:
@@ -739,6 +742,8 @@ def _verified(run: Callable[[Callable[[str], None]], dict[str, Any]], as_json: b
 
 
 def _say_verified(result: dict[str, Any], verbose: bool) -> None:
+    """A verify result in words: the one place its problems (findings) become sentences."""
+    from probelab.notary.words import said
     from probelab.verify_summary import summary_lines
 
     if verbose:
@@ -760,7 +765,7 @@ def _say_verified(result: dict[str, Any], verbose: bool) -> None:
         for line in summary_lines(result):
             say(line)
     for problem in result["problems"]:
-        err.print(f"[red]problem:[/] {safe(problem)}", highlight=False)
+        err.print(f"[red]problem:[/] {safe(said(problem))}", highlight=False)
     seals = len(result["seals"])
     summary = f"{len(result['checks'])} checks over {seals} sealed hypotheses"
     say(summary + (", all intact" if not result["problems"] else

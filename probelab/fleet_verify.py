@@ -20,6 +20,8 @@ from typing import Any
 
 from probelab import bounded
 from probelab.errors import IntegrityError, LabError, Unavailable, UsageError
+from probelab.notary.problems import Malformed, at, from_wire
+from probelab.notary.rules import Finding, Outcome, Rule
 from probelab.verify_unit import Unit
 
 RETRIES = 3  # resubmissions of a unit whose worker or node died
@@ -131,8 +133,7 @@ def _vouched(unit: Unit, reply: dict[str, Any], mine: dict[str, str]
         path: Path = lab_root() / name
         ours = manifest.file_sha256(path) if path.is_file() else None
         if said["file_sha256"] is not None and said["file_sha256"] != ours:
-            said["problems"].append(f"{name}: node {host} judged other bytes than the "
-                                    "driver's file (its copy of the archive differs)")
+            said["problems"].append(at(name, Finding(Rule.OTHER_BYTES, str(host))).wire())
     return out, host
 
 
@@ -142,7 +143,9 @@ _LISTS = ("problems", "notes", "checks", "counted", "accounted")  # what a datas
 def reply_problem(unit: Unit, reply: object) -> str | None:
     """What is wrong with the form of a node's reply for `unit` (None: nothing), checked
     before any of it is used: a node's refusal, or the records it read and a result for
-    exactly the unit's datasets, each in the form `verify_unit.run_unit` gives."""
+    exactly the unit's datasets, each in the form `verify_unit.run_unit` gives: every problem
+    a finding's wire form under a rule this lab knows (probelab.notary.problems), every check
+    an outcome."""
     if not isinstance(reply, dict) or not isinstance(reply.get("node"), dict) or \
             not all(isinstance(v, str) for v in reply["node"].values()):
         return "not a reply with its node"
@@ -156,10 +159,21 @@ def reply_problem(unit: Unit, reply: object) -> str | None:
         return "no unit result"
     if set(out["datasets"]) != set(unit.datasets):
         return "a result for other datasets than the unit's"
+    if not all(isinstance(row, dict) and isinstance(row.get("findings"), list)
+               for row in out["seals"]):
+        return "a seal row without its findings"
     for said in out["datasets"].values():
         if not isinstance(said, dict) or not all(isinstance(said.get(k), list) for k in _LISTS) \
-                or not all(isinstance(t, str) for k in ("problems", "notes", "accounted")
-                           for t in said[k]) \
+                or not all(isinstance(t, str) for k in ("notes", "accounted") for t in said[k]) \
                 or not (said.get("file_sha256") is None or isinstance(said["file_sha256"], str)):
             return "a dataset's result of another form"
+        if not all(isinstance(row, dict) and isinstance(row.get("outcome"), str)
+                   and row["outcome"] in set(Outcome) for row in said["checks"]):
+            return "a check without a known outcome"
+    try:
+        for wire in [w for row in out["seals"] for w in row["findings"]] + \
+                [w for said in out["datasets"].values() for w in said["problems"]]:
+            from_wire(wire)
+    except Malformed as exc:
+        return f"a problem of another form: {exc}"
     return None

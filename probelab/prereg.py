@@ -334,10 +334,11 @@ def verify_seals(record: Record | None = None) -> list[dict[str, Any]]:
     return [seal_row(entry, record) for entry in record.entries]
 
 
-def seal_row(entry: dict[str, Any], record: Record) -> dict[str, Any]:
-    """One sealed file checked (`seal_findings`), as `verify_seals` lists it: its findings
-    in words."""
-    problems, notes = seal_findings(entry, record)
+def seal_row(entry: dict[str, Any], record: Record,
+             found: tuple[list[Finding], list[Finding]] | None = None) -> dict[str, Any]:
+    """One sealed file checked (`seal_findings`, or `found` where they are made already), as
+    `verify_seals` lists it: its findings in words."""
+    problems, notes = found or seal_findings(entry, record)
     return {"seq": entry["seq"], "probe": entry["probe"], "id": entry["hypothesis"],
             "path": entry["path"], "sealed_at": entry["sealed_at"],
             "commit": record.commit(entry), "ok": not problems,

@@ -18,8 +18,9 @@ from typing import Any
 
 from probelab import bounded, codetree, dataset, gitinfo, manifest, retirement, written
 from probelab.errors import HistoryError, IntegrityError, LabError
-from probelab.notary import words
 from probelab.notary.order import measuring_code
+from probelab.notary.problems import Problem, at, from_wire
+from probelab.notary.rules import Finding, Rule
 from probelab.paths import data_dir, lab_root
 from probelab.prereg import Record
 from probelab.toolchains import identity
@@ -51,36 +52,43 @@ def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
     what spans units. `jobs`: processes that check units side by side (0: one per core);
     `runner`: who runs the units instead (a fleet: probelab.fleet.verify_units), which must
     give each unit's result as `run_unit` does; `retired`: check retired datasets in full
-    too (probelab.retirement); `step`: told of each unit done."""
+    too (probelab.retirement); `step`: told of each unit done. Its "problems" are findings
+    (probelab.notary.problems.Problem), said in words only by the CLI."""
     root = root or data_dir()
     result: dict[str, Any] = {"seals": [], "checks": [], "problems": [], "notes": [],
                               "toolchains": [], "datasets": 0, "retired": []}
     try:
         record = Record.read()  # read once: every check below shares it
     except IntegrityError as exc:
-        what = "history" if isinstance(exc, HistoryError) else "ledger"
-        result["problems"].append(f"{what}: {exc}")
+        rule = Rule.HISTORY_UNUSABLE if isinstance(exc, HistoryError) else Rule.LEDGER_BROKEN
+        result["problems"].append(at("", Finding(rule, detail=f"{exc}")))
         return result
-    problems, notes = result["problems"], result["notes"]
+    problems: list[Problem] = result["problems"]
+    notes = result["notes"]
+
+    def said(rule: Rule, whys: list[str]) -> list[Problem]:
+        """A lower layer's accounts, each as it said it (and where)."""
+        return [at("", Finding(rule, detail=why)) for why in whys]
+
     files, links = archive_files(root) if root.exists() else ([], [])
-    problems += [f"{rel(link)}: a symbolic link in the archive (to {os.readlink(link)}); a "
-                 "dataset is the file itself, kept in data/" for link in links]
+    problems += [at(rel(link), Finding(Rule.ARCHIVE_LINK, os.readlink(link)))
+                 for link in links]
     for stray in (p for p in files if not p.name.endswith(EXPECTED_SUFFIXES)
                   and p not in (manifest.manifest_path(), retirement.retired_path())):
         notes.append(f"stray file in the archive: {rel(stray)}")
     if root.is_symlink():
-        problems.append(f"{rel(root)} is a symbolic link (to {os.readlink(root)}): the archive "
-                        "is the folder itself, in git")
+        problems.append(at("", Finding(Rule.ARCHIVE_IS_LINK, rel(root), os.readlink(root))))
     try:
         pins: list[dict[str, Any]] | None = manifest.read()
     except IntegrityError as exc:
-        problems.append(str(exc))
+        problems += said(Rule.MANIFEST_BROKEN, [str(exc)])
         pins = None  # and each dataset says so
-    problems += manifest.duplicates(pins or []) + written.manifest_problems()
-    problems += [why for why in map(manifest.pin_form_problem, pins or []) if why]
+    problems += said(Rule.PINNED_TWICE, manifest.duplicates(pins or []))
+    problems += said(Rule.MANIFEST_REWRITTEN, written.manifest_problems())
+    problems += said(Rule.PIN_MALFORMED,
+                     [why for why in map(manifest.pin_form_problem, pins or []) if why])
     problems += _uncommitted_pins()
-    problems += [f"{pin['path']}: pinned in the manifest, but the file is gone; a measurement "
-                 "stays in the archive, refuted or not" for pin in pins or []
+    problems += [at(pin["path"], Finding(Rule.PINNED_FILE_GONE)) for pin in pins or []
                  if not (lab_root() / pin["path"]).is_file()]
     datasets = [p for p in files if p.suffix == ".nc"]
     result["datasets"] = len(datasets)
@@ -101,19 +109,20 @@ def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
     changed = history[0] if history else written.rewritten_all(datasets)
     seals = {row["seq"]: row for unit in done for row in unit["seals"]}
     result["seals"] = [seals[e["seq"]] for e in record.entries]
-    problems[:0] = [f"seal {s['path']}: {p}" for s in result["seals"] for p in s["problems"]]
+    problems[:0] = [from_wire(w) for s in result["seals"] for w in s.pop("findings")]
     per = {name: out for unit in done for name, out in unit["datasets"].items()}
     counted: dict[tuple, list[tuple]] = {}  # (probe, target, hypothesis) -> its verdicts
     built_by: dict[str, Any] = {}  # dataset -> its provenance's toolchain record
     accounted: set[str] = set()
     for path in datasets:
         name = rel(path)
-        problems += [f"{name}: {why}" for why in changed[path]]  # whatever it says
+        problems += [at(name, Finding(Rule.REWRITTEN, detail=why))  # whatever it says
+                     for why in changed[path]]
         if path in resting:
             accounted |= _resting(path, resting[path], result)
             continue
         out = per[name]
-        problems += out["problems"]
+        problems += map(from_wire, out["problems"])
         notes += out["notes"]
         result["checks"] += out["checks"]
         for key, run in out["counted"]:
@@ -122,7 +131,7 @@ def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
         accounted |= set(out["accounted"])
     _flips(counted, result)
     differ, rebuilt = identity.conflicts(built_by)
-    problems += differ
+    problems += said(Rule.TOOLS_DIFFER, differ)
     notes += rebuilt
     _successors_verdicts(result)
     result["toolchains"] = across_toolchains(counted)
@@ -131,9 +140,7 @@ def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
               "compiler (" + ", ".join(f"{v} under {t}" for t, v in row["verdicts"].items())
               + ")" for row in result["toolchains"] if not row["same"]]
     for stray in (p for p in files if p.name.endswith(VERDICT) and rel(p) not in accounted):
-        problems.append(f"{rel(stray)}: a recorded verdict that no sealed hypothesis of its "
-                        "dataset reproduces (never sealed, not applicable, or its dataset is "
-                        "gone): it does not count")
+        problems.append(at(rel(stray), Finding(Rule.STRAY_VERDICT)))
     return result
 
 
@@ -153,16 +160,17 @@ def _too_large(path: Path, notes: list[str]) -> bool:
     return True
 
 
-def _retirements(pins: list[dict[str, Any]], problems: list[str]) -> list[dict[str, Any]]:
+def _retirements(pins: list[dict[str, Any]], problems: list[Problem]
+                 ) -> list[dict[str, Any]]:
     """The retirements that hold (probelab.retirement); each one that does not is a
     problem, and its dataset is checked in full."""
     try:
         entries = retirement.read()
     except IntegrityError as exc:
-        problems.append(str(exc))
+        problems.append(at("", Finding(Rule.RETIREMENTS_BROKEN, detail=f"{exc}")))
         return []
     faults = retirement.problems(entries, pins)
-    problems += [f"{f.subject}: {words.sentence(f)}" for f in faults]
+    problems += [at(f.subject, f) for f in faults]
     faulty = {f.subject for f in faults}
     return [e for e in entries if e["path"] not in faulty]
 
@@ -244,7 +252,7 @@ def _progress(done: int, units: list[Unit], unit: Unit) -> str:
             f"datasets, {len(unit.entries)} sealed)")
 
 
-def _uncommitted_pins() -> list[str]:
+def _uncommitted_pins() -> list[Problem]:
     """Pins in the committed manifest whose datasets are not committed with them."""
     try:
         committed = set(gitinfo.git("ls-tree", "-r", "--name-only", "HEAD", "--",
@@ -252,8 +260,7 @@ def _uncommitted_pins() -> list[str]:
         pinned = written.pins_in(gitinfo.git("show", f"HEAD:{rel(manifest.manifest_path())}"))
     except (RuntimeError, OSError, ValueError, KeyError, TypeError):
         return []  # no history, or no committed manifest yet (a broken one is said elsewhere)
-    return [f"{path}: pinned in the committed manifest, but the dataset itself is not "
-            "committed (an archive outside git is not one)" for path, _, _ in sorted(pinned)
+    return [at(path, Finding(Rule.PIN_UNCOMMITTED)) for path, _, _ in sorted(pinned)
             if path not in committed]
 
 
@@ -273,19 +280,17 @@ def _flips(counted: dict[tuple, list[tuple]], result: dict[str, Any]) -> None:
                                                          prov_b) in itertools.combinations(runs, 2):
             if verdict_a == verdict_b or version_a != version_b:
                 continue
-            flip = (f"{hypothesis}: {verdict_a} on {a} but {verdict_b} on {b} ({probe} "
-                    f"version {version_a}, {target}{f', {toolchain}' if toolchain else ''})")
+            flip = (f"{verdict_a} on {a} but {verdict_b} on {b} ({probe} version {version_a}, "
+                    f"{target}{f', {toolchain}' if toolchain else ''})")
             changed = codetree.changed_between(head_a, head_b, tuple(sorted(
                 set(measuring_code(prov_a, head_a)) | set(measuring_code(prov_b, head_b))))
             ) if head_a and head_b else []
             if changed:
-                result["problems"].append(
-                    f"{flip}, decoded by code that differs in {len(changed)} files "
-                    f"({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''}): a "
-                    "decode change that flips a sealed verdict needs a new probe version")
+                result["problems"].append(at(hypothesis, Finding(
+                    Rule.VERDICT_FLIPPED, flip, files=tuple(changed))))
             else:
-                result["notes"].append(f"{flip}, with the same measuring code: the device "
-                                       "(or its driver) disagrees with itself")
+                result["notes"].append(f"{hypothesis}: {flip}, with the same measuring code: "
+                                       "the device (or its driver) disagrees with itself")
 
 
 def across_toolchains(counted: dict[tuple, list[tuple]]) -> list[dict[str, Any]]:

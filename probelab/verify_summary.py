@@ -10,11 +10,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-OUTCOMES = ("CONFIRMED", "REFUTED", "NOT-EVIDENCE", "POST-HOC", "TAMPERED")
+from probelab.notary.rules import Outcome
 
-
-def _outcome(verdict: str) -> str:
-    return next((o for o in OUTCOMES if verdict.startswith(o)), verdict.split()[0])
+# the order a summary counts them in
+OUTCOMES = tuple(o.value for o in (Outcome.CONFIRMED, Outcome.REFUTED, Outcome.NOT_EVIDENCE,
+                                   Outcome.POST_HOC, Outcome.TAMPERED))
 
 
 def summary_lines(result: dict[str, Any], width: int | None = None) -> list[str]:
@@ -24,7 +24,7 @@ def summary_lines(result: dict[str, Any], width: int | None = None) -> list[str]
     datasets: dict[str, set[str]] = {}
     for row in result["checks"]:
         probe = Path(row["dataset"]).parts[1]
-        per.setdefault(probe, Counter())[_outcome(row["verdict"])] += 1
+        per.setdefault(probe, Counter())[row["outcome"]] += 1
         datasets.setdefault(probe, set()).add(row["dataset"])
     total = Counter()
     for counts in per.values():

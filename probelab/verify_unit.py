@@ -28,12 +28,12 @@ from probelab.check import (
 )
 from probelab.errors import LabError
 from probelab.hypothesis import Hypothesis, load_hypothesis
-from probelab.notary import words
 from probelab.notary.integrity import Judged, Unreadable, judge
-from probelab.notary.rules import Outcome
+from probelab.notary.problems import Wire, at
+from probelab.notary.rules import Finding, Outcome, Rule
 from probelab.notary.verdict_files import recordable, render_json, save_verdict, verdict_path
 from probelab.paths import lab_root
-from probelab.prereg import Record, seal_row
+from probelab.prereg import Record, seal_findings, seal_row
 from probelab.probe import get_probe, info, recorded_info
 from probelab.records import toolchain_name
 from probelab.toolchains import identity
@@ -83,31 +83,42 @@ def rel(path: Path) -> str:
 
 def run_unit(unit: Unit, record: Record, pins: list[dict[str, Any]] | None, write: bool
              ) -> dict[str, Any]:
-    """Check a unit: {"seals": its seal rows, "datasets": {path: what verify says of it}}
-    (each: problems, notes, checks, counted verdicts, the verdict files it accounts for and
-    the sha256 of the bytes it judged). `pins`: the manifest as read (None where broken)."""
+    """Check a unit: {"seals": its seal rows (each with its problems' wire forms under
+    "findings"), "datasets": {path: what verify says of it}} (each: problems in their wire
+    form (probelab.notary.problems), notes, checks, counted verdicts, the verdict files it
+    accounts for and the sha256 of the bytes it judged). `pins`: the manifest as read (None
+    where broken)."""
     entries = [e for e in record.entries if e["seq"] in set(unit.entries)]
-    judged: dict[str, Judged | str] = {}
+    judged: dict[str, Judged | tuple[Finding, ...]] = {}
     for name in unit.datasets:
         try:
             judged[name] = judge(lab_root() / name, history=False, pins=pins)
         except Unreadable as exc:  # named already, as each problem is
-            judged[name] = exc.why
+            judged[name] = exc.findings
         except LabError as exc:  # history: said for the whole archive
-            judged[name] = f"{exc}"
+            judged[name] = (Finding(Rule.DATASET_REFUSED, detail=f"{exc}"),)
     _prescore(judged, record)
     datasets = {name: _verify_dataset(name, j, record, write) for name, j in judged.items()}
     for name, (kind, said) in _twins(judged).items():
         datasets[name][kind].append(said)
-    return {"seals": [seal_row(entry, record) for entry in entries], "datasets": datasets}
+    return {"seals": [_seal_row(entry, record) for entry in entries], "datasets": datasets}
 
 
-def _twins(judged: dict[str, Judged | str]) -> dict[str, tuple[str, str]]:
-    """{dataset: ("problems" | "notes", what is said)} for measurements that repeat another
-    of the unit: the same target, values and code objects. A run's nonce sets an honest
-    replication apart (a deterministic unit repeats its values bit for bit); one that shares
-    its nonce is a copy (a problem); without nonces nothing tells them apart (a note: data
-    measured before datasets recorded their run)."""
+def _seal_row(entry: dict[str, Any], record: Record) -> dict[str, Any]:
+    """A sealed file's row, and each of its problems' wire form under "findings" (which
+    `verify` takes out of the row)."""
+    found = seal_findings(entry, record)
+    return seal_row(entry, record, found) | {
+        "findings": [at(entry["path"], f, seal=True).wire() for f in found[0]]}
+
+
+def _twins(judged: dict[str, Judged | tuple[Finding, ...]]
+           ) -> dict[str, tuple[str, str | Wire]]:
+    """{dataset: ("problems", a problem's wire form) | ("notes", what is said)} for
+    measurements that repeat another of the unit: the same target, values and code
+    objects. A run's nonce sets an honest replication apart (a deterministic unit repeats its
+    values bit for bit); one that shares its nonce is a copy (a problem); without nonces
+    nothing tells them apart (a note: data measured before datasets recorded their run)."""
     groups: dict[tuple[str, str, str], list[str]] = {}
     for name, j in sorted(judged.items()):
         if isinstance(j, Judged) and not j.problem and not dataset.simulated(j.prov):
@@ -116,14 +127,14 @@ def _twins(judged: dict[str, Judged | str]) -> dict[str, tuple[str, str]]:
                               sort_keys=True)
             groups.setdefault((str(j.prov.get("target")), j.summary.values, code),
                               []).append(name)
-    said: dict[str, tuple[str, str]] = {}
+    said: dict[str, tuple[str, str | Wire]] = {}
     for first, *rest in groups.values():
         seen = {_nonce(judged[first]): first}
         for name in rest:
             nonce = _nonce(judged[name])
             if nonce is not None and nonce in seen:
-                said[name] = ("problems", f"{name}: the same values, code objects and run "
-                              f"nonce as {seen[nonce]}: a copy, not a replication")
+                said[name] = ("problems", at(name, Finding(Rule.COPY_OF_RUN,
+                                                           seen[nonce])).wire())
             elif nonce is None or None in seen:
                 which = name if nonce is None else seen[None]
                 said[name] = ("notes", f"{name}: the same values and code objects as {first}, "
@@ -134,13 +145,13 @@ def _twins(judged: dict[str, Judged | str]) -> dict[str, tuple[str, str]]:
     return said
 
 
-def _nonce(judged: Judged | str) -> str | None:
+def _nonce(judged: Judged | tuple[Finding, ...]) -> str | None:
     run = judged.prov.get("run") if isinstance(judged, Judged) else None
     nonce = run.get("nonce") if isinstance(run, dict) else None
     return nonce if isinstance(nonce, str) and nonce else None
 
 
-def _scorable(judged: dict[str, Judged | str]) -> list[Judged]:
+def _scorable(judged: dict[str, Judged | tuple[Finding, ...]]) -> list[Judged]:
     return [j for j in judged.values() if isinstance(j, Judged) and not j.problem
             and not dataset.simulated(j.prov)]
 
@@ -158,7 +169,7 @@ def _applicable(judged: Judged, record: Record) -> list[tuple[dict[str, Any], Hy
     return found
 
 
-def _prescore(judged: dict[str, Judged | str], record: Record) -> None:
+def _prescore(judged: dict[str, Judged | tuple[Finding, ...]], record: Record) -> None:
     """Every claim that some dataset of the unit has no answer for yet, evaluated once per
     grid and scored against all of that grid's datasets at once."""
     claims = record.claims
@@ -176,14 +187,14 @@ def _prescore(judged: dict[str, Judged | str], record: Record) -> None:
     prescore_all(claims, list(groups.values()))  # a claim refused: its check says why
 
 
-def _retired_too_soon(judged: Judged) -> str | None:
+def _retired_too_soon(judged: Judged) -> Finding | None:
     """Retirement needs a newer probe version: data of a probe version must not observe what
     that version declares retired. A dataset that records its probe's facts is judged from
     them (the version that made it); one that records none, against today's probe."""
     try:
         facts = recorded_info(judged.prov)
     except LabError as exc:
-        return str(exc)
+        return Finding(Rule.PROBE_FACTS_UNREADABLE, detail=f"{exc}")
     if facts is not None:
         version, retired = facts.version, set(facts.retired)
     else:
@@ -195,32 +206,37 @@ def _retired_too_soon(judged: Judged) -> str | None:
             return None
         version, retired = probe.version, set(info(probe).retired)
     if retired := retired & set(judged.variables):
-        return (f"{judged.prov.get('probe')} version {version} declares {sorted(retired)} "
-                "retired, yet this dataset of that version observes them: retirement needs a "
-                "newer version")
+        return Finding(Rule.RETIRED_LIVE, f"{judged.prov.get('probe')}", f"{version}",
+                       tuple(sorted(retired)))
     return None
 
 
-def _verify_dataset(name: str, judged: Judged | str, record: Record, write: bool
-                    ) -> dict[str, Any]:
-    """What verify says of one dataset against every sealed hypothesis of its probe."""
+def _verify_dataset(name: str, judged: Judged | tuple[Finding, ...], record: Record,
+                    write: bool) -> dict[str, Any]:
+    """What verify says of one dataset against every sealed hypothesis of its probe (its
+    problems in their wire form: probelab.notary.problems)."""
     out: dict[str, Any] = {"problems": [], "notes": [], "checks": [], "counted": [],
                            "accounted": [], "file_sha256": None, "toolchain": None}
-    problems, notes = out["problems"], out["notes"]
-    if isinstance(judged, str):
-        problems.append(f"{name}: {judged}")
+    notes = out["notes"]
+
+    def problem(where: str, *findings: Finding) -> None:
+        out["problems"].append(at(where, *findings).wire())
+
+    if not isinstance(judged, Judged):
+        problem(name, *judged)
         return out
     out["file_sha256"] = judged.read.file_sha256
-    if judged.problem:  # before its probe or target are believed
-        problems.append(f"{name}: {judged.problem}")
+    if judged.findings:  # before its probe or target are believed
+        problem(name, *judged.findings)
         return out
     if dataset.simulated(judged.prov):
-        problems.append(f"{name}: simulated dataset among measurements")
+        problem(name, Finding(Rule.SIMULATED_IN_ARCHIVE))
         return out
-    if why := _retired_too_soon(judged):
-        problems.append(f"{name}: {why}")
+    if found := _retired_too_soon(judged):
+        problem(name, found)
     out["toolchain"] = judged.prov.get("toolchain")  # its tools, compared across the archive
-    problems += [f"{name}: {why}" for why in identity.package_problems(out["toolchain"])]
+    for why in identity.package_problems(out["toolchain"]):
+        problem(name, Finding(Rule.TOOL_NOT_PACKAGED, detail=why))
     path = lab_root() / name
     for entry in (e for e in record.entries if e["probe"] == judged.prov.get("probe")):
         label = f"{name} × {entry['hypothesis']}"
@@ -231,7 +247,7 @@ def _verify_dataset(name: str, judged: Judged | str, record: Record, write: bool
                 continue
             verdict = assess(lab_root() / entry["path"], path, judged, record)
         except LabError as exc:
-            problems.append(f"{label}: {exc}")
+            problem(label, Finding(Rule.CHECK_REFUSED, detail=f"{exc}"))
             continue
         doc = verdict.doc
         recorded_path = verdict_path(path, entry["hypothesis"])
@@ -241,10 +257,11 @@ def _verify_dataset(name: str, judged: Judged | str, record: Record, write: bool
             save_verdict(doc, path)
             recorded = "written"
         out["checks"].append({"dataset": name, "hypothesis": entry["hypothesis"],
+                              "outcome": verdict.outcome.value,
                               "verdict": verdict_words(doc), "recorded": recorded,
                               "kernels": kernel_statuses(doc)})
-        if verdict.outcome == Outcome.TAMPERED:
-            problems.append(f"{label}: " + "; ".join(words.reasons(verdict.findings)))
+        if verdict.outcome == Outcome.TAMPERED:  # never of the dataset's own: judged above
+            problem(label, *verdict.findings)
         if verdict.outcome.counts:  # a static dataset: per toolchain too
             key = (judged.prov.get("probe"), judged.prov.get("target"), entry["hypothesis"],
                    toolchain_name(judged.prov))
@@ -252,14 +269,12 @@ def _verify_dataset(name: str, judged: Judged | str, record: Record, write: bool
                                          judged.prov.get("probe_version"), judged.prov)))
         if not recordable(doc):
             if recorded != "missing":
-                problems.append(f"{label}: a {doc['verdict']} verdict is recorded, but it "
-                                "does not count; a verdict file claims a result")
-        elif recorded in ("differs", "unreadable"):
-            what = (f"recorded verdict {recorded} (it says {was}, the data give "
-                    f"{doc['verdict']} now)" if was != doc["verdict"] else
-                    f"recorded verdict file differs in its details (the verdict, "
-                    f"{was}, is the same; `probelab verify --write` re-records it)")
-            problems.append(f"{label}: {what}")
+                problem(label, Finding(Rule.VERDICT_FILE_NOT_COUNTING, f"{doc['verdict']}"))
+        elif recorded == "unreadable":
+            problem(label, Finding(Rule.VERDICT_FILE_UNREADABLE, detail=f"{doc['verdict']}"))
+        elif recorded == "differs":
+            problem(label, Finding(Rule.VERDICT_FILE_DIFFERS, f"{was}", f"{doc['verdict']}")
+                    if was != doc["verdict"] else Finding(Rule.VERDICT_FILE_DETAILS, f"{was}"))
         elif recorded == "missing":
             notes.append(f"{label}: no recorded verdict (probelab verify --write records it)")
     return out

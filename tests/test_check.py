@@ -10,8 +10,10 @@ from toylab import DELETE, ToyLab, invoke
 from probelab import check, ledger, prereg, scoring, verify
 from probelab.errors import Exit, LabError, UsageError
 from probelab.hypothesis import load_hypothesis
-from probelab.notary import integrity, verdict_files
+from probelab.notary import integrity, verdict_files, words
+from probelab.notary.problems import rules
 from probelab.notary.rules import Finding, Outcome, Rule
+from probelab.verify import rel
 
 N_CELLS = 16 * 8
 
@@ -317,7 +319,8 @@ def test_saved_verdict_and_archive_verification(toylab: ToyLab) -> None:
     saved.write_text(json.dumps(recorded))
     result = verify.verify_archive()
     assert [c["recorded"] for c in result["checks"]] == ["differs"]
-    assert len(result["problems"]) == 1 and "differs" in result["problems"][0]
+    (problem,) = result["problems"]
+    assert problem.rules == {Rule.VERDICT_FILE_DIFFERS} and problem.at == f"{rel(data)} × sum"
 
 
 def test_archive_write_records_missing_verdicts(toylab: ToyLab) -> None:
@@ -338,7 +341,7 @@ def test_simulated_dataset_in_archive_is_a_problem(toylab: ToyLab) -> None:
     placed.parent.mkdir(parents=True)
     placed.write_bytes(sim.read_bytes())
     result = verify.verify_archive()
-    assert any("simulated dataset among measurements" in p for p in result["problems"])
+    assert rules(result["problems"]) == {Rule.SIMULATED_IN_ARCHIVE}
     assert result["checks"] == []
 
 
@@ -346,8 +349,9 @@ def test_unreadable_dataset_in_archive_is_a_problem(toylab: ToyLab) -> None:
     bad = toylab.data / "toy" / "sm_90" / "broken.nc"
     bad.parent.mkdir(parents=True)
     bad.write_bytes(b"not a dataset")
-    result = verify.verify_archive()
-    assert any("broken.nc" in p for p in result["problems"])
+    (problem,) = verify.verify_archive()["problems"]
+    assert problem.at == rel(bad)
+    assert problem.rules == {Rule.DATASET_UNREADABLE, Rule.UNPINNED}
 
 
 @pytest.mark.parametrize("pinned", [False, True], ids=["unpinned", "pinned"])
@@ -362,7 +366,7 @@ def test_a_truncated_dataset_in_the_archive_is_said_truncated_then_what_its_pin_
            "no pin in data/MANIFEST.jsonl names it")
     said = (f"data/toy/sm_90/{cut.name}: truncated or unreadable (truncated: "
             f"{len(whole) // 2:,} of the {len(whole):,} bytes its header declares); {pin}")
-    assert any(p.startswith(said) for p in verify.verify_archive()["problems"])
+    assert any(p.startswith(said) for p in words.lines(verify.verify_archive()["problems"]))
     result = invoke("check", toylab.root / "preregistrations/toy/sum.toml", cut)
     assert result.exit_code == 3 and result.stderr.startswith(f"error: {said}")
     garbage = cut.with_name("20200102T000000Z.nc")  # as a file that never was a dataset
@@ -388,7 +392,8 @@ def test_tampered_hypothesis_is_an_archive_problem(toylab: ToyLab) -> None:
     verdict_files.save_verdict(check.check(hyp, data), data)
     hyp.write_bytes(hyp.read_bytes() + b" ")
     result = verify.verify_archive()
-    assert any("edited after sealing" in p for p in result["problems"])
+    assert {(p.at, p.seal) for p in result["problems"] if Rule.SEAL_EDITED in p.rules} == \
+        {(rel(hyp), True), (f"{rel(data)} × sum", False)}  # its row, and the check
     assert any("TAMPERED" in c["verdict"] for c in result["checks"])
 
 
@@ -397,7 +402,8 @@ def test_broken_ledger_is_an_archive_problem(toylab: ToyLab) -> None:
     measured_after_seal(toylab)
     toylab.ledger.write_text(toylab.ledger.read_text() + "garbage\n")
     result = verify.verify_archive()
-    assert len(result["problems"]) == 1 and result["problems"][0].startswith("ledger:")
+    assert [p.rules for p in result["problems"]] == [{Rule.LEDGER_BROKEN}]
+    assert words.said(result["problems"][0]).startswith("ledger: ")
 
 
 def test_post_hoc_is_not_an_archive_problem(toylab: ToyLab) -> None:
@@ -415,19 +421,26 @@ def test_corrupt_recorded_verdict_is_an_archive_problem(toylab: ToyLab) -> None:
     verdict_files.save_verdict(check.check(hyp, data), data)
     verdict_files.verdict_path(data, "sum").write_text("{not json")
     result = verify.verify_archive()
-    assert any("sum" in p for p in result["problems"])
+    assert [(p.at, p.rules) for p in result["problems"]] == \
+        [(f"{rel(data)} × sum", {Rule.VERDICT_FILE_UNREADABLE})]
 
 
-@pytest.mark.parametrize(("recorded", "says"), [
-    ({"verdict": "REFUTED"}, "it says REFUTED, the data give CONFIRMED now"),
-    ({"verdict": "CONFIRMED", "note": "x"}, "differs in its details (the verdict, CONFIRMED"),
+@pytest.mark.parametrize(("recorded", "rule", "says"), [
+    ({"verdict": "REFUTED"}, Rule.VERDICT_FILE_DIFFERS,
+     "recorded verdict differs (it says REFUTED, the data give CONFIRMED now)"),
+    ({"verdict": "CONFIRMED", "note": "x"}, Rule.VERDICT_FILE_DETAILS,
+     "recorded verdict file differs in its details (the verdict, CONFIRMED, is the same; "
+     "`probelab verify --write` re-records it)"),
 ], ids=["other-verdict", "same-verdict"])
-def test_a_recorded_verdict_that_differs_says_how(toylab: ToyLab, recorded, says) -> None:
+def test_a_recorded_verdict_that_differs_says_how(toylab: ToyLab, recorded, rule, says
+                                                  ) -> None:
     hyp = sealed(toylab, "sum", "a + b")
     data = measured_after_seal(toylab)
     doc = check.check(hyp, data)
     verdict_files.verdict_path(data, "sum").write_text(json.dumps(doc | recorded))
-    assert any(says in p for p in verify.verify_archive()["problems"])
+    (problem,) = verify.verify_archive()["problems"]
+    assert problem.rules == {rule}
+    assert words.said(problem) == f"{rel(data)} × sum: {says}"  # the words, pinned
 
 
 def test_dataset_with_no_cells_cannot_confirm(toylab: ToyLab) -> None:

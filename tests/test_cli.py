@@ -371,7 +371,10 @@ def test_verify_ok_then_tampered(toylab: ToyLab, measured: tuple[Path, Path, Pat
     wrong.write_text(wrong.read_text().replace("a + b + 1", "a + b"))
     bad = invoke("verify", "--json")
     assert bad.exit_code == 3
-    assert json.loads(bad.stdout)["problems"]
+    doc = json.loads(bad.stdout)  # each problem in words, and its findings' wire form
+    assert len(doc["problems"]) == len(doc["problem_findings"]) >= 1
+    assert "SEAL_EDITED" in {f[0] for _, _, found in doc["problem_findings"] for f in found}
+    assert {c["outcome"] for c in doc["checks"]} <= {"CONFIRMED", "REFUTED", "TAMPERED"}
     assert invoke("verify").exit_code == 3
 
 

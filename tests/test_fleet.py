@@ -6,6 +6,7 @@ refuses; the datasets are those local sweeps make."""
 
 import os
 import shutil
+import socket
 import sys
 import threading
 import time
@@ -21,6 +22,8 @@ ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from probelab import dataset, fleet  # noqa: E402
+from probelab.notary.problems import from_wire  # noqa: E402
+from probelab.notary.rules import Finding, Rule  # noqa: E402
 from probelab.probe import catalog  # noqa: E402
 from probelab.sweep import run_sweep  # noqa: E402
 
@@ -366,7 +369,9 @@ def test_fleet_verify_gives_the_local_result_and_takes_only_the_drivers_lab(clus
         fleet_verify._vouched(Unit("toy", (name,), ()), other, mine)
     reply["unit"]["datasets"][name]["file_sha256"] = "1" * 64
     taken, _ = fleet_verify._vouched(Unit("toy", (name,), ()), reply, mine)
-    assert any("other bytes" in p for p in taken["datasets"][name]["problems"])
+    (problem,) = map(from_wire, taken["datasets"][name]["problems"])
+    assert problem.at == name
+    assert problem.findings == (Finding(Rule.OTHER_BYTES, socket.gethostname()),)
 
 
 def test_one_malformed_reply_fails_its_task_only(cluster, monkeypatch) -> None:

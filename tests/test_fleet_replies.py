@@ -201,7 +201,7 @@ def test_a_malformed_fleet_verify_reply_is_refused_with_one_line(toylab) -> None
     toylab.git("add", "-A")
     toylab.git("commit", "-q", "-m", "measured")
     name = data.relative_to(toylab.root).as_posix()
-    unit = Unit("toy", (name,), ())
+    unit = Unit("toy", (name,), (1,))
     reply, mine = fleet_verify.check_unit(unit, toylab.head()), fleet_verify._records()
     assert fleet_verify._vouched(unit, copy.deepcopy(reply), mine)[0]["datasets"][name]
 
@@ -216,6 +216,22 @@ def test_a_malformed_fleet_verify_reply_is_refused_with_one_line(toylab) -> None
                 spoiled(lambda r: r["unit"]["datasets"].update(other={})),
                 spoiled(lambda r: r["unit"]["datasets"][name].update(problems=None)),
                 spoiled(lambda r: r["unit"]["datasets"][name].update(notes=[1])),
-                spoiled(lambda r: r["unit"]["datasets"][name].update(file_sha256=5))):
+                spoiled(lambda r: r["unit"]["datasets"][name].update(file_sha256=5)),
+                # a problem under a rule this lab does not know, or of another form
+                spoiled(lambda r: r["unit"]["datasets"][name].update(
+                    problems=[[name, False, [["TRUST_ME", "", "", []]]]])),
+                spoiled(lambda r: r["unit"]["datasets"][name].update(problems=["words"])),
+                spoiled(lambda r: r["unit"]["datasets"][name].update(
+                    problems=[[name, False, [["UNPINNED", "", None, []]]]])),
+                spoiled(lambda r: r["unit"]["datasets"][name].update(
+                    problems=[[name, False, []]])),
+                spoiled(lambda r: r["unit"]["seals"][0]["findings"].append(
+                    ["p.toml", True, [["__class__", "", "", []]]])),
+                spoiled(lambda r: r["unit"]["seals"][0].pop("findings")),
+                # a check whose outcome is none the summary counts
+                spoiled(lambda r: r["unit"]["datasets"][name]["checks"][0].update(
+                    outcome="FINE")),
+                spoiled(lambda r: r["unit"]["datasets"][name]["checks"][0].update(
+                    outcome=["CONFIRMED"]))):
         with pytest.raises(IntegrityError, match=r"^toy: a malformed reply \(.*\); nothing "):
             fleet_verify._vouched(unit, bad, mine)

@@ -1,6 +1,7 @@
 """The notary's types: the rules stay in step with docs/trust.md's attack table, findings
 fold into a verdict by one precedence, and are said in words in one place."""
 
+import json
 import re
 from pathlib import Path
 
@@ -8,6 +9,7 @@ import pytest
 
 from probelab.errors import Exit
 from probelab.notary import words
+from probelab.notary.problems import Malformed, at, from_wire, rules
 from probelab.notary.rules import Finding, Outcome, Rule
 from probelab.notary.verdicts import fold, judgement, sweep_exit
 
@@ -76,3 +78,41 @@ def test_a_datasets_own_findings_are_said_as_one_reason_first() -> None:
         f"seal commit {seal[:12]} is not an ancestor of the measured commit {head[:12]}",
         "the probe's code differs between the measured commit and the seal commit (neither "
         "descends from the other): 1 file (p.py)"]
+
+
+def test_a_verify_problem_crosses_processes_as_plain_lists_and_back() -> None:
+    """A problem's wire form is plain lists (JSON, a fleet node's reply) that parse back to
+    the same findings; a form that is not one, or a rule this lab does not know, is refused,
+    never trusted."""
+    problem = at("data/p/t/a.nc", Finding(Rule.DATASET_UNREADABLE, detail="truncated"),
+                 Finding(Rule.PINNED_AS_ANOTHER, "data/p/t/b.nc", files=("x", "y")))
+    assert json.loads(json.dumps(problem.wire())) == problem.wire()
+    assert from_wire(json.loads(json.dumps(problem.wire()))) == problem
+    seal = at("preregistrations/p/h.toml", Finding(Rule.SEAL_EDITED), seal=True)
+    assert from_wire(seal.wire()) == seal and rules([problem, seal]) == {
+        Rule.DATASET_UNREADABLE, Rule.PINNED_AS_ANOTHER, Rule.SEAL_EDITED}
+    for bad in (None, "words", [], ["a", False, []], ["a", "no", [["SEAL_EDITED", "", "",
+                                                                      []]]],
+                ["a", False, [["TRUST_ME", "", "", []]]], ["a", False, [["Rule", "", "", []]]],
+                ["a", False, [["SEAL_EDITED", "", 3, []]]],
+                ["a", False, [["SEAL_EDITED", "", "", [7]]]],
+                ["a", False, [["SEAL_EDITED", "", ""]]]):
+        with pytest.raises(Malformed):
+            from_wire(bad)
+
+
+def test_a_verify_problem_is_said_where_it_is_in_one_line() -> None:
+    """The interface's words for verify's problems, pinned: where, then each finding (a
+    sealed file's row in its own words), and the archive's records without a place."""
+    assert words.said(at("data/p/t/a.nc", Finding(Rule.DATASET_UNREADABLE, detail="cut"),
+                         Finding(Rule.UNPINNED, "data/MANIFEST.jsonl"))) == \
+        ("data/p/t/a.nc: truncated or unreadable (cut); no pin in data/MANIFEST.jsonl names it: "
+         "a measured dataset counts only as the sweep saved it (added by hand, copied or "
+         "renamed?)")
+    assert words.said(at("p/h.toml", Finding(Rule.SEAL_EDITED), seal=True)) == \
+        "seal p/h.toml: file no longer hashes to its seal (edited after sealing)"
+    assert words.said(at("", Finding(Rule.LEDGER_BROKEN, detail="line 3"))) == "ledger: line 3"
+    assert words.said(at("h", Finding(Rule.VERDICT_FLIPPED, "A on a but B on b (p)",
+                                      files=("1", "2", "3", "4")))) == \
+        ("h: A on a but B on b (p), decoded by code that differs in 4 files (1, 2, 3, ...): a "
+         "decode change that flips a sealed verdict needs a new probe version")

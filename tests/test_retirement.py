@@ -58,7 +58,8 @@ def test_a_retired_dataset_is_held_to_its_pin_and_shown_beside_its_successor(
     raw = bytearray(old.read_bytes())  # the bytes of a retired file are still its pin's
     raw[-40] ^= 1
     old.write_bytes(bytes(raw))
-    assert verify_archive()["problems"]
+    assert (f"data/toy/sm_90/{old.name}", {Rule.BYTES_NOT_PINNED}) in [
+        (p.at, p.rules) for p in verify_archive()["problems"]]
     assert retirement.problems(retirement.read(), manifest.read()) == [
         Finding(Rule.BYTES_NOT_PINNED, f"data/toy/sm_90/{old.name}")]
 
@@ -129,12 +130,15 @@ def test_a_hand_written_retirement_that_does_not_hold_is_a_problem_and_not_honou
         retirement.FORMS)
     result = verify_archive()
     assert [f.rule for f in retirement.problems(retirement.read(), manifest.read())] == \
-        [Rule.SUCCESSOR_SAME_VERSION] and result["problems"]
+        [Rule.SUCCESSOR_SAME_VERSION] == [f.rule for p in result["problems"]
+                                          for f in p.findings]
     assert f"data/toy/sm_90/{old.name}" in {row["dataset"] for row in result["checks"]}
     assert not result["retired"]
     lines = retirement.retired_path().read_text().splitlines()
     retirement.retired_path().write_text(lines[0].replace("by hand", "edited") + "\n")
-    assert any("retirement list" in p for p in verify_archive()["problems"])
+    (broken,) = verify_archive()["problems"]
+    assert broken.rules == {Rule.RETIREMENTS_BROKEN}
+    assert "retirement list" in broken.findings[0].detail
 
 
 def test_the_summary_is_one_screen_and_jobs_give_the_same_result(

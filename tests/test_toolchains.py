@@ -14,6 +14,7 @@ from quick import quick_first
 
 from probelab.errors import IntegrityError, Unavailable, UsageError
 from probelab.notary.rules import Finding, Rule
+from probelab.notary.words import lines
 from probelab.probe import BuiltCase, Evidence
 from probelab.records import toolchain_label, toolchain_name
 from probelab.toolchains import identity
@@ -433,7 +434,7 @@ def test_a_wrapper_clang_22_first_on_path_is_recorded_as_what_it_is(llvm22, tmp_
     toylab.as_measured(toylab.sim_dataset(), toolchain=made)
     toylab.git("add", "-A")
     toylab.git("commit", "-q", "-m", "a wrapper's measurement")
-    found = "\n".join(verify_archive()["problems"])
+    found = "\n".join(lines(verify_archive()["problems"]))
     assert f"clang-22's clang ({clang}) is from no package: the name clang-22 is only what " \
            "the tool says of itself" in found
     assert f"clang-22's llvm-objdump ({objdump}) is from no package" in found

@@ -12,6 +12,7 @@ from toylab import DELETE, ToyLab, invoke
 
 from probelab import dataset, manifest, prereg, retirement
 from probelab.check import assess, check
+from probelab.notary import words
 from probelab.notary.rules import Rule
 from probelab.verify import verify_archive
 
@@ -28,7 +29,17 @@ def committed(lab: ToyLab, message: str = "measurement") -> None:
 
 
 def problems() -> str:
-    return "\n".join(verify_archive()["problems"])
+    """verify's problems in words (for the few wording pins)."""
+    return "\n".join(words.lines(verify_archive()["problems"]))
+
+
+def found() -> list[tuple[str, Rule]]:
+    """(where, rule) of every finding among verify's problems."""
+    return [(p.at, f.rule) for p in verify_archive()["problems"] for f in p.findings]
+
+
+def rules() -> set[Rule]:
+    return {rule for _, rule in found()}
 
 
 def edited_value(path: Path) -> None:
@@ -49,9 +60,9 @@ def test_a_dataset_moved_and_edited_in_one_commit_is_caught(toylab: ToyLab) -> N
     toylab.git("mv", str(data), str(moved))
     edited_value(moved)
     committed(toylab, "tidy names")
-    found = problems()
-    assert f"{manifest.relative(data)}: pinned in the manifest, but the file is gone" in found
-    assert f"{manifest.relative(moved)}: no pin" in found
+    said = found()
+    assert (manifest.relative(data), Rule.PINNED_FILE_GONE) in said
+    assert (manifest.relative(moved), Rule.UNPINNED) in said
 
 
 def test_a_dataset_removed_then_added_edited_under_a_new_name_is_caught(
@@ -65,8 +76,7 @@ def test_a_dataset_removed_then_added_edited_under_a_new_name_is_caught(
     committed(toylab, "remove")
     edited_value(copy)
     committed(toylab, "a better run")
-    found = problems()
-    assert "the file is gone" in found and "no pin" in found
+    assert {Rule.PINNED_FILE_GONE, Rule.UNPINNED} <= rules()
 
 
 def test_an_edited_copy_merged_in_at_the_same_path_is_caught(toylab: ToyLab) -> None:
@@ -91,9 +101,7 @@ def test_an_edited_copy_merged_in_at_the_same_path_is_caught(toylab: ToyLab) -> 
     committed(toylab, "merge, taking theirs")
     assert data.read_bytes() != honest
     verify_archive(write=True)
-    found = problems()
-    assert "changed after the commit that added it" in found
-    assert "removed or changed" in found  # the manifest's own history
+    assert {Rule.REWRITTEN, Rule.MANIFEST_REWRITTEN} <= rules()  # and the manifest's history
 
 
 def test_a_dataset_that_is_a_link_to_a_file_outside_is_refused(toylab: ToyLab,
@@ -103,7 +111,7 @@ def test_a_dataset_that_is_a_link_to_a_file_outside_is_refused(toylab: ToyLab,
     outside = tmp_path / "elsewhere.nc"
     shutil.move(data, outside)
     data.symlink_to(outside)
-    assert "a symbolic link in the archive" in problems()
+    assert Rule.ARCHIVE_LINK in rules()
     result = invoke("check", hyp, data)
     assert result.exit_code == 2 and "is not a file in the archive" in result.stderr
     assert invoke("check", hyp, outside).exit_code == 2  # nor is the file outside
@@ -115,11 +123,12 @@ def test_a_deleted_dataset_is_caught_even_with_its_pin_removed(toylab: ToyLab) -
     data = toylab.as_measured(toylab.sim_dataset())
     committed(toylab)
     toylab.git("rm", "-q", str(data))
-    assert "the file is gone" in problems()
+    assert Rule.PINNED_FILE_GONE in rules()
     lines = manifest.manifest_path().read_text().splitlines(keepends=True)
     manifest.manifest_path().write_text("".join(lines[:-1]))
     committed(toylab, "drop a bad run")
-    assert "removed or changed 1 of its pins" in problems()
+    assert "removed or changed 1 of its pins" in problems()  # pinned words
+    assert Rule.MANIFEST_REWRITTEN in rules()
 
 
 def test_copies_are_not_replications_nor_other_targets_data(toylab: ToyLab) -> None:
@@ -130,12 +139,14 @@ def test_copies_are_not_replications_nor_other_targets_data(toylab: ToyLab) -> N
     elsewhere.parent.mkdir()
     for copy in [*copies, elsewhere]:
         shutil.copy(data, copy)
-    found = problems()
-    assert found.count("no pin in data/MANIFEST.jsonl names it") == 3
-    assert "sits at toy/sm_80/, but its provenance says" in found
+    said = found()
+    assert sorted(at for at, rule in said if rule == Rule.UNPINNED) == \
+        sorted(map(manifest.relative, copies))
+    assert (manifest.relative(elsewhere), Rule.MISPLACED) in said
     for copy in copies:
         toylab.pin(copy)  # pinned as if each were a sweep of its own
-    assert "one content pinned 4 times" in problems()
+    assert "one content pinned 4 times" in problems()  # pinned words
+    assert Rule.PINNED_TWICE in rules()
     assert assess(hyp, copies[0]).rules == {Rule.PINNED_AS_ANOTHER}
 
 
@@ -221,7 +232,7 @@ def test_a_flipped_simulated_flag_is_contradicted_by_what_ran(toylab: ToyLab, ke
     assert result.exit_code == 3
     assert json.loads(result.stdout)["verdict"] == "TAMPERED"
     assert assess(hyp, data).rules == {Rule.SELF_CONTRADICTING}
-    assert "simulated: false" in problems()
+    assert (manifest.relative(data), Rule.SELF_CONTRADICTING) in found()
 
 
 def test_a_measured_dataset_without_the_simulated_flag_is_not_evidence(toylab: ToyLab) -> None:
@@ -277,9 +288,9 @@ def test_a_diff_attribute_cannot_hide_a_manifest_rewrite(toylab: ToyLab) -> None
     toylab.git("rm", "-q", str(first))
     lines = manifest.manifest_path().read_text().splitlines(keepends=True)
     manifest.manifest_path().write_text("".join(lines[1:]))
-    assert "removed or changed 1 of its pins" in problems()  # uncommitted
+    assert Rule.MANIFEST_REWRITTEN in rules()  # uncommitted
     committed(toylab, "a smaller archive")
-    assert "removed or changed 1 of its pins" in problems()
+    assert Rule.MANIFEST_REWRITTEN in rules()
 
 
 def test_an_archive_folder_that_is_a_link_outside_git_is_refused(toylab: ToyLab) -> None:
@@ -291,7 +302,7 @@ def test_an_archive_folder_that_is_a_link_outside_git_is_refused(toylab: ToyLab)
     committed(toylab, "archive elsewhere")
     (hidden / "toy" / "sm_90").mkdir(parents=True)
     data = toylab.as_measured(toylab.sim_dataset())
-    assert "data is a symbolic link" in problems()
+    assert ("", Rule.ARCHIVE_IS_LINK) in found()
     result = invoke("check", hyp, data)
     assert result.exit_code == 2 and "is not a file in the archive" in result.stderr
 
@@ -309,7 +320,7 @@ def test_a_path_that_leaves_the_archive_does_not_count(toylab: ToyLab) -> None:
     forged = {k: v for k, v in line.items() if k not in ("seq", "prev", "hash")}
     forged["path"] = "data/../sim-data/toy/sm_90/" + outside.name
     manifest.chain.append(manifest.manifest_path(), manifest.read(), forged, manifest.FORMS)
-    assert "does not name a dataset of the archive" in problems()
+    assert Rule.PIN_MALFORMED in rules()
 
 
 def test_check_and_report_also_read_a_datasets_history(toylab: ToyLab) -> None:
@@ -355,7 +366,7 @@ def test_honest_merges_are_not_called_rewrites(toylab: ToyLab) -> None:
     committed(toylab, "run b")
     toylab.git("checkout", "-q", "main")
     toylab.git("merge", "-q", "--no-edit", "run-a")
-    assert problems() == ""
+    assert verify_archive()["problems"] == []
     pins_a = manifest.read()
     subprocess.run(["git", "merge", "-q", "--no-edit", "run-b"], cwd=toylab.root,
                    capture_output=True)  # both appended line 1: a conflict
@@ -368,7 +379,7 @@ def test_honest_merges_are_not_called_rewrites(toylab: ToyLab) -> None:
                               manifest.FORMS)
     committed(toylab, "merge run b")
     assert a.exists() and b.exists()
-    assert problems() == ""
+    assert verify_archive()["problems"] == []
 
 
 def test_a_path_pinned_twice_is_a_problem_not_a_crash(toylab: ToyLab) -> None:
@@ -376,7 +387,7 @@ def test_a_path_pinned_twice_is_a_problem_not_a_crash(toylab: ToyLab) -> None:
     data = toylab.as_measured(toylab.sim_dataset())
     toylab.pin(data)
     assert assess(hyp, data).rules == {Rule.PINNED_AS_ANOTHER}
-    assert "one path pinned 2 times" in problems()
+    assert Rule.PINNED_TWICE in rules()
 
 
 @pytest.mark.parametrize("record", [{"code_tree": None}, {"code_tree": ["x"]},
@@ -406,5 +417,4 @@ def test_a_committed_pin_needs_its_dataset_committed(toylab: ToyLab) -> None:
     data = toylab.as_measured(toylab.sim_dataset())
     toylab.git("add", str(manifest.manifest_path()))
     toylab.git("commit", "-q", "-m", "the manifest only")
-    assert f"{manifest.relative(data)}: pinned in the committed manifest, but the dataset" \
-        in problems()
+    assert (manifest.relative(data), Rule.PIN_UNCOMMITTED) in found()

@@ -12,9 +12,11 @@ from toylab import DELETE, TOY_MODULE, ToyLab, invoke
 from probelab import dataset, prereg
 from probelab.check import assess, check
 from probelab.errors import UsageError
-from probelab.notary.rules import Rule
+from probelab.notary import words
+from probelab.notary.problems import rules
+from probelab.notary.rules import Finding, Rule
 from probelab.probe import catalog
-from probelab.verify import verify_archive
+from probelab.verify import rel, verify_archive
 
 HONEST = 'ds["value"] = (("kernel", "a", "b"), values)'
 
@@ -128,15 +130,15 @@ def test_a_decode_change_that_flips_a_verdict_is_a_problem(toylab: ToyLab) -> No
     committed(toylab, "decode fix")
     second = toylab.as_measured(toylab.sim_dataset())
     assert check(hyp, second)["verdict"] == "CONFIRMED"
-    found = "\n".join(verify_archive()["problems"])
-    assert "plus-one: " in found and "REFUTED on" in found and "CONFIRMED on" in found
-    assert "needs a new probe version" in found
+    (flip,) = [p for p in verify_archive()["problems"] if Rule.VERDICT_FLIPPED in p.rules]
+    assert flip.at == "plus-one" and "REFUTED on" in flip.findings[0].subject
+    assert "CONFIRMED on" in flip.findings[0].subject and flip.findings[0].files
     edit_probe(toylab, 'version = "1"', 'version = "2"')  # declared as a new version
     committed(toylab, "decode v2")
     third = toylab.as_measured(toylab.sim_dataset())
     assert check(hyp, third)["verdict"] == "CONFIRMED"
-    found = "\n".join(verify_archive()["problems"])
-    assert found.count("needs a new probe version") == 1  # v1 vs v1 only
+    found = [p for p in verify_archive()["problems"] if Rule.VERDICT_FLIPPED in p.rules]
+    assert len(found) == 1  # v1 vs v1 only
 
 
 def test_a_live_observable_cannot_be_retired(toylab: ToyLab, monkeypatch) -> None:
@@ -168,16 +170,18 @@ def test_retirement_needs_a_newer_probe_version(toylab: ToyLab, monkeypatch) -> 
     monkeypatch.setattr(toylab.probe(), "observables", {"total": ("a", "b")})
     monkeypatch.setattr(toylab.probe(), "retired", {"value": "renamed"}, raising=False)
     assert check(hyp, data)["verdict"] == "CONFIRMED"
-    found = [p for p in verify_archive()["problems"] if "retirement needs" in p]
-    assert len(found) == 1 and data.name in found[0]  # `recorded` retired nothing
+    found = [p.at for p in verify_archive()["problems"] if Rule.RETIRED_LIVE in p.rules]
+    assert found == [rel(data)]  # `recorded` retired nothing
     monkeypatch.setattr(toylab.probe(), "version", "2")
-    assert not any("retirement" in p for p in verify_archive()["problems"])
+    assert Rule.RETIRED_LIVE not in rules(verify_archive()["problems"])
     # the facts of a version that retires what its own data observe (the toy still decodes
     # `value`): a problem read off that dataset alone, whatever today's probe says
     retiring = toylab.as_measured(toylab.sim_dataset())
     monkeypatch.setattr(toylab.probe(), "retired", {}, raising=False)
-    (found,) = [p for p in verify_archive()["problems"] if "retirement needs" in p]
-    assert retiring.name in found and "toy version 2 declares ['value'] retired" in found
+    (found,) = [p for p in verify_archive()["problems"] if Rule.RETIRED_LIVE in p.rules]
+    assert found.at == rel(retiring) and found.findings == (
+        Finding(Rule.RETIRED_LIVE, "toy", "2", ("value",)),)
+    assert "toy version 2 declares ['value'] retired" in words.said(found)  # the words
     assert check(hyp, recorded)["verdict"] == "CONFIRMED"
 
 
@@ -217,7 +221,7 @@ def test_a_flip_with_the_same_measuring_code_is_a_note(toylab: ToyLab) -> None:
     second = toylab.as_measured(raw)
     assert [check(hyp, p)["verdict"] for p in (first, second)] == ["CONFIRMED", "REFUTED"]
     result = verify_archive()
-    assert not any("needs a new probe version" in p for p in result["problems"])
+    assert Rule.VERDICT_FLIPPED not in rules(result["problems"])
     assert any("disagrees with itself" in n for n in result["notes"])
 
 

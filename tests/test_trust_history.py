@@ -12,6 +12,7 @@ from toylab import ToyLab, invoke
 
 from probelab import prereg
 from probelab.check import assess
+from probelab.notary import words
 from probelab.notary.rules import Rule
 from probelab.probe import catalog
 from probelab.verify import verify_archive
@@ -73,7 +74,8 @@ def test_a_graft_file_stops_every_judgement_of_order(toylab: ToyLab, monkeypatch
     assert result.exit_code == 3 and "grafts" in result.stderr, result.stderr
     assert invoke("prereg", "verify").exit_code == 3
     problems = verify_archive()["problems"]
-    assert len(problems) == 1 and "grafts" in problems[0]
+    assert [p.rules for p in problems] == [{Rule.HISTORY_UNUSABLE}]
+    assert "grafts" in problems[0].findings[0].detail
     verified = invoke("verify")
     assert verified.exit_code == 3 and "rewrites commit ancestry" in verified.stderr
 
@@ -90,8 +92,9 @@ def test_a_shallow_clone_says_so_once(toylab: ToyLab, monkeypatch, tmp_path: Pat
     monkeypatch.setenv("PROBELAB_ROOT", str(clone))
     monkeypatch.chdir(clone)
     catalog.cache_clear()
-    problems = verify_archive()["problems"]
+    problems = words.lines(verify_archive()["problems"])
     assert len(problems) == 1, problems
+    assert problems[0].startswith("history: ")  # the words, pinned
     assert "shallow clone" in problems[0] and "git fetch --unshallow" in problems[0]
     assert invoke("verify").exit_code == 3
 
@@ -116,4 +119,5 @@ def test_a_lost_ledger_line_cannot_hide_behind_a_replaced_seal_commit(toylab: To
     toylab.git("replace", seal, copy)
     result = invoke("prereg", "verify")
     assert result.exit_code == 3 and "lost a sealed entry" in result.stderr, result.stderr
-    assert any("lost a sealed entry" in p for p in verify_archive()["problems"])
+    (lost,) = verify_archive()["problems"]
+    assert lost.rules == {Rule.LEDGER_BROKEN} and "lost a sealed entry" in lost.findings[0].detail

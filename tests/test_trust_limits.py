@@ -16,7 +16,10 @@ from probelab import dataset, ledger, prereg
 from probelab.errors import UsageError
 from probelab.expr import compile_program
 from probelab.hypothesis import evaluate_claim, parse_hypothesis, retired_observables
-from probelab.verify import verify_archive
+from probelab.notary import words
+from probelab.notary.problems import rules
+from probelab.notary.rules import Rule
+from probelab.verify import rel, verify_archive
 
 ESC = "\x1b"
 
@@ -111,7 +114,8 @@ def test_a_dataset_declaring_4_gib_is_refused_before_reading(toylab: ToyLab) -> 
     hyp = toylab.write_hyp("sum", "a + b")
     prereg.seal(hyp)
     assert invoke("check", hyp, path).exit_code == 2
-    assert any("declares" in p for p in verify_archive()["problems"])
+    (refused,) = verify_archive()["problems"]
+    assert refused.rules == {Rule.DATASET_REFUSED} and "declares" in refused.findings[0].detail
 
 
 # ---- 11. hostile hypothesis files -----------------------------------------------------------
@@ -179,8 +183,8 @@ def test_a_forged_ledger_line_with_a_naive_time_is_one_problem(toylab: ToyLab) -
     result = verify_archive()
     verdicts = {r["hypothesis"]: r["verdict"] for r in result["checks"]}
     assert verdicts == {"sum": "CONFIRMED", "forged": "POST-HOC"}
-    assert any("forged.toml" in p and "not an unambiguous time" in p
-               for p in result["problems"])
+    assert ("preregistrations/toy/forged.toml", True, {Rule.SEALED_AT_AMBIGUOUS}) in \
+        [(p.at, p.seal, p.rules) for p in result["problems"]]
     assert invoke("verify").exit_code == 3
 
 
@@ -192,7 +196,9 @@ def test_a_dataset_without_a_kernel_coordinate_is_one_problem(toylab: ToyLab) ->
     ds = dataset.load(good).isel(kernel=0, drop=True)
     ds.to_netcdf(odd, engine=dataset.ENGINE)
     result = verify_archive()
-    assert any(odd.name in p and "no `kernel` coordinate" in p for p in result["problems"])
+    (refused,) = result["problems"]
+    assert (refused.at, refused.rules) == (rel(odd), {Rule.DATASET_REFUSED})
+    assert "no `kernel` coordinate" in words.said(refused)
     assert [r["verdict"] for r in result["checks"]] == ["CONFIRMED"]  # the rest is judged
     assert invoke("check", hyp, odd).exit_code == 2
 
@@ -210,7 +216,7 @@ def test_a_sealed_file_replaced_by_a_link_to_a_device_is_tampered(toylab: ToyLab
     assert listed.exit_code == 3 and "not a regular file" in listed.stdout
     result = invoke("check", hyp, data, "--json")
     assert result.exit_code == 3 and json.loads(result.stdout)["verdict"] == "TAMPERED"
-    assert any("not a regular file" in p for p in verify_archive()["problems"])
+    assert Rule.SEAL_REPLACED in rules(verify_archive()["problems"])
 
 
 @pytest.mark.slow
@@ -261,7 +267,8 @@ def test_a_deeply_nested_provenance_is_one_problem(toylab: ToyLab) -> None:
     ds.attrs["probelab_schema"] = dataset.SCHEMA
     ds.to_netcdf(odd, engine=dataset.ENGINE)
     result = verify_archive()
-    assert any(odd.name in p and "provenance" in p for p in result["problems"])
+    assert [(p.at, p.rules) for p in result["problems"]] == [(rel(odd),
+                                                              {Rule.DATASET_REFUSED})]
     assert [r["verdict"] for r in result["checks"]] == ["CONFIRMED"]
 
 

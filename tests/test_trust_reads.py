@@ -22,7 +22,8 @@ from toylab import MEASURED, ToyLab, invoke
 
 from probelab import cache, check, dataset, manifest, prereg
 from probelab.notary import verdict_files
-from probelab.notary.rules import Outcome
+from probelab.notary.rules import Finding, Outcome, Rule
+from probelab.notary.words import lines
 from probelab.paths import cache_dir
 from probelab.sweep import run_sweep
 from probelab.verify import verify_archive
@@ -139,7 +140,7 @@ def test_a_dataset_whose_values_are_not_all_in_its_file_is_refused_at_every_read
     verdict_files.verdict_path(data, "sum").write_text(json.dumps(recorded))
     out = invoke("report", data)
     assert out.exit_code == 3 and "not self-contained" in out.output, out.output
-    assert any("not self-contained" in p for p in verify_archive()["problems"])
+    assert any("not self-contained" in p for p in lines(verify_archive()["problems"]))
 
 
 def test_an_external_link_in_a_dataset_is_refused(toylab: ToyLab) -> None:
@@ -222,7 +223,7 @@ def test_deeply_nested_json_in_the_records_is_one_plain_error(toylab: ToyLab) ->
         assert out.exit_code == exit_code and words in out.output, (record, out.output)
         assert "internal error" not in out.output
         record.write_bytes(kept)
-    assert all(words not in p for p in verify_archive()["problems"])
+    assert all(words not in p for p in lines(verify_archive()["problems"]))
 
 
 def test_a_cache_entry_of_the_wrong_form_under_the_secret_is_made_again(
@@ -354,9 +355,11 @@ def test_honest_runs_in_one_second_are_apart_and_a_copy_is_named(
     committed(toylab, "a replication")
     assert dataset.stored_provenance(copy)["run"] == provs[0]["run"]
     problems = verify_archive()["problems"]
+    assert (manifest.relative(copy), (Finding(Rule.COPY_OF_RUN, manifest.relative(runs[0])),)) \
+        in [(p.at, p.findings) for p in problems], problems
     assert any(p.startswith(f"{manifest.relative(copy)}: the same values, code objects and "
                             f"run nonce as {manifest.relative(runs[0])}: a copy")
-               for p in problems), problems
+               for p in lines(problems))  # the words, pinned
 
 
 def test_measurements_without_a_run_record_are_noted_as_indistinguishable(

@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 from toylab import ToyLab
 
+from probelab.notary import words
+from probelab.notary.problems import Problem, rules
+from probelab.notary.rules import Rule
 from probelab.toolchains import identity
-from probelab.verify import verify_archive
+from probelab.verify import rel, verify_archive
 
 PACKAGE = "clang-22 1:22.1.8-1~deb12u1"
 
@@ -31,14 +34,17 @@ def built_by(lab: ToyLab, **tools: dict) -> Path:
     return path
 
 
-def lines(found: list[str], path: Path) -> list[str]:
-    return [line for line in found if path.name in line]
+def lines(found: list, path: Path) -> list[str]:
+    """The lines among `found` (notes, or verify's problems said in words) naming `path`."""
+    return [line for line in words.lines(found) if path.name in line] if found and \
+        isinstance(found[0], Problem) else [line for line in found if path.name in line]
 
 
 def test_one_toolchain_name_whose_tool_hashes_differ_is_a_problem(toylab: ToyLab) -> None:
     debian = built_by(toylab, clang=tool("a"))
     other = built_by(toylab, clang=tool("b", package=None, ok=None))  # nothing could say
     result = verify_archive()
+    assert rules(result["problems"]) == {Rule.TOOLS_DIFFER}
     (problem,) = lines(result["problems"], other)
     assert problem.startswith("clang-22 22.1.8: its clang differs between datasets: ")
     assert f"{'a' * 12} ({PACKAGE}) in {debian.relative_to(toylab.root)}" in problem
@@ -60,7 +66,10 @@ def test_two_intact_builds_of_one_release_are_a_note_not_a_problem(toylab: ToyLa
 def test_a_tool_outside_its_package_or_edited_in_place_is_a_problem(toylab: ToyLab) -> None:
     wrapper = built_by(toylab, clang=tool("c", package=None, ok=False),
                        **{"llvm-objdump": tool("d", ok=False)})
-    found = lines(verify_archive()["problems"], wrapper)
+    problems = verify_archive()["problems"]
+    assert {p.at for p in problems} == {rel(wrapper)}
+    assert rules(problems) == {Rule.TOOL_NOT_PACKAGED}
+    found = lines(problems, wrapper)
     assert any("clang-22's clang (/usr/lib/llvm-22/bin/clang) is from no package: the name "
                "clang-22 is only what the tool says of itself" in line for line in found)
     assert any(f"clang-22's llvm-objdump (/usr/lib/llvm-22/bin/clang) is not the file "

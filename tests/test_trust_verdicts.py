@@ -10,7 +10,9 @@ from toylab import ToyLab, invoke
 
 from probelab import prereg
 from probelab.check import check
+from probelab.notary.rules import Finding, Rule
 from probelab.notary.verdict_files import render_json, verdict_path
+from probelab.notary.words import said
 from probelab.verify import verify_archive
 
 
@@ -55,8 +57,9 @@ def test_a_recorded_verdict_that_does_not_count_is_a_problem(toylab: ToyLab) -> 
     doc = check(hyp, data)
     assert doc["verdict"] == "POST-HOC"
     verdict_path(data, "sum").write_text(render_json(doc))  # saved by hand
-    found = "\n".join(verify_archive()["problems"])
-    assert "a POST-HOC verdict is recorded, but it does not count" in found
+    (found,) = verify_archive()["problems"]
+    assert found.findings == (Finding(Rule.VERDICT_FILE_NOT_COUNTING, "POST-HOC"),)
+    assert "a POST-HOC verdict is recorded, but it does not count" in said(found)  # the words
 
 
 @pytest.mark.parametrize("how", ["forged", "unreproducible"])

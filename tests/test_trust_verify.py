@@ -75,7 +75,7 @@ def test_datasets_of_one_grid_share_an_evaluation_not_a_verdict(toylab: ToyLab) 
     verdicts = {Path(row["dataset"]).name: row["verdict"] for row in result["checks"]}
     assert verdicts[agreeing.name] == "CONFIRMED"
     assert verdicts[disagreeing.name] == "REFUTED on 1 of 128 cells"
-    assert result["problems"] and all(edited.name in p for p in result["problems"])
+    assert result["problems"] and all(edited.name in p.at for p in result["problems"])
 
 
 def _fresh_process() -> None:

@@ -3,4 +3,4 @@
 verdict and its exit code (`verdicts`), and the one place they become sentences (`words`).
 The modules beside them make the findings: a dataset's integrity (`integrity`), the order
 of seal and measurement and the code that measured (`order`), and verdict files
-(`verdict_files`)."""
+(`verdict_files`); `problems` carries `verify`'s problems as findings across processes."""

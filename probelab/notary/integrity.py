@@ -145,30 +145,30 @@ class Judged:
 
 
 class Unreadable(IntegrityError):
-    """A file of the archive that cannot be read as a dataset: `why` says so, then what its
-    pin says of it (none, or another file's bytes)."""
+    """A file of the archive that cannot be read as a dataset: `findings` say so, then what
+    its pin says of it (none, or another file's bytes)."""
 
-    def __init__(self, path: Path, why: str) -> None:
-        super().__init__(f"{shown(path)}: {why}")
-        self.why = why
+    def __init__(self, path: Path, findings: tuple[Finding, ...]) -> None:
+        super().__init__(f"{shown(path)}: {words.problem(findings)}")
+        self.findings = findings
 
 
 def read_dataset(path: Path, pins: list[dict[str, Any]] | None = None) -> dataset.Read:
     """A dataset file read once (dataset.read_summarised). A file of the archive that is no
-    dataset at all (truncated, or never one) is Unreadable, said with what the manifest
-    (`pins`, or read here) says of it."""
+    dataset at all (truncated, or never one) is Unreadable, with what the manifest (`pins`,
+    or read here) says of it."""
     try:
         return dataset.read_summarised(path)
     except dataset.NotADataset as exc:
         if manifest.archive_relative(path) is None:
             raise
+        found = [Finding(Rule.DATASET_UNREADABLE, detail=exc.why)]
         try:
-            found = manifest.pin_mismatch(path, None, manifest.read() if pins is None else pins)
-            pinned = words.sentence(found) if found else None
+            pinned = manifest.pin_mismatch(path, None, manifest.read() if pins is None else pins)
+            found += [pinned] if pinned else []
         except (IntegrityError, OSError) as broken:
-            pinned = f"whether a pin names it is unknown ({broken})"
-        raise Unreadable(path, "; ".join(filter(None, (
-            f"truncated or unreadable ({exc.why})", pinned)))) from None
+            found.append(Finding(Rule.PINS_UNKNOWN, detail=f"{broken}"))
+        raise Unreadable(path, tuple(found)) from None
 
 
 def judge(path: Path, history: bool = True, pins: list[dict[str, Any]] | None = None) -> Judged:

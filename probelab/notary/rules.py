@@ -1,7 +1,7 @@
 """What the trust core can find, as types: the `Outcome` a verdict is, the `Rule` each
 finding falls under (keyed to the rows of docs/trust.md's attack table that try it;
 tests/test_notary.py keeps the two in step) and a `Finding`. Most rules judge a verdict
-(check); some judge a sealed file's row or a retirement (prereg, verify) alone."""
+(check); some judge a sealed file's row, a retirement or the archive (prereg, verify) alone."""
 
 from dataclasses import dataclass
 from enum import Enum, StrEnum
@@ -102,6 +102,39 @@ class Rule(Enum):
     SUCCESSOR_UNREADABLE = Row((33,), None, "a successor whose provenance cannot be read")
     SUCCESSOR_SAME_VERSION = Row((33,), None, "a successor of the same probe version")
     SUCCESSOR_EARLIER = Row((33,), None, "a successor measured before the retired dataset")
+    # verify's own judgements of the archive (probelab.verify, verify_unit, fleet_verify), each
+    # a problem there (probelab.notary.problems: at the dataset, check or record it is about)
+    # - the archive's records and its folder
+    HISTORY_UNUSABLE = Row((10,), None, "the history cannot be read as committed")
+    ARCHIVE_LINK = Row((11,), None, "a symbolic link in the archive")
+    ARCHIVE_IS_LINK = Row((22,), None, "the archive folder itself a symbolic link")
+    RETIREMENTS_BROKEN = Row((33,), None, "the retirement list cannot be read")
+    # - its pins
+    PINNED_TWICE = Row((11, 22, 34), None, "one content, or one path, pinned more than once")
+    PIN_MALFORMED = Row((22,), None, "a pin that names no dataset of the archive")
+    PIN_UNCOMMITTED = Row((22,), None, "a pin committed without its dataset")
+    PINNED_FILE_GONE = Row((11,), None, "a pinned dataset deleted")
+    # - a dataset in it
+    DATASET_UNREADABLE = Row((6,), None, "a file of the archive that is no dataset")
+    PINS_UNKNOWN = Row((6,), None, "an unreadable file whose pin cannot be looked up")
+    DATASET_REFUSED = Row((16, 19), None, "a dataset refused before its values are read")
+    SIMULATED_IN_ARCHIVE = Row((4,), None, "a simulated dataset among measurements")
+    COPY_OF_RUN = Row((34,), None, "the same values, code objects and run nonce: a copy")
+    # - what its probe's facts and its tools say
+    RETIRED_LIVE = Row((15,), None, "data of a probe version that observe what it retires")
+    PROBE_FACTS_UNREADABLE = Row((37,), None, "the probe facts a dataset records do not read")
+    TOOL_NOT_PACKAGED = Row((34,), None, "a tool that is not its package's file")
+    TOOLS_DIFFER = Row((34,), None, "one toolchain name and release, tools of other bytes")
+    CHECK_REFUSED = Row((37,), None, "a check that cannot be made (its probe or file refuses)")
+    # - its recorded verdicts
+    VERDICT_FILE_NOT_COUNTING = Row((20,), None, "a recorded verdict that does not count")
+    VERDICT_FILE_DIFFERS = Row((6,), None, "a recorded verdict the data no longer give")
+    VERDICT_FILE_UNREADABLE = Row((6,), None, "a recorded verdict file that does not read")
+    VERDICT_FILE_DETAILS = Row((6,), None, "a recorded verdict file differing in its details")
+    STRAY_VERDICT = Row((20,), None, "a recorded verdict no sealed hypothesis reproduces")
+    # - across measurements, and a fleet node's word
+    VERDICT_FLIPPED = Row((14,), None, "a sealed verdict flipped by a change of decode")
+    OTHER_BYTES = Row((33,), None, "a fleet node that judged other bytes than the driver's")
 
     @property
     def outcome(self) -> Outcome | None:

@@ -1,9 +1,10 @@
 """Findings in words: the one place a finding becomes the sentence a verdict file, the CLI
-and `verify` show."""
+and `verify` show (`said`: a verify problem, as `probelab verify` prints it)."""
 
 from collections.abc import Iterable
 
 from probelab.gitinfo import NO_HISTORY
+from probelab.notary.problems import Problem
 from probelab.notary.rules import OF_THE_DATASET, Finding, Rule
 
 _SAID = "{detail}"  # a lower layer's account, said as it said it
@@ -80,6 +81,45 @@ SENTENCES: dict[Rule, str] = {
     Rule.SUCCESSOR_SAME_VERSION: "retired for {every}, of the same probe version ({detail}): "
                                  "a re-measurement that retires is of a newer version",
     Rule.SUCCESSOR_EARLIER: "retired for {every}, which was measured before it",
+    Rule.HISTORY_UNUSABLE: "history: {detail}",
+    Rule.ARCHIVE_LINK: "a symbolic link in the archive (to {subject}); a dataset is the file "
+                       "itself, kept in data/",
+    Rule.ARCHIVE_IS_LINK: "{subject} is a symbolic link (to {detail}): the archive is the "
+                          "folder itself, in git",
+    Rule.PINNED_TWICE: _SAID,
+    Rule.PIN_MALFORMED: _SAID,
+    Rule.PIN_UNCOMMITTED: "pinned in the committed manifest, but the dataset itself is not "
+                          "committed (an archive outside git is not one)",
+    Rule.PINNED_FILE_GONE: "pinned in the manifest, but the file is gone; a measurement stays "
+                           "in the archive, refuted or not",
+    Rule.RETIREMENTS_BROKEN: _SAID,
+    Rule.DATASET_UNREADABLE: "truncated or unreadable ({detail})",
+    Rule.PINS_UNKNOWN: "whether a pin names it is unknown ({detail})",
+    Rule.DATASET_REFUSED: _SAID,
+    Rule.SIMULATED_IN_ARCHIVE: "simulated dataset among measurements",
+    Rule.RETIRED_LIVE: "{subject} version {detail} declares {names} retired, yet this dataset "
+                       "of that version observes them: retirement needs a newer version",
+    Rule.PROBE_FACTS_UNREADABLE: _SAID,
+    Rule.TOOL_NOT_PACKAGED: _SAID,
+    Rule.TOOLS_DIFFER: _SAID,
+    Rule.CHECK_REFUSED: _SAID,
+    Rule.VERDICT_FILE_NOT_COUNTING: "a {subject} verdict is recorded, but it does not count; "
+                                    "a verdict file claims a result",
+    Rule.VERDICT_FILE_DIFFERS: "recorded verdict differs (it says {subject}, the data give "
+                               "{detail} now)",
+    Rule.VERDICT_FILE_UNREADABLE: "recorded verdict unreadable (it says None, the data give "
+                                  "{detail} now)",
+    Rule.VERDICT_FILE_DETAILS: "recorded verdict file differs in its details (the verdict, "
+                               "{subject}, is the same; `probelab verify --write` re-records it)",
+    Rule.STRAY_VERDICT: "a recorded verdict that no sealed hypothesis of its dataset "
+                        "reproduces (never sealed, not applicable, or its dataset is gone): it "
+                        "does not count",
+    Rule.VERDICT_FLIPPED: "{subject}, decoded by code that differs in {n} files ({first}): a "
+                          "decode change that flips a sealed verdict needs a new probe version",
+    Rule.COPY_OF_RUN: "the same values, code objects and run nonce as {subject}: a copy, not a "
+                      "replication",
+    Rule.OTHER_BYTES: "node {subject} judged other bytes than the driver's file (its copy of "
+                      "the archive differs)",
 }
 
 
@@ -91,10 +131,10 @@ SEAL_ROWS: dict[Rule, str] = {
 }
 
 
-def listed(files: Iterable[str]) -> str:
-    """The first few of `files`, for a one-line reason."""
+def listed(files: Iterable[str], few: int = 5) -> str:
+    """The first `few` of `files`, for a one-line reason."""
     files = list(files)
-    return ", ".join(files[:5]) + (", ..." if len(files) > 5 else "")
+    return ", ".join(files[:few]) + (", ..." if len(files) > few else "")
 
 
 def seal_sentence(finding: Finding) -> str:
@@ -107,7 +147,8 @@ def sentence(finding: Finding, template: str | None = None) -> str:
     n = len(finding.files)
     return (template or SENTENCES[finding.rule]).format(
         subject=finding.subject, detail=finding.detail, n=n, s="s" * (n != 1),
-        listed=listed(finding.files), every=", ".join(finding.files) or finding.subject)
+        listed=listed(finding.files), every=", ".join(finding.files) or finding.subject,
+        first=listed(finding.files, 3), names=list(finding.files))
 
 
 def problem(findings: Iterable[Finding]) -> str | None:
@@ -124,3 +165,17 @@ def reasons(findings: Iterable[Finding]) -> list[str]:
     said = [f"dataset: {own} (its provenance fields above are as recorded, not vouched for)"]
     return (said if own else []) + [sentence(f) for f in findings
                                     if f.rule not in OF_THE_DATASET]
+
+
+def said(problem: Problem) -> str:
+    """A verify problem in one line: where, then its findings (a sealed file's row in that
+    row's words)."""
+    say = seal_sentence if problem.seal else sentence
+    text = "; ".join(map(say, problem.findings))
+    return f"seal {problem.at}: {text}" if problem.seal else \
+        f"{problem.at}: {text}" if problem.at else text
+
+
+def lines(problems: Iterable[Problem]) -> list[str]:
+    """Verify problems, each in its line."""
+    return list(map(said, problems))
