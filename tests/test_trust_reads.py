@@ -140,7 +140,9 @@ def test_a_dataset_whose_values_are_not_all_in_its_file_is_refused_at_every_read
     verdict_files.verdict_path(data, "sum").write_text(json.dumps(recorded))
     out = invoke("report", data)
     assert out.exit_code == 3 and "not self-contained" in out.output, out.output
-    assert any("not self-contained" in p for p in lines(verify_archive()["problems"]))
+    (refused,) = [p for p in verify_archive()["problems"] if p.at == manifest.relative(data)]
+    assert refused.rules == {Rule.DATASET_REFUSED}
+    assert "not self-contained" in refused.findings[0].detail
 
 
 def test_an_external_link_in_a_dataset_is_refused(toylab: ToyLab) -> None:
