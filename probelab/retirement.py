@@ -80,7 +80,17 @@ def _faults(name: str, successors: list[str], pins: dict[str, dict[str, Any]]
             faults.append(Finding(Rule.SUCCESSOR_SAME_VERSION, name, old["version"], (new,)))
         elif not successor["utc"] > old["utc"]:
             faults.append(Finding(Rule.SUCCESSOR_EARLIER, name, files=(new,)))
+        elif not _newer(successor["version"], old["version"]):
+            faults.append(Finding(Rule.SUCCESSOR_OLDER_VERSION, name,
+                                  f"{successor['version']} for {old['version']}", (new,)))
     return faults
+
+
+def _newer(version: str, than: str) -> bool:
+    """Whether probe version `version` comes after `than`: versions are whole numbers, and one
+    this lab cannot order is not newer (a later measurement of an older version would
+    otherwise hide the newer data it contradicts)."""
+    return version.isdecimal() and than.isdecimal() and int(version) > int(than)
 
 
 def _measured(name: str) -> dict[str, str]:

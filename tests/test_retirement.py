@@ -77,6 +77,7 @@ def test_a_verdict_the_successor_does_not_give_is_a_note(toylab: ToyLab,
 
 # what each retirement that `retire` refuses would be found to be, written by hand
 BROKEN = {"same-version": Rule.SUCCESSOR_SAME_VERSION, "earlier": Rule.SUCCESSOR_EARLIER,
+          "older-version": Rule.SUCCESSOR_OLDER_VERSION,  # later, but of version 1 for 2
           "other-probe-target": Rule.SUCCESSOR_NOT_PINNED,  # its folder's copy has no pin
           "unpinned": Rule.SUCCESSOR_NOT_PINNED, "itself": Rule.SUCCESSOR_NOT_PINNED,
           "twice": Rule.RETIRED_TWICE, "no-reason": None}
@@ -90,6 +91,8 @@ def test_a_retirement_without_a_true_successor_is_refused_and_nothing_written(
         new = measured(toylab, 3, "1")
     elif case == "earlier":
         new, old = old, new  # the version-2 one, retired for an older measurement
+    elif case == "older-version":
+        old, new = new, measured(toylab, 3, "1")  # version 2 retired for a later version 1
     elif case == "other-probe-target":
         new = measured(toylab, 3, "2", source=toylab.sim_dataset())
         moved = new.parent.parent / "sm_80" / new.name

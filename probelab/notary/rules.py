@@ -102,6 +102,7 @@ class Rule(Enum):
     SUCCESSOR_UNREADABLE = Row((33,), None, "a successor whose provenance cannot be read")
     SUCCESSOR_SAME_VERSION = Row((33,), None, "a successor of the same probe version")
     SUCCESSOR_EARLIER = Row((33,), None, "a successor measured before the retired dataset")
+    SUCCESSOR_OLDER_VERSION = Row((33,), None, "a successor of an older probe version")
     # verify's own judgements of the archive (probelab.verify, verify_unit, fleet_verify), each
     # a problem there (probelab.notary.problems: at the dataset, check or record it is about)
     # - the archive's records and its folder

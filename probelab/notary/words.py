@@ -81,6 +81,9 @@ SENTENCES: dict[Rule, str] = {
     Rule.SUCCESSOR_SAME_VERSION: "retired for {every}, of the same probe version ({detail}): "
                                  "a re-measurement that retires is of a newer version",
     Rule.SUCCESSOR_EARLIER: "retired for {every}, which was measured before it",
+    Rule.SUCCESSOR_OLDER_VERSION: "retired for {every}, of an older probe version "
+                                  "({detail}): a re-measurement that retires is of a newer "
+                                  "version",
     Rule.HISTORY_UNUSABLE: "history: {detail}",
     Rule.ARCHIVE_LINK: "a symbolic link in the archive (to {subject}); a dataset is the file "
                        "itself, kept in data/",
