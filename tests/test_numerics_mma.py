@@ -137,7 +137,8 @@ def test_the_order_probes_read_a_hidden_accumulation_order_back(tmp_path: Path, 
         assert ds["joins_after"].values[0].tolist() == want, name
         assert (ds["rest_zero"].values == 1).all()
         i, j = ds["pair_i"].values, ds["pair_j"].values
-        assert (i < j).all() and len(i) == 4 * k * (k - 1) // 2
+        witnesses = 16 if k * (k - 1) < 128 else 4  # signs on B too where pairs are few
+        assert (i < j).all() and len(i) == witnesses * k * (k - 1) // 2
         assert (ds["survivors"].values[0] < k - 1).all()
 
 

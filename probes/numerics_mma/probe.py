@@ -264,8 +264,8 @@ class NumericsProbe:
                         f"case, raw {spec.out} bits, against sealed numeric models" +
                         (" (the accumulation order: +M, -M at each pair of k)" if self.order
                          else ""))
-        if self.order:
-            self.version = "1"
+        if self.order:  # 2: where K leaves few pairs, each witnessed 16 ways, not 4
+            self.version = "2" if spec.k * (spec.k - 1) < 128 else "1"
         elif spec.version:
             self.version = spec.version
         self.targets = spec.targets
@@ -322,8 +322,8 @@ class NumericsProbe:
             ds = ds.assign_coords(
                 pair_i=("case", np.array([min(b) for b in bigs], np.uint32)),
                 pair_j=("case", np.array([max(b) for b in bigs], np.uint32)),
-                unit_sign=("case", np.array([x[2][next(k for k in range(frame.k)
-                                                       if k not in b)].sign
+                unit_sign=("case", np.array([_product_sign(x, next(k for k in range(frame.k)
+                                                                     if k not in b))
                                              for x, b in zip(found, bigs, strict=True)],
                                             np.uint32)),
                 unit_exponent=((), np.int32(unit)), gap_bits=((), np.uint32(gap)))
@@ -494,6 +494,11 @@ class NumericsProbe:
 
 
 NOT_UNITS = 0xFFFFFFFF  # survivors / joins_after: D(0, 0) is no whole count of units
+
+
+def _product_sign(case: tuple, k: int) -> int:
+    """The sign of a case's product at k (A's value's sign xor B's)."""
+    return case[2][k].sign ^ case[3][k].sign
 
 
 def _in_units(v, unit: int, sign: int) -> int:

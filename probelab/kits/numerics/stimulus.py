@@ -208,19 +208,35 @@ def swamping(f: Frame) -> Iterator[Case]:
 def order(f: Frame) -> Iterator[Case]:
     """For every i < j: +M at i and -M at j, then -M at i and +M at j, each with positive
     and with negative units at every other k; C = +0 (four witnesses of each pair, so a
-    sign-dependent path shows too)."""
+    sign-dependent path shows too). Where K leaves fewer than 64 pairs, each witness comes
+    again with the signs carried by B instead of A (M's, the units', both): 16 per pair."""
     unit, gap = f.order_span()
     big, big_b = split(unit + gap)
+    carriers = ((0, 0), (1, 0), (0, 1), (1, 1)) if f.k * (f.k - 1) < 128 else ((0, 0),)
     for i in range(f.k):
         for j in range(i + 1, f.k):
             for first in (0, 1):
                 for sign in (0, 1):
-                    x, y = split(unit, sign)
-                    a, b = [x] * f.k, [y] * f.k
-                    a[i], a[j] = (Value("finite", s, 1, big.exponent) for s in (first, 1 - first))
-                    b[i] = b[j] = big_b
-                    yield (f"order {_sign(first)}M@{i} {_sign(1 - first)}M@{j} "
-                           f"units={_sign(sign)}"), tuple(a), tuple(b), ZERO
+                    for m_on_b, u_on_b in carriers:
+                        a, b = _units(split(unit, sign), f.k, u_on_b)
+                        signs = (first, 1 - first)
+                        for k, s in zip((i, j), signs, strict=True):
+                            a[k], b[k] = ((Value("finite", 0, 1, big.exponent),
+                                           Value("finite", s, 1, big_b.exponent)) if m_on_b
+                                          else (Value("finite", s, 1, big.exponent), big_b))
+                        on_b = f" signs on B: M {'yes' if m_on_b else 'no'}, units " \
+                            f"{'yes' if u_on_b else 'no'}" if len(carriers) > 1 else ""
+                        yield (f"order {_sign(first)}M@{i} {_sign(1 - first)}M@{j} "
+                               f"units={_sign(sign)}{on_b}"), tuple(a), tuple(b), ZERO
+
+
+def _units(halves: tuple[Value, Value], k: int, on_b: bool) -> tuple[list[Value], list[Value]]:
+    """K unit products, their sign on A's half (or on B's)."""
+    x, y = halves
+    if on_b:
+        x, y = Value("finite", 0, x.significand, x.exponent), \
+            Value("finite", x.sign, y.significand, y.exponent)
+    return [x] * k, [y] * k
 
 
 def c_joins(f: Frame) -> Iterator[Case]:
