@@ -330,6 +330,9 @@ def assess(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = No
     if blind := blind_partners(prov, h.id):
         doc["blind_to"] = blind
         notes.append(Finding(Rule.BLIND, detail=", ".join(blind)))
+    if thin := thin_partners(prov, h.id):
+        doc["thin_to"] = thin
+        notes.append(Finding(Rule.THIN, detail=", ".join(thin)))
     return judgement(doc, notes, by_scores)
 
 
@@ -339,6 +342,14 @@ def blind_partners(prov: Provenance, hypothesis: str) -> list[str]:
     other."""
     pairs = prov.get("blind_pairs") or []
     return sorted({b if a == hypothesis else a for a, b in pairs if hypothesis in (a, b)})
+
+
+def thin_partners(prov: Provenance, hypothesis: str) -> list[str]:
+    """The sealed hypotheses the sweep recorded this one told apart from on fewer cells than
+    their floor (`--allow-thin`), each with those counts: "sum (3 of floor 32)"."""
+    pairs = prov.get("thin_pairs") or []
+    return sorted({f"{b if a == hypothesis else a} ({n} < {floor})"
+                   for a, b, n, floor in pairs if hypothesis in (a, b)})
 
 
 def separation(claimed: list[dict[str, Any]]) -> dict[str, int]:

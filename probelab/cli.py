@@ -339,6 +339,10 @@ def sweep(
                                               "(see `prereg power`); the dataset records the "
                                               "blind pairs. A simulated sweep only warns.")
                            ] = False,
+    allow_thin: Annotated[bool, typer.Option("--allow-thin", help="Measure even when the "
+                                             "stimulus tells two sealed rivals apart on fewer "
+                                             "cells than their floor (`prereg power`: THIN); "
+                                             "the dataset records the thin pairs.")] = False,
     toolchain: Annotated[str | None, typer.Option(
         help="Static probes: the compiler that is measured, by name (clang-19, clang-22; "
              "`probelab doctor` lists them) or `all`: one dataset per (target, toolchain). "
@@ -349,8 +353,9 @@ def sweep(
     Compiles each kernel, proves from the disassembly that the instruction under test is
     there and fed from memory, runs every kernel REPEATS times with poisoned outputs and
     guard words, and writes data/PROBE/TARGET/TIME.nc atomically. Nothing is written if
-    any step fails; a stimulus blind to two sealed rivals is refused unless --allow-blind
-    (see `prereg power`; a simulated sweep warns and goes on, recording them). With
+    any step fails; a stimulus blind to two sealed rivals is refused unless --allow-blind,
+    one that parts them on fewer cells than their floor unless --allow-thin (see `prereg
+    power`; a simulated sweep warns and goes on, recording them). With
     --check, the verdicts follow at once, and each sealed hypothesis left out says why
     (exit 3 if any is tampered or post hoc, 1 if the data are simulated, as `check` says;
     refuted rivals are results, not failures: 0).
@@ -382,7 +387,7 @@ def sweep(
     from probelab.sweep import run_sweep
 
     with _progress() as step:
-        kwargs = dict(out_root=out_dir, allow_blind=allow_blind, step=step,
+        kwargs = dict(out_root=out_dir, allow_blind=allow_blind, allow_thin=allow_thin, step=step,
                       command=["probelab", *sys.argv[1:]])
         if static:
             from probelab.static import refuse_device_options, run_static_sweeps
@@ -618,8 +623,11 @@ def prereg_power(
     For every pair of sealed hypotheses that claim common cells (and every hypothesis and
     each near miss it declares), counts the cells where their predictions differ, with a
     few examples. A pair that differs on no cell is BLIND: no data could confirm one and
-    refute the other, and `sweep` refuses it (exit 3) unless --allow-blind. Exit 3 here too
-    when any pair is blind. A pair one file declares it restates (`agrees_with`) is shown
+    refute the other, and `sweep` refuses it (exit 3) unless --allow-blind. A pair that
+    differs on fewer cells than its floor is THIN (the probe's `separation_floor`: 32 for
+    the lane-id, sparse and numerics kits; a file may lower it for its pairs with `[power]
+    floor` and a reason): `sweep` refuses it unless --allow-thin. Exit 3 here too when any
+    pair is blind or thin. A pair one file declares it restates (`agrees_with`) is shown
     as a RESTATEMENT and never blocks.
     """
     from probelab.power import power
@@ -638,6 +646,8 @@ def prereg_power(
             state = ("BLIND" if p.blind else "RESTATEMENT: identical on all "
                      f"{p.compared:,} cells" if p.kind == "restatement" and not p.differing
                      else f"differ on {p.differing:,} of {p.compared:,} cells")
+            if p.thin:
+                state = f"THIN: {state}, under the floor of {p.floor:,}"
             say(f"{p.a} / {p.b} ({p.kind}): {state}")
             for example in p.examples:  # predictions as the 32-bit words they are
                 say("    " + ", ".join(
@@ -645,7 +655,7 @@ def prereg_power(
                     for k, v in example.items()))
         for note in notes:
             say(f"note: {note}")
-    if any(p.blind for p in pairs):
+    if any(p.blind or p.thin for p in pairs):
         raise typer.Exit(int(Exit.INTEGRITY))
 
 

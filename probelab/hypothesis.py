@@ -23,6 +23,9 @@
     value = "..."                        # (the observables it changes; the rest are the claim's)
     agrees_with = ["other-id"]           # optional: sealed hypotheses this one restates on the
                                          # cells both claim (a pair no stimulus should separate)
+    [power]                              # optional: the fewest cells a pair with this file must
+    floor = 8                            # part on, lower than its probe's (prereg power), and
+    reason = "..."                       # why (recorded: K = 4 leaves 6 pairs of k, ...)
 
 Predictions are taken modulo 2**32: observables are 32-bit registers.
 """
@@ -72,7 +75,7 @@ _REQUIRED = {"schema": int, "id": str, "probe": str, "claim": str, "coordinates"
              "predict": dict}
 _OPTIONAL = {"kernels": list, "targets": list, "where": str, "parent": str, "let": dict,
              "translations": dict, "near_misses": dict, "agrees_with": list, "model": dict,
-             "layout": dict}
+             "layout": dict, "power": dict}
 MODEL = "model"  # the name expressions read a [model]'s prediction by
 
 
@@ -95,6 +98,8 @@ class Hypothesis:
     agrees_with: tuple[str, ...] = ()
     # a numeric model the lab evaluates (probelab.numerics.spec): {"family": ..., params}
     model: Mapping[str, object] | None = None
+    # [power] floor: the fewest cells a pair with this file must part on (None: the probe's)
+    floor: int | None = None
     # the constant tables [layout]'s explicit tables are read from (as NAME[i, ..., output]);
     # their [layout]s are in `lets`, first; the tables are pinned by sha256 in `raw`
     tables: Mapping[str, np.ndarray] = field(default_factory=dict, compare=False)
@@ -203,6 +208,7 @@ def _parse(path: Path, raw: bytes) -> Hypothesis:
             raise UsageError(f"{path}: each [near_misses.NAME] must be a plain name with a "
                              "non-empty table of predictions")
     kernels, targets = doc.get("kernels"), doc.get("targets")
+    floor = _floor(path, doc.get("power"))
     if "model" in doc:
         try:
             numerics_spec.model_of(doc["model"])
@@ -232,8 +238,22 @@ def _parse(path: Path, raw: bytes) -> Hypothesis:
         targets=tuple(targets) if targets is not None else None, where=doc.get("where"),
         parent=doc.get("parent"),
         near_misses={k: _strings(v, f"near_misses.{k}") for k, v in near.items()},
-        agrees_with=tuple(agrees), model=doc.get("model"), tables=tables,
+        agrees_with=tuple(agrees), model=doc.get("model"), tables=tables, floor=floor,
     )
+
+
+def _floor(path: Path, power: dict | None) -> int | None:
+    """[power]'s floor: a whole number of cells, at least 1, with the reason it is lower
+    than the probe's (a floor without a reason would be a silent way out of the check)."""
+    if power is None:
+        return None
+    floor, reason = power.get("floor"), power.get("reason")
+    if set(power) != {"floor", "reason"} or not isinstance(floor, int) or \
+            isinstance(floor, bool) or not 1 <= floor <= 1 << 20 or \
+            not isinstance(reason, str) or not reason.strip():
+        raise UsageError(f"{path}: [power] takes floor (cells, a whole number from 1) and "
+                         "reason (why the probe's floor does not hold for this file), both")
+    return floor
 
 
 _parsed = lru_cache(maxsize=MEMO_FILES)(_parse)

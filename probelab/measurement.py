@@ -1,6 +1,6 @@
 """What every measurement shares, device sweep or static: where its dataset may go, the
-blindness gate before any data is taken, and saving it with the provenance every dataset
-records (pinned in the manifest when it joins the archive)."""
+separation gate (blind and thin pairs) before any data is taken, and saving it with the
+provenance every dataset records (pinned in the manifest when it joins the archive)."""
 
 import os
 import platform
@@ -32,27 +32,35 @@ class SweepResult:
     provenance: dict
 
 
-def blindness_gate(probe: Probe, grid: xr.Dataset, target: str, allow_blind: bool,
-                   simulated: bool = False) -> list:
+def separation_gate(probe: Probe, grid: xr.Dataset, target: str, allow_blind: bool,
+                    simulated: bool = False, allow_thin: bool = False
+                    ) -> tuple[list, list]:
     """Refuse a stimulus that cannot tell two sealed rivals (or a hypothesis and one of its
-    near misses) apart; with `allow_blind`, return those pairs for the record instead. A
-    `simulated` sweep is never evidence, so it only warns (one line on stderr) and records
-    them: a probe design can still be tried out on the simulated device."""
-    from probelab.power import blind_names
+    near misses) apart, or tells them apart on fewer cells than their floor (thin:
+    probelab.power); with `allow_blind` / `allow_thin`, return those pairs for the record
+    instead. A `simulated` sweep is never evidence, so it only warns (one line on stderr)
+    and records them: a probe design can still be tried out on the simulated device."""
+    from probelab.power import gate_names
 
-    blind, _ = blind_names(probe, grid, target)
+    (blind, thin), _ = gate_names(probe, grid, target)
+    refused = []
     if blind and not allow_blind:
         named = "; ".join(f"{a} and {b}" for a, b in blind)
-        cannot = (f"the stimulus cannot tell apart {named}: they predict the same value on "
-                  "every cell both claim, so no data could confirm one and refute the other")
+        refused.append((f"the stimulus cannot tell apart {named}: they predict the same value "
+                        "on every cell both claim, so no data could confirm one and refute the "
+                        "other", "--allow-blind", "blind"))
+    if thin and not allow_thin:
+        named = "; ".join(f"{a} and {b} ({n} < {floor})" for a, b, n, floor in thin)
+        refused.append((f"the stimulus tells apart {named} on fewer cells than their floor, so "
+                        "one flipped cell could swap the verdicts", "--allow-thin", "thin"))
+    for cannot, flag, kind in refused:
         if not simulated:
             raise IntegrityError(
                 f"{cannot}. Change the stimulus (see `probelab prereg power {probe.id}`), or "
-                "measure anyway with --allow-blind, which records the blind pairs in the "
-                "dataset")
+                f"measure anyway with {flag}, which records the {kind} pairs in the dataset")
         print(f"warning: {cannot}; simulated data are never evidence, so the sweep goes on "
-              "and the dataset records the blind pairs", file=sys.stderr)
-    return blind
+              f"and the dataset records the {kind} pairs", file=sys.stderr)
+    return blind, thin
 
 
 def check_root(root: Path, simulated: bool) -> None:

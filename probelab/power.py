@@ -12,11 +12,18 @@ unless told to (`--allow-blind`), and the dataset then records the pairs it was 
 A pair one side declares it restates (`agrees_with`, sealed with the file) is not a rivalry:
 it is reported as a restatement, never blind, and where the two differ after all the count
 says so (the data then decide between them like any rivals).
+
+A pair told apart on fewer cells than its *floor* is *thin*: one flipped cell could swap the
+two verdicts (issue 38). The floor is the probe's (`separation_floor`, ProbeInfo.floor: 32
+for the lane-id, sparse and numerics kits, 1 elsewhere), or lower where either file of the
+pair declares so with its reason (`[power] floor`, sealed with the file). `sweep` refuses a
+thin pair as it does a blind one, unless told to (`--allow-thin`), and records it.
 """
 
 import fnmatch
 import json
 from itertools import combinations
+from typing import NamedTuple
 
 import xarray as xr
 
@@ -45,6 +52,11 @@ def power(probe: Probe, grid: xr.Dataset | None = None, target: str | None = Non
              if _targets_meet(x.hypothesis, y.hypothesis, target)]
     for reading in found.values():
         pairs += near_misses(reading, grid, probe, notes)
+    floors = {r.name: r.hypothesis.floor for r in found.values()}
+    for pair in pairs:  # a near miss "id~name" is held to its file's floor
+        declared = [f for name in (pair.a, pair.b)
+                    if (f := floors.get(name.split("~")[0])) is not None]
+        pair.floor = min([info(probe).floor, *declared])
     return pairs, notes
 
 
@@ -57,13 +69,20 @@ def _targets_meet(a: Hypothesis, b: Hypothesis, target: str | None) -> bool:
                for x in a.targets for y in b.targets)
 
 
-def blind_pairs(probe: Probe, grid: xr.Dataset, target: str,
+class Gated(NamedTuple):
+    blind: list[list[str]]  # [a, b]
+    thin: list[list[str | int]]  # [a, b, differing, floor]
+
+
+def gated_pairs(probe: Probe, grid: xr.Dataset, target: str,
                 hypotheses: list[Hypothesis] | None = None) -> list[Pair]:
-    return [p for p in power(probe, grid, target, hypotheses)[0] if p.blind]
+    """The pairs a measurement must not rest on: blind, or thin."""
+    return [p for p in power(probe, grid, target, hypotheses)[0] if p.blind or p.thin]
 
 
-def blind_names(probe: Probe, grid: xr.Dataset, target: str) -> tuple[list[list[str]], bool]:
-    """The blind pairs' names, and whether they came from the cache. The answer depends only
+def gate_names(probe: Probe, grid: xr.Dataset, target: str) -> tuple[Gated, bool]:
+    """The blind pairs' names, the thin ones' ([a, b, differing, floor]), and whether they
+    came from the cache. The answer depends only
     on the sealed files (as they are: an edited one still raises), the grid, what the probe
     declares and the code that computes it (this module and what it imports), so it is
     cached under a key of all of them: a repeated sweep pays nothing, and any change to one
@@ -78,26 +97,33 @@ def blind_names(probe: Probe, grid: xr.Dataset, target: str) -> tuple[list[list[
         probe=probe.id, version=probe.version, target=target, grid=grid_sha256(grid),
         seals=[h.sha256 for h in hypotheses], code=depends.digest(__name__),
         declared=[dict(probe.observables), list(probe.targets),
-                  dict(facts.excluded), dict(facts.retired)])
+                  dict(facts.excluded), dict(facts.retired), facts.floor])
     def build() -> bytes:
-        return json.dumps([[p.a, p.b] for p in blind_pairs(probe, grid, target, hypotheses)]
+        pairs = gated_pairs(probe, grid, target, hypotheses)
+        return json.dumps({"blind": [[p.a, p.b] for p in pairs if p.blind],
+                           "thin": [[p.a, p.b, p.differing, p.floor] for p in pairs if p.thin]}
                           ).encode()
 
     payload, hit = cached_bytes("blindness", key, build)
-    if (pairs := _pairs(payload)) is None:  # not what this code writes: made again
+    if (gated := _gated(payload)) is None:  # not what this code writes: made again
         payload, hit = cached_bytes("blindness", key, build, fresh=True)
-        pairs = _pairs(payload)
-    assert pairs is not None
-    return pairs, hit
+        gated = _gated(payload)
+    assert gated is not None
+    return gated, hit
 
 
-def _pairs(payload: bytes) -> list[list[str]] | None:
-    """The blind pairs as `blindness` keeps them, or None where the payload is not that."""
+def _gated(payload: bytes) -> Gated | None:
+    """The gated pairs as `blindness` keeps them, or None where the payload is not that."""
     try:
-        pairs = bounded.loads(payload)
+        doc = bounded.loads(payload)
     except ValueError:
         return None
-    ok = isinstance(pairs, list) and all(
+    if not isinstance(doc, dict) or set(doc) != {"blind", "thin"}:
+        return None
+    blind, thin = doc["blind"], doc["thin"]
+    ok = isinstance(blind, list) and all(
         isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
-        for p in pairs)
-    return pairs if ok else None
+        for p in blind) and isinstance(thin, list) and all(
+        isinstance(p, list) and len(p) == 4 and all(isinstance(x, str) for x in p[:2])
+        and all(isinstance(x, int) and not isinstance(x, bool) for x in p[2:]) for p in thin)
+    return Gated(blind, thin) if ok else None

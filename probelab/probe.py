@@ -322,6 +322,10 @@ class ProbeInfo:
     nondeterministic: frozenset[str] = frozenset()
     problems: str | None = None
     stimulus: Mapping[str, object] = field(default_factory=dict)
+    # the fewest cells every pair of its sealed rivals must part on before a measurement
+    # (`separation_floor`; 1: blindness alone); a gate on the probe's stimulus, judged with
+    # the probe present, so no dataset records it
+    floor: int = 1
 
     def __post_init__(self) -> None:
         from types import MappingProxyType
@@ -371,7 +375,8 @@ def info(probe: Probe | StaticBase) -> ProbeInfo:
                      dict(getattr(probe, "retired", {})), dict(getattr(probe, "excluded", {})),
                      frozenset(getattr(probe, "nondeterministic", ())),
                      getattr(probe, "problems_variable", None),
-                     getattr(probe, "stimulus_facts", {}))
+                     getattr(probe, "stimulus_facts", {}),
+                     int(getattr(probe, "separation_floor", 1)))
 
 
 def recorded_info(prov: Mapping[str, object]) -> ProbeInfo | None:

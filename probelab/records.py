@@ -64,6 +64,7 @@ class Provenance(TypedDict, total=False):
     poisons: list[str]
     simulated: bool
     blind_pairs: list[list[str]]  # sealed rivals the stimulus could not separate
+    thin_pairs: list[list[str | int]]  # [a, b, cells, floor]: separated on too few cells
     tensor_maps: list[dict[str, Any]]  # each tensor map passed: arguments (and address, bytes)
     run: dict[str, Any]  # what sets this run apart: nonce, pid, started_utc, seconds
 
@@ -92,6 +93,7 @@ class Verdict(TypedDict, total=False):
     kernels: dict[str, KernelVerdict]
     separation: dict[str, int]  # a refutation: refuting cells of all claimed cells
     blind_to: list[str]  # sealed rivals the sweep recorded this stimulus unable to separate
+    thin_to: list[str]  # sealed rivals it separates on fewer cells than their floor
 
 
 def toolchain_name(prov: Provenance) -> str | None:

@@ -36,14 +36,21 @@ class Pair:
     compared: int = 0  # claimed cells both predict
     differing: int = 0
     examples: list[dict[str, Any]] = field(default_factory=list)
+    floor: int = 1  # the fewest differing cells that tell them apart (probelab.power)
 
     @property
     def blind(self) -> bool:
         return self.compared > 0 and self.differing == 0 and self.kind != "restatement"
 
+    @property
+    def thin(self) -> bool:
+        """Told apart, but on fewer cells than the floor: one flipped cell could swap them."""
+        return self.kind != "restatement" and 0 < self.differing < self.floor
+
     def to_dict(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "kind": self.kind, "compared": self.compared,
-                "differing": self.differing, "blind": self.blind, "examples": self.examples}
+                "differing": self.differing, "blind": self.blind, "floor": self.floor,
+                "thin": self.thin, "examples": self.examples}
 
 
 def read(h: Hypothesis, grid: xr.Dataset, probe: Probe) -> Reading:

@@ -23,7 +23,7 @@ import xarray as xr
 
 from probelab.errors import IntegrityError, Unavailable, UsageError
 from probelab.evidence import gate
-from probelab.measurement import Step, SweepResult, blindness_gate, check_root, save_sweep
+from probelab.measurement import Step, SweepResult, check_root, save_sweep, separation_gate
 from probelab.paths import data_dir, shown
 from probelab.probe import STATIC_PIPELINE, BuiltCase, Evidence, info, supports
 from probelab.records import Provenance
@@ -48,8 +48,8 @@ def static_targets(probe) -> list[str]:
 
 def run_static_sweeps(probe, target: str | None, toolchain: str | None, *,
                       out_root: Path | None = None, step: Step = lambda _: None,
-                      command: list[str] | None = None, allow_blind: bool = False
-                      ) -> tuple[list[SweepResult], dict[str, str]]:
+                      command: list[str] | None = None, allow_blind: bool = False,
+                      allow_thin: bool = False) -> tuple[list[SweepResult], dict[str, str]]:
     """One dataset per (target, toolchain): `target` None means every target the probe
     lists, `toolchain` a name, "all" or None (the default). Returns the results and, for
     each pair a toolchain cannot build, why it was skipped. Nothing built: Unavailable."""
@@ -65,7 +65,7 @@ def run_static_sweeps(probe, target: str | None, toolchain: str | None, *,
                 continue
             results.append(run_static_sweep(probe, name, toolchain=tc.name, out_root=out_root,
                                             step=step, command=command,
-                                            allow_blind=allow_blind))
+                                            allow_blind=allow_blind, allow_thin=allow_thin))
     if not results:
         raise Unavailable(f"no toolchain here builds {probe.id} for "
                           f"{', '.join(chosen)}: " + "; ".join(skipped.values()))
@@ -83,7 +83,7 @@ def _vendor(probe, target: str | None) -> Vendor:
 def run_static_sweep(probe, target: str | None, *, toolchain: str | None = None,
                      out_root: Path | None = None, step: Step = lambda _: None,
                      command: list[str] | None = None, allow_blind: bool = False,
-                     started: float | None = None) -> SweepResult:
+                     allow_thin: bool = False, started: float | None = None) -> SweepResult:
     """One dataset of `probe` for `target` built by the toolchain named `toolchain` (None:
     the default; "all" is for `run_static_sweeps`), its run begun at `started` (now)."""
     started = time.time() if started is None else started
@@ -96,7 +96,7 @@ def run_static_sweep(probe, target: str | None, *, toolchain: str | None = None,
     root = out_root or data_dir()
     check_root(root, simulated=False)
     grid = probe.stimulus()
-    blind = blindness_gate(probe, grid, target, allow_blind)
+    blind, thin = separation_gate(probe, grid, target, allow_blind, allow_thin=allow_thin)
     if info(probe).instrument == STATIC_PIPELINE:
         built = probe.measure(grid, target, tc, step)
         again = probe.measure(grid, target, tc, lambda text: step(f"again: {text}"))
@@ -125,6 +125,7 @@ def run_static_sweep(probe, target: str | None, *, toolchain: str | None = None,
         "repeats_identical": True,  # each case was built twice; differing builds stop the sweep
         "simulated": False,
         "blind_pairs": blind,
+        "thin_pairs": thin,
     }
     if outside := unpinned():
         prov["vendor_code"] = outside  # code no commit pins ran here: never evidence

@@ -20,7 +20,7 @@ from probelab.disasm import histogram
 from probelab.errors import IntegrityError, UsageError
 from probelab.evidence import gate
 from probelab.limits import DEFAULT_TIMEOUT_S
-from probelab.measurement import Step, SweepResult, blindness_gate, check_root, save_sweep
+from probelab.measurement import Step, SweepResult, check_root, save_sweep, separation_gate
 from probelab.paths import data_dir, shown, sim_data_dir
 from probelab.probe import Kernel, Launch, Probe, get_probe, info, require_target
 from probelab.records import KernelRecord, Provenance
@@ -60,7 +60,8 @@ def _compare_repeats(kernel: str, runs: list[dict[str, np.ndarray]], poisons: li
 def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | None = None,
               repeats: int | None = None, out_root: Path | None = None,
               step: Step = lambda _: None, command: list[str] | None = None,
-              timeout_s: float | None = None, allow_blind: bool = False) -> SweepResult:
+              timeout_s: float | None = None, allow_blind: bool = False,
+              allow_thin: bool = False) -> SweepResult:
     """Sweep `probe_id` on `backend_name` (default: vendors.default_backend), `repeats` times
     (default 3), each launch within `timeout_s` (default DEFAULT_TIMEOUT_S). A static probe
     is measured on the toolchain: a backend, repeats or a timeout given for one are refused."""
@@ -72,7 +73,8 @@ def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | N
 
         refuse_device_options(probe, backend=backend_name, repeats=repeats, timeout=timeout_s)
         return run_static_sweep(probe, target, out_root=out_root, step=step, command=command,
-                                allow_blind=allow_blind, started=started)
+                                allow_blind=allow_blind, allow_thin=allow_thin,
+                                started=started)
     repeats = 3 if repeats is None else repeats
     if repeats < 2:
         raise UsageError("--repeats must be at least 2: repeats alternate the output poison, "
@@ -85,7 +87,8 @@ def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | N
     if declared := getattr(probe, "declared_bytes", None):  # known before the device runs
         dataset.refuse_declared(declared(stimulus), probe.id, "not swept")
     step("checking that the stimulus can tell the sealed rivals apart")
-    blind = blindness_gate(probe, stimulus, device.target, allow_blind, backend.simulated)
+    blind, thin = separation_gate(probe, stimulus, device.target, allow_blind,
+                                  backend.simulated, allow_thin)
     launch = probe.launch(stimulus)
     records, codes = _compile_and_gate(backend, kernels, device.target, step)
     poisons = [POISONS[r % len(POISONS)] for r in range(repeats)]
@@ -109,6 +112,7 @@ def run_sweep(probe_id: str, backend_name: str | None = None, *, target: str | N
         "poisons": [f"{p:#010x}" for p in poisons],
         "simulated": backend.simulated,
         "blind_pairs": blind,  # rival pairs this stimulus could not separate (--allow-blind)
+        "thin_pairs": thin,  # [a, b, cells, floor]: told apart on too few (--allow-thin)
     }
     if maps := getattr(backend, "tensor_maps", ()):  # each by-value map, as it was passed
         prov["tensor_maps"] = list(maps)

@@ -14,7 +14,8 @@ from toylab import ToyLab, invoke
 from probelab import dataset, prereg
 from probelab.backends import ops_sim
 from probelab.check import check
-from probelab.hypothesis import load_hypothesis, predict
+from probelab.errors import UsageError
+from probelab.hypothesis import load_hypothesis, parse_hypothesis, predict
 from probelab.power import power
 from probelab.probe import get_probe
 from probelab.report import render
@@ -252,10 +253,14 @@ def test_rivals_are_judged_only_from_intact_seals(rivals: ToyLab, monkeypatch) -
 
 
 def _gate(toylab: ToyLab) -> tuple[list, bool]:
-    from probelab.power import blind_names
+    """The blind pairs the gate finds (a toy probe's floor is 1: none is thin), and whether
+    from the cache."""
+    from probelab.power import gate_names
 
     probe = toylab.probe()
-    return blind_names(probe, probe.stimulus(), "sm_90")
+    (blind, thin), hit = gate_names(probe, probe.stimulus(), "sm_90")
+    assert thin == []
+    return blind, hit
 
 
 def test_the_gate_is_cached_and_any_input_that_shapes_it_recomputes(rivals: ToyLab,
@@ -357,3 +362,60 @@ def test_a_new_version_may_not_declare_its_parents_blind_rival_as_agreeing(
                                                'agrees_with = ["sum"]'))
     assert invoke("prereg", "seal", "--allow-blind", again).exit_code == 0
     assert "blind-to: sum2 (sealed with --allow-blind)" in toylab.git("log", "-1", "--format=%B")
+
+
+def few_apart() -> xr.Dataset:
+    """a = 16 i but a[0] = 1: a + b and a | b part only where a = 1 meets an odd b (4 cells)."""
+    a = (16 * np.arange(16)).astype(np.uint32)
+    a[0] = 1
+    return xr.Dataset(coords={"a": ("a", a), "b": ("b", np.arange(8, dtype=np.uint32))})
+
+
+def test_a_pair_parted_on_fewer_cells_than_the_floor_is_thin_and_stops_a_measurement(
+        rivals: ToyLab, monkeypatch) -> None:
+    """Issue 38: with the probe's floor at 32 (the lane-id, sparse and numerics kits'), two
+    rivals told apart on 4 cells are THIN: `prereg power` says so and exits 3, a measured
+    sweep is refused in one line, --allow-thin measures and records the pair with its
+    counts, and each side's verdict names the other."""
+    probe = rivals.probe()
+    monkeypatch.setattr(probe, "stimulus", few_apart)
+    monkeypatch.setattr(probe, "separation_floor", 32, raising=False)
+    (pair,), _ = power(probe)
+    assert pair.thin and not pair.blind and (pair.differing, pair.floor) == (4, 32)
+    said = invoke("prereg", "power", "toy")
+    assert said.exit_code == 3 and "THIN: differ on 4 of 128 cells, under the floor of 32" \
+        in said.stdout
+    result = measured_sweep(rivals, monkeypatch)
+    assert result.exit_code == 3 and "fewer cells than their floor" in result.stderr
+    assert "--allow-thin" in result.stderr
+    allowed = invoke("sweep", "toy", "--backend", "sim", "--allow-thin", "--out",
+                     rivals.root.parent / "measured")  # still posing as hardware
+    assert allowed.exit_code == 0, allowed.stderr
+    prov = dataset.provenance(dataset.load(Path(allowed.stdout.splitlines()[0].strip())))
+    assert prov["thin_pairs"] == [["bitor", "sum", 4, 32]]
+    from probelab import check
+
+    assert check.thin_partners(prov, "sum") == ["bitor (4 < 32)"]
+    monkeypatch.setattr(probe, "separation_floor", 1, raising=False)  # blindness alone
+    assert not power(probe)[0][0].thin
+
+
+def test_a_file_lowers_the_floor_for_its_own_pairs_only_with_a_reason(toylab: ToyLab,
+                                                                    monkeypatch) -> None:
+    """`[power] floor` (sealed with the file, with why) lowers the floor of the pairs it is
+    in; a floor without a reason, or of another form, is refused at parse."""
+    probe = toylab.probe()
+    monkeypatch.setattr(probe, "stimulus", few_apart)
+    monkeypatch.setattr(probe, "separation_floor", 32, raising=False)
+    prereg.seal(toylab.write_hyp("sum", "a + b"))
+    path = toylab.write_hyp("bitor", "a | b", claim="value is a OR b")
+    path.write_text(path.read_text() + '\n[power]\nfloor = 4\nreason = "the toy grid"\n')
+    prereg.seal(path)
+    (pair,), _ = power(probe)
+    assert pair.floor == 4 and not pair.thin
+    for table in ("floor = 4", 'reason = "x"', 'floor = 0\nreason = "x"',
+                  'floor = 4\nreason = " "', 'floor = 4\nreason = "x"\nother = 1'):
+        bad = toylab.write_hyp("bad", "a", filename="bad.toml")
+        bad.write_text(bad.read_text() + f"\n[power]\n{table}\n")
+        with pytest.raises(UsageError, match=r"\[power\]"):
+            parse_hypothesis(bad, bad.read_bytes())

@@ -283,12 +283,12 @@ def test_a_read_only_data_directory_is_a_clear_error(toylab: ToyLab, monkeypatch
 
 
 def test_a_full_disk_leaves_nothing_behind(toylab: ToyLab, monkeypatch) -> None:
-    from probelab.power import blind_names
+    from probelab.power import gate_names
     from probelab.probe import catalog
 
     probe = toylab.probe()  # the caches a sweep writes, written first: the dataset's write
     catalog().entries()  # is the one that meets the full disk
-    blind_names(probe, probe.stimulus(), "sm_90")
+    gate_names(probe, probe.stimulus(), "sm_90")
     real = os.write
     calls = []
 

@@ -91,6 +91,7 @@ class Rule(Enum):
     # notes on a counted verdict
     NO_CELLS = Row((37,), None, "a kernel with no cells to score")
     BLIND = Row((27,), None, "the sweep recorded the stimulus blind to a sealed rival")
+    THIN = Row((38,), None, "the sweep recorded the stimulus thin against a sealed rival")
     # a retirement that does not hold (probelab.retirement): a verify problem, and the
     # dataset is checked in full; subject: the retired dataset, files: a successor
     RETIRED_TWICE = Row((33,), None, "one dataset retired twice")

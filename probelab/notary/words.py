@@ -69,6 +69,8 @@ SENTENCES: dict[Rule, str] = {
     Rule.NO_CELLS: "kernel {subject}: no cells to score",
     Rule.BLIND: "blind to {detail}: the sweep recorded that this stimulus cannot tell them "
                 "apart, so it confirms neither against the other",
+    Rule.THIN: "thin against {detail}: the sweep recorded that this stimulus tells them apart "
+               "on fewer cells than their floor, so one flipped cell could swap the verdicts",
     Rule.RETIRED_TWICE: "retired twice ({detail})",
     Rule.RETIRED_UNPINNED: "retired in {detail}, but no pin names it: only a pinned "
                            "measurement retires",

@@ -24,10 +24,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
 from probelab.formats import FORMATS
+from probelab.kits import SEPARATION_FLOOR
 from probelab.kits.numerics import stimulus as families
 from probelab.kits.numerics.stimulus import FIRST, Frame
 from probelab.kits.tiles import Tile
@@ -243,6 +245,7 @@ def tile_byte(k: int, size: int) -> int:
 
 @dataclass
 class NumericsProbe:
+    separation_floor: ClassVar[int] = SEPARATION_FLOOR
     kind: str  # the kind's id (the probe's, unless `order`)
     order: bool = False  # numerics-order-*: the kind's kernel on the order family alone
     # 2: d_raw's lane and reg axes carry no coordinates, so the dataset's grid is the sealed

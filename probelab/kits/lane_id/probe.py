@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from probelab.kits import Declared, lazy_figures
+from probelab.kits import SEPARATION_FLOOR, Declared, lazy_figures
 from probelab.kits.elements import Codec, words
 from probelab.kits.lane_id import engine, recipe
 from probelab.kits.lane_id.engine import Layout, Shape, Sizes
@@ -37,6 +37,7 @@ def warp_shapes(prefix: str, rows: tuple[tuple[str, int, int, int, int, int, int
 
 @dataclass
 class LaneIdProbe(Declared):
+    separation_floor: ClassVar[int] = SEPARATION_FLOOR
     shapes: tuple[Shape, ...]
     evidence: Callable[[Shape], Evidence]
     seed: int

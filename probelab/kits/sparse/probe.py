@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from probelab.kits import Declared, lazy_figures
+from probelab.kits import SEPARATION_FLOOR, Declared, lazy_figures
 from probelab.kits.sparse import engine as sparse
 from probelab.kits.sparse import recipe
 from probelab.kits.sparse.engine import Design, Unit
@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery need
 
 @dataclass
 class SparseProbe(Declared):
+    separation_floor: ClassVar[int] = SEPARATION_FLOOR
     design: Design
     evidence: Callable[[Unit], Evidence]
     symbol: Callable[[Unit], str] = lambda unit: f"probe_{unit.name}"
