@@ -211,7 +211,7 @@ def test_the_changed_probes_keep_the_stimulus_their_hypotheses_were_sealed_on() 
     """Every probe now storing the compact form has the grid its archive datasets (and
     sealed tables) were made on, byte for byte."""
     changed = {pid: p for pid, p in _lane_id_probes().items() if p.compact}
-    assert len(changed) == 16 and all(p.version == "2" for p in changed.values())
+    assert len(changed) >= 16  # the 16 changed to it (version 2), and those born compact
     for pid, probe in changed.items():
         recorded = {dataset.stored_provenance(p)["grid_sha256"] for p in _archive([pid])}
         assert recorded == {dataset.grid_sha256(probe.stimulus())}, pid
