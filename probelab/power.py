@@ -53,10 +53,11 @@ def power(probe: Probe, grid: xr.Dataset | None = None, target: str | None = Non
     for reading in found.values():
         pairs += near_misses(reading, grid, probe, notes)
     floors = {r.name: r.hypothesis.floor for r in found.values()}
+    probe_floor = info(probe).floor
     for pair in pairs:  # a near miss "id~name" is held to its file's floor
         declared = [f for name in (pair.a, pair.b)
                     if (f := floors.get(name.split("~")[0])) is not None]
-        pair.floor = min([info(probe).floor, *declared])
+        pair.floor = min([probe_floor, *declared])
     return pairs, notes
 
 
