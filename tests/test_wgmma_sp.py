@@ -2,8 +2,9 @@
 evidence gates, each one sparse warpgroup MMA (HGMMA.SP / QGMMA.SP / IGMMA.SP) with A's
 registers, C and the metadata straight from their loads and the selector as written; and
 the sparse kit over a warpgroup on simulated units (never evidence): a hidden law is
-recovered, and the sealed PTX/CuTe reading predicts a unit built from `probes/wgmma_sp/ptx.py`
-while each of its near misses, and the own-thread rival, misses somewhere."""
+recovered, and the sealed PTX/CuTe reading and its PTX-text restatement predict a unit built
+from `probes/wgmma_sp/ptx.py` while each near miss, and the own-thread rival, misses
+somewhere."""
 
 import re
 from pathlib import Path
@@ -69,8 +70,10 @@ def test_a_hidden_law_is_recovered_over_a_warpgroup(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", quick_first(KINDS))
 def test_the_sealed_reading_predicts_a_ptx_unit_and_its_near_misses_do_not(kind: str) -> None:
-    check_reading(get_probe(f"wgmma-sp-{kind}"), ptx_law, ("ptx-cute-sparse",),
-                  "own-thread-metadata")
+    """Both sealed readings (the PTX ISA text's restatement first, so that its near misses,
+    the parent's and the text's misreadings, are the ones held to missing)."""
+    check_reading(get_probe(f"wgmma-sp-{kind}"), ptx_law,
+                  ("ptx-isa-wgmma-sp", "ptx-cute-sparse"), "own-thread-metadata")
 
 
 def test_the_tiles_and_the_warpgroup_are_recorded_in_the_stimulus_facts() -> None:
