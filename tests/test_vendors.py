@@ -2,6 +2,7 @@
 folder named in PROBELAB_VENDORS, and runs the simulated path like any other."""
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -183,6 +184,20 @@ def test_the_table_is_its_folders() -> None:
     assert {*vendors.device_backends(), "toolchain"} == dataset.MEASURING_BACKENDS
     assert set(vendors.fleet_backends()) == {*vendors.device_backends(), "sim", "static"}
     assert set(vendors.device_backends()) | {"sim"} == set(backends.names())
+
+
+def test_every_kernel_source_declares_uint32_as_its_vendors_table_says() -> None:
+    """A vendor's `uint32_typedef` is what its probes' sources (files and rendered) say, so
+    a kit that renders a source from the table writes what the archive's sources hold."""
+    said: dict[str, set[str]] = {}
+    for probe in catalog().probes.values():
+        for name in vendors.VENDORS:
+            for kernel in probe.kernels(name):
+                text = kernel.text if kernel.text is not None else kernel.source.read_text()
+                said.setdefault(name, set()).update(
+                    line + "\n" for line in text.splitlines()
+                    if re.match(r"typedef .* uint32_t;", line))
+    assert said == {name: {vendor.uint32_typedef} for name, vendor in vendors.VENDORS.items()}
 
 
 def test_the_default_backend_is_the_first_whose_driver_is_here(monkeypatch) -> None:

@@ -4,8 +4,10 @@ folders), as a third party adds one. A folder's `__init__.py` declares `VENDOR`,
 its targets, how its disassembly is read (parser, register and load tables), the toolchain
 module that builds offline (`Toolchain`, probelab.toolchains), the drivers and backends
 (its own `ops_<backend>.py`) that run its devices, and what `doctor` and the fleet ask of
-the machine (its `machine` module). Everything the core knows of vendors is derived here:
-a target's vendor, the backends that measure, the fleet's resources, the default device.
+the machine (its `machine` module), and what a kit renders into a kernel source for it
+(uint32_t as its compilers take it, its name in prose). Everything the core and the kits know
+of vendors is derived here: a target's vendor, the backends that measure, the fleet's
+resources, the default device; a probe folder (probes/) names its vendor and targets.
 
 Kept light: `probelab list` reads the table (its targets) without importing a toolchain.
 """
@@ -72,6 +74,9 @@ class Vendor:
     rank: int = 100  # its place in every table (and in choosing the default device)
     compiler_name: Callable[[str, str], str | None] | None = None  # (version, origin) ->
     # the name of one of its toolchains, for datasets from before toolchains had names
+    title: str = ""  # how prose names it, e.g. a rendered kernel source's opening comment
+    # the line a kernel source declares uint32_t with: its compilers assume no standard headers
+    uint32_typedef: str = ""
 
     def tools(self) -> ModuleType:
         """Its toolchain module, imported when first used (NVRTC and clang are slow)."""

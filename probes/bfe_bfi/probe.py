@@ -18,6 +18,7 @@ from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, header
 from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
+VENDOR = "nvidia"  # PTX's vendor: its compilers' uint32_t line in the source
 SOURCE = HERE / "bfe_bfi.cu"
 SEED = 0x5EED_0039_0005
 N_RANDOM = 3
@@ -82,7 +83,7 @@ def bfi_model(a: np.ndarray, b: np.ndarray, pos: np.ndarray, len: np.ndarray, **
 
 
 def source() -> str:
-    return header("bfe-bfi", "probes/bfe_bfi/generate.py") + "".join(
+    return header("bfe-bfi", "probes/bfe_bfi/generate.py", VENDOR) + "".join(
         "\n" + asm_kernel(f"probe_{name}", INPUTS, text, uses)
         for name, (text, uses) in FORMS.items())
 
@@ -113,8 +114,9 @@ MODELS = {"bfe_u32": bfe_model(False), "bfe_s32": bfe_model(True), "bfi_b32": bf
 FACTS = {"bfe_u32": (0, 0), "bfe_s32": (0, 1), "bfi_b32": (1, 0)}
 
 a, b, names = words()
-PROBE = BitOpProbe.ptx(
-    Rendered(SOURCE, source), id="bfe-bfi", version="1",
+PROBE = BitOpProbe(
+    id="bfe-bfi", version="1", targets=("sm_*",), vendor=VENDOR,
+    source=Rendered(SOURCE, source),
     summary=("bfe.u32/.s32 and bfi.b32 (lowered on sm_90): every pos and len 0-33 and the "
              "edges past 255, over bit-naming words"),
     axes=(Axis.operands("word", names, a=(a, "bfe's source; bfi's field"),

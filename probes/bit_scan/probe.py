@@ -15,6 +15,7 @@ from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, call_kernel, 
 from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
+VENDOR = "nvidia"  # PTX's vendor: its compilers' uint32_t line in the source
 SOURCE = HERE / "bit_scan.cu"
 SEED = 0x5EED_0039_0006
 N_RANDOM = 64
@@ -92,7 +93,7 @@ def model(word: np.ndarray, op: int) -> np.ndarray:
 
 
 def source() -> str:
-    parts = [header("bit-scan", "probes/bit_scan/generate.py")]
+    parts = [header("bit-scan", "probes/bit_scan/generate.py", VENDOR)]
     for name, (_, text, _, _) in FORMS.items():
         parts.append("\n" + (call_kernel(f"probe_{name}", ("word",), text)
                              if text.startswith("__") else
@@ -111,8 +112,9 @@ def evidence(name: str) -> Evidence:
 
 
 w, names = words()
-PROBE = BitOpProbe.ptx(
-    Rendered(SOURCE, source), id="bit-scan", version="1",
+PROBE = BitOpProbe(
+    id="bit-scan", version="1", targets=("sm_*",), vendor=VENDOR,
+    source=Rendered(SOURCE, source),
     summary=("brev, bfind (.u32 .s32 .shiftamt), clz and __brev/__clz/__ffs over words with "
              "their first and last set and clear bits at every position"),
     axes=(Axis("word", {"word": w, "pattern": names}, {"word": {"display": "hex"}}),),

@@ -13,6 +13,7 @@ from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, header
 from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
+VENDOR = "nvidia"  # PTX's vendor: its compilers' uint32_t line in the source
 SOURCE = HERE / "bmsk.cu"
 EDGES = (63, 64, 255, 256, 0x80000000, 0xFFFFFFFF)
 INPUTS = ("pos", "width")
@@ -43,12 +44,13 @@ def model(pos: np.ndarray, width: np.ndarray, clamp: int) -> np.ndarray:
 
 
 def source() -> str:
-    return header("bmsk", "probes/bmsk/generate.py") + "".join(
+    return header("bmsk", "probes/bmsk/generate.py", VENDOR) + "".join(
         "\n" + asm_kernel(f"probe_{name}", INPUTS, text) for name, (_, text, _) in FORMS.items())
 
 
-PROBE = BitOpProbe.ptx(
-    Rendered(SOURCE, source), id="bmsk", version="1",
+PROBE = BitOpProbe(
+    id="bmsk", version="1", targets=("sm_*",), vendor=VENDOR,
+    source=Rendered(SOURCE, source),
     summary="bmsk.clamp/.wrap.b32: every position and width 0-40 and the edges past 32",
     axes=(Axis("pos", {"pos": amounts()}, {"pos": {"description": "operand a"}}),
           Axis("width", {"width": amounts()}, {"width": {"description": "operand b"}})),

@@ -17,6 +17,7 @@ from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, call_kernel, 
 from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
+VENDOR = "nvidia"  # PTX's vendor: its compilers' uint32_t line in the source
 SOURCE = HERE / "fns.cu"
 SEED = 0x5EED_0039_0007
 N_RANDOM = 6
@@ -65,7 +66,7 @@ def model(mask: np.ndarray, base: np.ndarray, offset: np.ndarray, **_: object) -
 
 
 def source() -> str:
-    return header("fns", "probes/fns/generate.py") + "".join(
+    return header("fns", "probes/fns/generate.py", VENDOR) + "".join(
         "\n" + (call_kernel(f"probe_{name}", INPUTS, text) if text.startswith("__")
                 else asm_kernel(f"probe_{name}", INPUTS, text)) for name, text in FORMS.items())
 
@@ -80,8 +81,9 @@ EVIDENCE = Evidence(
     companions=((r"BREV", "before", 1), (r"BSSY", "before", 1), (r"SEL", "after", None)))
 
 m, names = masks()
-PROBE = BitOpProbe.ptx(
-    Rendered(SOURCE, source), id="fns", version="1",
+PROBE = BitOpProbe(
+    id="fns", version="1", targets=("sm_*",), vendor=VENDOR,
+    source=Rendered(SOURCE, source),
     summary=("fns.b32 and __fns (lowered on sm_90): every base 0-31 and offset -33..33 and "
              "the edges, over masks with known set bits"),
     axes=(Axis("mask", {"mask": m, "pattern": names}, {"mask": {"display": "hex"}}),

@@ -15,6 +15,7 @@ from probelab.kits.bitops import Axis, BitOpProbe, Op, header, unrolled_kernel
 from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
+VENDOR = "nvidia"  # PTX's vendor: its compilers' uint32_t line in the source
 SOURCE = HERE / "lop3.cu"
 LUTS = tuple(range(256))
 N_RANDOM = 56
@@ -56,14 +57,15 @@ def model(a: np.ndarray, b: np.ndarray, c: np.ndarray, lut: np.ndarray) -> np.nd
 
 
 def source() -> str:
-    return header("lop3", "probes/lop3/generate.py") + "\n" + unrolled_kernel(
+    return header("lop3", "probes/lop3/generate.py", VENDOR) + "\n" + unrolled_kernel(
         "probe_lop3", ("a", "b", "c"), "lop3.b32 %0, %1, %2, %3, {v};", LUTS)
 
 
 a, b, c, names = triples()
 HEX = {"display": "hex"}
-PROBE = BitOpProbe.ptx(
-    Rendered(SOURCE, source), id="lop3", version="1",
+PROBE = BitOpProbe(
+    id="lop3", version="1", targets=("sm_*",), vendor=VENDOR,
+    source=Rendered(SOURCE, source),
     summary="lop3.b32: all 256 truth tables over bit-complete and random operand triples",
     axes=(Axis.numbered("triple", {"a": a, "b": b, "c": c,
                                    "pattern": names}, {"a": HEX, "b": HEX, "c": HEX}),

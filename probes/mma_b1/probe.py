@@ -21,6 +21,7 @@ from probelab.kits.lane_id.probe import LaneIdProbe, Shape, warp_shapes
 from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
+VENDOR = "nvidia"  # whose compilers build the kernels (their uint32_t line)
 # (name, M, N, K, A values, B values, D values) per lane
 SHAPES = {"and": (("m8n8k128", 8, 8, 128, 32, 32, 2), ("m16n8k128", 16, 8, 128, 64, 32, 4)),
           "and-k256": (("m16n8k256", 16, 8, 256, 128, 64, 4),)}
@@ -49,7 +50,7 @@ def probe(kind: str) -> LaneIdProbe:
     return LaneIdProbe(
         id=f"mma-b1-{kind}", version="1",
         summary=f"b1 .and.popc -> s32 mma.sync {names}: (lane, value) <-> (row, col)",
-        targets=("sm_90*",), vendor="nvidia", source=SOURCE,
+        targets=("sm_90*",), vendor=VENDOR, source=SOURCE,
         shapes=warp_shapes("b1_and", SHAPES[kind], Codec(B1, S32)),
         evidence=evidence, seed=SEEDS[kind], block=128,
         excluded={"sm_[0-7]*": "measured and sealed for sm_90 (.and.popc needs sm_80)",
@@ -58,6 +59,6 @@ def probe(kind: str) -> LaneIdProbe:
 
 
 SOURCE = Rendered(HERE / "mma_b1.cu", lambda: per_shape(
-    PROSE, [p.shapes for p in PROBES],
+    VENDOR, PROSE, [p.shapes for p in PROBES],
     lambda s: f"mma.sync.aligned.m{s.M}n{s.N}k{s.K}.row.col.s32.b1.b1.s32.and.popc"))
 PROBES = tuple(probe(kind) for kind in SHAPES)

@@ -15,11 +15,12 @@ from pathlib import Path
 
 from probelab.formats import E4M3, E5M2, F16, F32
 from probelab.kits.elements import Codec
-from probelab.kits.lane_id.mma_sync import ARGS, TYPEDEF, comment, typed_macro, wave
+from probelab.kits.lane_id.mma_sync import ARGS, comment, typed_macro, typedef, wave
 from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
+VENDOR = "nvidia"  # whose compilers build the kernels (their uint32_t line)
 KINDS = {"e4m3-f32": (E4M3, F32), "e5m2-f32": (E5M2, F32), "e4m3-f16": (E4M3, F16),
          "e5m2-f16": (E5M2, F16)}
 SEEDS = {"e4m3-f32": 0x5EED_0817, "e5m2-f32": 0x5EED_0917, "e4m3-f16": 0x5EED_0A17,
@@ -47,8 +48,8 @@ def source() -> str:
     macros = "\n".join(typed_macro(
         acc.name.upper(), s, f'mma.sync.aligned.m16n8k32.row.col.{acc.name}." TYPES ".{acc.name}',
         f"WAVE({s.registers('d')})", s.registers("d")) for acc, s in first.items())
-    return (comment(PROSE) + TYPEDEF + "\n" + wave(4, 2, "(SC)", "(SC)") + "\n" + ARGS + "\n"
-            + macros + "\n" + "".join(f'{acc.name.upper()}(probe_{shape(kind).name}, '
+    return (comment(PROSE) + typedef(VENDOR) + "\n" + wave(4, 2, "(SC)", "(SC)") + "\n" + ARGS
+            + "\n" + macros + "\n" + "".join(f'{acc.name.upper()}(probe_{shape(kind).name}, '
                                        f'"{e.name}.{e.name}")\n'
                                        for kind, (e, acc) in KINDS.items()))
 
@@ -84,7 +85,7 @@ def probe(kind: str) -> LaneIdProbe:
         id=f"mma-{kind}", version="2",
         summary=f"{element.name} -> {acc.name} mma.sync m16n8k32 (lowered on sm_90): "
                 "(lane, value) <-> (row, col)",
-        targets=("sm_90*",), vendor="nvidia", source=Rendered(HERE / "mma_fp8.cu", source),
+        targets=("sm_90*",), vendor=VENDOR, source=Rendered(HERE / "mma_fp8.cu", source),
         shapes=(shape(kind),),
         evidence=evidence(kind), seed=SEEDS[kind], block=128,
         excluded={"sm_[0-7]*": "fp8 mma.sync needs sm_89; measured and sealed for sm_90",

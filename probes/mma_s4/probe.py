@@ -51,4 +51,5 @@ PROBES = integer_probes(
     "m8n8k32, m16n8k32, m16n8k64 (lowered on sm_90)",
     {"sm_[0-7]*": "measured and sealed for sm_90 (4-bit mma.sync needs sm_75+)",
      "sm_8*": "measured and sealed for sm_90 (sm_8x has a native 4-bit unit)",
-     "sm_1??*": "measured and sealed for sm_90"})
+     "sm_1??*": "measured and sealed for sm_90"},
+    "nvidia", ("sm_90*",))

@@ -35,4 +35,5 @@ def evidence(kind: str):
 PROBES = integer_probes(
     8, Path(__file__).parent, SHAPES, SEEDS, ("1", "2"), evidence, "m8n8k16, m16n8k16, m16n8k32",
     {"sm_[0-7]*": "measured and sealed for sm_90 (m16n8k32 needs sm_80)",
-     "sm_8*": "measured and sealed for sm_90", "sm_1??*": "measured and sealed for sm_90"})
+     "sm_8*": "measured and sealed for sm_90", "sm_1??*": "measured and sealed for sm_90"},
+    "nvidia", ("sm_90*",))

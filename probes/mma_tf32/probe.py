@@ -13,6 +13,7 @@ from probelab.kits.lane_id.probe import LaneIdProbe, Shape
 from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
+VENDOR = "nvidia"  # whose compilers build the kernels (their uint32_t line)
 CODEC = Codec(TF32, F32)
 # the kernel source's opening comment
 PROSE = """\
@@ -35,8 +36,9 @@ def evidence(shape: Shape) -> Evidence:
 PROBE = LaneIdProbe(
     id="mma-tf32", version="1",
     summary="tf32 -> f32 mma.sync m16n8k4, m16n8k8: (lane, value) <-> (row, col)",
-    targets=("sm_90*",), vendor="nvidia", source=Rendered(HERE / "mma_tf32.cu", lambda: per_shape(
-        PROSE, [SHAPES], lambda s: f"mma.sync.aligned.m{s.M}n{s.N}k{s.K}.row.col.f32.tf32.tf32.f32",
+    targets=("sm_90*",), vendor=VENDOR, source=Rendered(HERE / "mma_tf32.cu", lambda: per_shape(
+        VENDOR, PROSE, [SHAPES],
+        lambda s: f"mma.sync.aligned.m{s.M}n{s.N}k{s.K}.row.col.f32.tf32.tf32.f32",
         spelled=True)), shapes=SHAPES,
     evidence=evidence, seed=0x5EED_0317, block=128,
     excluded={"sm_[0-7]*": "tf32 mma.sync needs sm_80; measured and sealed for sm_90",

@@ -15,6 +15,7 @@ from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, header, word_
 from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
+VENDOR = "nvidia"  # PTX's vendor: its compilers' uint32_t line in the source
 SOURCE = HERE / "prmt_modes.cu"
 # mode -> its number in the SASS encoding (PRMT's mode field: 0 is the default form)
 MODES = {"f4e": 1, "b4e": 2, "rc8": 3, "ecl": 4, "ecr": 5, "rc16": 6}
@@ -58,7 +59,7 @@ def model(a: np.ndarray, b: np.ndarray, selector: np.ndarray, mode: int) -> np.n
 
 
 def source() -> str:
-    return header("prmt-modes", "probes/prmt_modes/generate.py") + "".join(
+    return header("prmt-modes", "probes/prmt_modes/generate.py", VENDOR) + "".join(
         "\n" + asm_kernel(f"probe_{m}", ("a", "b", "selector"),
                           f"prmt.b32.{m} %0, %1, %2, %3;") for m in MODES)
 
@@ -71,8 +72,9 @@ def evidence(mode: str) -> Evidence:
 
 
 a, b, pattern = operand_pairs()
-PROBE = BitOpProbe.ptx(
-    Rendered(SOURCE, source), id="prmt-modes", version="1",
+PROBE = BitOpProbe(
+    id="prmt-modes", version="1", targets=("sm_*",), vendor=VENDOR,
+    source=Rendered(SOURCE, source),
     summary=("prmt.b32 .f4e/.b4e/.rc8/.ecl/.ecr/.rc16: every 8-bit selector and random ones "
              "over byte-named operand pairs"),
     axes=(Axis.operands("word", pattern, a=(a, "source bytes 0-3"), b=(b, "source bytes 4-7")),

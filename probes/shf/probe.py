@@ -22,6 +22,7 @@ from probelab.kits.bitops import (
 from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
+VENDOR = "nvidia"  # PTX's vendor: its compilers' uint32_t line in the source
 SOURCE = HERE / "shf.cu"
 SEED = 0x5EED_0039_0004
 N_RANDOM_PAIRS = 8
@@ -71,7 +72,7 @@ def model(a: np.ndarray, b: np.ndarray, shift: np.ndarray, left: int, clamp: int
 
 
 def source() -> str:
-    parts = [header("shf", "probes/shf/generate.py")]
+    parts = [header("shf", "probes/shf/generate.py", VENDOR)]
     for name, (_, _, text) in FORMS.items():
         parts.append("\n" + (call_kernel(f"probe_{name}", INPUTS, text) if text.startswith("__")
                              else asm_kernel(f"probe_{name}", INPUTS, text)))
@@ -87,8 +88,9 @@ def evidence(left: int, clamp: int) -> Evidence:
 
 
 a, b, names = pairs()
-PROBE = BitOpProbe.ptx(
-    Rendered(SOURCE, source), id="shf", version="1",
+PROBE = BitOpProbe(
+    id="shf", version="1", targets=("sm_*",), vendor=VENDOR,
+    source=Rendered(SOURCE, source),
     summary=("shf.{l,r}.{clamp,wrap}.b32 and __funnelshift_{l,lc,r,rc}: every shift 0-70, "
              "the edges past 32 and random ones, over bit-naming operand pairs"),
     axes=(Axis.operands("pair", names, a=(a, "bits 31:0 of the source"),

@@ -129,7 +129,7 @@ def probe(pid: str, summary: str, source: str, kernel_shapes: tuple[Shape, ...],
     """compact: the kit's compact storage form, for the probes whose datasets would
     otherwise declare over the 512 MB a new dataset may (README: version 2)."""
     return LaneIdProbe(
-        id=pid, version=version, summary=summary, targets=("sm_90*",), vendor="nvidia",
+        id=pid, version=version, summary=summary, targets=("sm_90*",), vendor=sources.VENDOR,
         source=Rendered(HERE / source, partial(sources.render, source, kernel_shapes)),
         shapes=kernel_shapes, evidence=evidence, seed=seed, block=128,
         options={"arch": "sm_90a"}, compact=compact,

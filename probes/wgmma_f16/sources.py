@@ -14,6 +14,8 @@ from probelab.kits.lane_id.mma_sync import comment
 from probelab.kits.lane_id.wgmma_source import DESCRIPTOR, SHARED_ADDRESS, head, preamble
 from probelab.kits.tiles import SWIZZLE_MODES
 
+VENDOR = "nvidia"  # whose compilers build these kernels (their uint32_t line)
+
 RS_PROSE = """\
 wgmma-f16 probes, NVIDIA sm_90a: one warpgroup (128 threads, one block) = one wave = one
 wgmma.mma_async m64n8k16 f16 x f16 -> f32, fenced, committed and waited for.
@@ -288,14 +290,14 @@ def _bf16(text: str) -> str:
 def render(source: str, shapes: Sequence[Shape]) -> str:
     """The text of `source` (a file name) for the kernels of `shapes`."""
     if source == "wgmma_f16_bo.cu":
-        return (head(BO_PROSE) + "\n" + RS_WAVE + "\n" + SHARED_ADDRESS + "\n" + DESCRIPTOR
+        return (head(VENDOR, BO_PROSE) + "\n" + RS_WAVE + "\n" + SHARED_ADDRESS + "\n" + DESCRIPTOR
                 + "\n" + _base_offset_form() + "\n" + comment(BO_NOTE)
                 + _instances("BO", shapes, 5))
     if source == "wgmma_bf16_mn.cu":
-        return _bf16(preamble(MN_PROSE) + "\n" + _wide("MN", 1)) + "\n" + comment(
+        return _bf16(preamble(VENDOR, MN_PROSE) + "\n" + _wide("MN", 1)) + "\n" + comment(
             MN_NOTE) + _instances("MN", shapes, 3)
     if source == "wgmma_f16.cu":
-        return (head(RS_PROSE) + "\n" + RS_WAVE + "\n" + SHARED_ADDRESS + "\n" + DESCRIPTOR
+        return (head(VENDOR, RS_PROSE) + "\n" + RS_WAVE + "\n" + SHARED_ADDRESS + "\n" + DESCRIPTOR
                 + "\n" + RS_FORM + "\n" + comment(RS_NOTE) + _instances("RS", shapes, 4))
     form, note, macro, taken = {
         "wgmma_f16_ss.cu": (SS_FORM, SS_NOTE, "SS", 7),
@@ -303,4 +305,5 @@ def render(source: str, shapes: Sequence[Shape]) -> str:
         "wgmma_f16_mn.cu": (_wide("MN", 1), MN_NOTE, "MN", 3),
         "wgmma_f16_n64.cu": (_wide("N64", 0), N64_NOTE, "N64", 3)}[source]
     prose = {"SS": SS_PROSE, "SSA": SSA_PROSE, "MN": MN_PROSE, "N64": N64_PROSE}[macro]
-    return preamble(prose) + "\n" + form + "\n" + comment(note) + _instances(macro, shapes, taken)
+    return (preamble(VENDOR, prose) + "\n" + form + "\n" + comment(note)
+            + _instances(macro, shapes, taken))

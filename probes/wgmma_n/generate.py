@@ -14,6 +14,7 @@ from probelab.probe import load_sibling
 
 HERE = Path(__file__).parent
 SOURCE = HERE / "wgmma_n.cu"
+VENDOR = "nvidia"  # whose compilers build these kernels (their uint32_t line)
 _kinds = load_sibling(HERE / "kinds.py")
 FORMS, KINDS, Form, Kind, kernel_name = (_kinds.FORMS, _kinds.KINDS, _kinds.Form, _kinds.Kind,
                                          _kinds.kernel_name)
@@ -29,7 +30,7 @@ accumulators c[w][t][..], and writes D to d[w][t][0..DW), zeros past its own reg
 (the buffers are strided for the probe's widest kernel). A tile's value v of thread t is
 element v * 128 + t, so the lane-id decode names tile elements; every tile is K-major,
 1 KiB aligned, its descriptor's fields constants of the kernel. params[0] = waves."""
-HEAD = preamble(PROSE, (16, 8)) + """
+HEAD = preamble(VENDOR, PROSE, (16, 8)) + """
 // a thread's values into its slots of a shared tile (PER elements to a 32-bit word)
 #define PLACE(TILE, T, P, VALUES, PER)                                           \\
     _Pragma("unroll") for (int v = 0; v < (VALUES); ++v)                         \\

@@ -63,7 +63,8 @@ def probe(kind_name: str, group: str, seed: int) -> LaneIdProbe:
         id=f"wgmma-{kind_name}-{group}", version="2",
         summary=f"{kind_name.replace('-', ' -> ')} wgmma {n}: (thread, value) <-> (m, n) of "
                 "D, A's registers or tile and B's tile -> (m, k), (k, n)",
-        targets=("sm_90*",), vendor="nvidia", source=Rendered(generate.SOURCE, generate.source),
+        targets=("sm_90*",), vendor=generate.VENDOR,
+        source=Rendered(generate.SOURCE, generate.source),
         shapes=tuple(shape(kind_name, f) for f in kinds.FORMS[group]),
         evidence=evidence(kind_name), seed=seed, block=128, options={"arch": "sm_90a"},
         design=engine.APART, compact=True,

@@ -99,7 +99,7 @@ def probe(kind: str) -> SparseProbe:
         summary=f"{kind} wgmma.mma_async.sp m64n8, A from registers and from shared memory: "
                 "which thread's metadata field governs each compressed A element, which B row "
                 "it meets, what the selector picks",
-        targets=("sm_90*",), vendor="nvidia",
+        targets=("sm_90*",), vendor=sources.VENDOR,
         source=Rendered(HERE / "wgmma_sp.cu", render),
         design=Design(units(kind), ONE_TWO if kind == "tf32" else TWO_FOUR, codec, trials=4,
                       seed=SEEDS[kind], a_regs=4, b_regs=1, d_regs=4, M=64, N=8, lanes=LANES),

@@ -6,10 +6,12 @@ scale-d. The tiles' descriptors are the units' declared tiles, written into the 
 
 from collections.abc import Sequence
 
-from probelab.kits.lane_id.mma_sync import TYPEDEF, comment
+from probelab.kits.lane_id.mma_sync import comment, typedef
 from probelab.kits.lane_id.wgmma_source import DESCRIPTOR, SHARED_ADDRESS
 from probelab.kits.sparse.engine import Unit
 from probelab.kits.tiles import Tile
+
+VENDOR = "nvidia"  # whose compilers build these kernels (their uint32_t line)
 
 PROSE = """\
 wgmma-sp probes, NVIDIA sm_90a: one warpgroup (128 threads, one block) = one wave = one
@@ -101,7 +103,7 @@ def render(units: Sequence[tuple[Unit, str]], a_tile: Tile, b_tile: Tile, a_byte
            b_bytes: int) -> str:
     """The source of every (unit, PTX form) given, with A's and B's declared tiles."""
     sizes = {"a": a_bytes, "b": b_bytes}
-    return (comment(PROSE) + TYPEDEF + "typedef unsigned long long uint64_t;\n"
+    return (comment(PROSE) + typedef(VENDOR) + "typedef unsigned long long uint64_t;\n"
             "typedef unsigned short uint16_t;\ntypedef unsigned char uint8_t;\n\n" + ARGS
             + "\n" + SHARED_ADDRESS + "\n" + DESCRIPTOR + "\n" + WAVE + "\n"
             + _macro("A from four registers, B from its tile", "RS", None, b_tile, sizes)

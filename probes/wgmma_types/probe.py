@@ -84,7 +84,7 @@ def probe(kind: str, swizzled: bool = False) -> LaneIdProbe:
         version="2" if KINDS[kind][0].sums_exact and not swizzled else "1",
         summary=f"{kind.replace('-', ' -> ')} wgmma m64n8, A from registers, B {b}: "
                 "(thread, value) <-> (row, col), B's tile bytes -> (k, n)",
-        targets=("sm_90*",), vendor="nvidia",
+        targets=("sm_90*",), vendor=sources.VENDOR,
         source=Rendered(HERE / ("wgmma_types_sw128.cu" if swizzled else "wgmma_types.cu"),
                         partial(sources.render, swizzled, tuple(
                             shape(k, swizzled) for k in (SWIZZLED if swizzled else KINDS)))),
@@ -109,7 +109,7 @@ def probe16(kind: str, width: int) -> LaneIdProbe:
         summary=f"{kind.replace('-', ' -> ')} wgmma m64n8k16, A from registers, B from a "
                 f"{width}B-swizzled shared tile: (thread, value) <-> (row, col), B's tile "
                 "bytes -> (k, n)",
-        targets=("sm_90*",), vendor="nvidia",
+        targets=("sm_90*",), vendor=sources.VENDOR,
         source=Rendered(HERE / f"wgmma_types_b16_sw{width}.cu",
                         partial(sources.render_b16, SW16[width],
                                 tuple(shape16(k, width) for k in WIDE16))),

@@ -14,6 +14,7 @@ from probelab.kits.lane_id.engine import Shape
 from probelab.kits.lane_id.wgmma_source import SHARED_ADDRESS, head
 from probelab.kits.tiles import Tile
 
+VENDOR = "nvidia"  # whose compilers build these kernels (their uint32_t line)
 NOTE = "// immediates after scale-d: scale-a, scale-b, and for 16-bit types trans-b\n"
 
 PLAIN_PROSE = """\
@@ -118,7 +119,7 @@ def render(swizzled: bool, shapes: Sequence[Shape]) -> str:
     pairs = [s for s in shapes if s.registers("d") == 2]  # written out: F16_F16
     if [s.name for s in pairs] not in ([], ["f16_f16_m64n8k16"]):
         raise ValueError(f"no kernel text for {[s.name for s in pairs]}")
-    return (head(prose, (16, 8)) + "\n" + SHARED_ADDRESS + "\n" + descriptor + "\n" + FORMS
+    return (head(VENDOR, prose, (16, 8)) + "\n" + SHARED_ADDRESS + "\n" + descriptor + "\n" + FORMS
             + "\n" + (F16_F16 + "\n" if pairs else "") + NOTE
             + "".join(_instance(s) for s in shapes if s not in pairs))
 
@@ -152,8 +153,8 @@ def render_b16(tile: Tile, shapes: Sequence[Shape]) -> str:
     if any(s.smem != (tile,) for s in shapes):
         raise ValueError(f"every shape reads B through {tile}")
     pairs = [s for s in shapes if s.registers("d") == 2]
-    return (head(B16_PROSE.format(W=tile.swizzle, SBO=tile.sbo), (16,)) + "\n" + SHARED_ADDRESS
-            + "\n" + swizzled_descriptor(tile) + "\n" + FORMS + "\n"
+    return (head(VENDOR, B16_PROSE.format(W=tile.swizzle, SBO=tile.sbo), (16,)) + "\n"
+            + SHARED_ADDRESS + "\n" + swizzled_descriptor(tile) + "\n" + FORMS + "\n"
             + "".join(F16_F16.replace("probe_f16_f16_m64n8k16", f"probe_{s.name}") + "\n"
                       for s in pairs) + NOTE
             + "".join(_instance(s) for s in shapes if s not in pairs))

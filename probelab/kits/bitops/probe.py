@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from probelab.kits import Declared
-from probelab.probe import Evidence, Kernel, Launch, Rendered
+from probelab.probe import Evidence, Kernel, Launch
 
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
     import xarray as xr
@@ -85,12 +85,6 @@ class BitOpProbe(Declared):
     # in a near miss to show that the sealed reading refutes it). Never evidence.
     sim_models: dict[str, Model] = field(default_factory=dict)
     plots: Mapping[str, Callable[..., object]] = field(default_factory=dict)
-
-    @classmethod
-    def ptx(cls, source: Rendered, **declared: Any) -> BitOpProbe:
-        """A probe of NVIDIA's PTX bit instructions on every sm_* target, its kernels
-        rendered into `source`."""
-        return cls(targets=("sm_*",), vendor="nvidia", source=source, **declared)
 
     def __post_init__(self) -> None:
         dims = tuple(a.dim for a in self.axes)

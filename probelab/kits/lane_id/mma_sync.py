@@ -14,13 +14,18 @@ from probelab.kits.elements import Codec
 from probelab.kits.lane_id.engine import Shape
 from probelab.kits.lane_id.probe import LaneIdProbe, warp_shapes
 from probelab.probe import Evidence, Rendered
+from probelab.vendors import VENDORS
 
-TYPEDEF = "typedef unsigned int uint32_t;  // NVRTC has no standard headers\n"
 ARGS = ("#define ARGS const uint32_t* params, const uint32_t* a, const uint32_t* b, \\\n"
         "             const uint32_t* c, uint32_t* d\n")
 D_WORDS = 4  # D's and C's registers per lane in a buffer: the widest shape's
 _ASM = " " * 17  # where an asm statement's continuation lines start
 _LINE = 100  # a two-register D's inputs share its line where the line stays this narrow
+
+
+def typedef(vendor: str) -> str:
+    """uint32_t, declared as `vendor`'s compilers take it (the vendor table's line)."""
+    return VENDORS[vendor].uint32_typedef
 
 
 def comment(prose: str) -> str:
@@ -97,11 +102,12 @@ def typed_macro(name: str, shape: Shape, instruction: str, wave_call: str = "WAV
                       *kernel("NAME", body(shape, instruction, wave_call, d_words))], 84)
 
 
-def typed_family(prose: str, shapes: Sequence[Shape], instruction: Callable[[Shape], str],
-                 types: Sequence[tuple[str, str]], strides: tuple[int, int]) -> str:
-    """A source with one macro per shape, taking the kernel's NAME and its element TYPES
-    (the PTX type words, quoted: `instruction` places them as `" TYPES "`), and one FAMILY
-    macro instance per (kind, types) pair making kernel probe_<kind>_<shape>."""
+def typed_family(vendor: str, prose: str, shapes: Sequence[Shape],
+                 instruction: Callable[[Shape], str], types: Sequence[tuple[str, str]],
+                 strides: tuple[int, int]) -> str:
+    """A `vendor`'s source with one macro per shape, taking the kernel's NAME and its
+    element TYPES (the PTX type words, quoted: `instruction` places them as `" TYPES "`), and
+    one FAMILY macro instance per (kind, types) pair making kernel probe_<kind>_<shape>."""
     def macro(shape: Shape) -> str:
         return f"M{shape.M}N{shape.N}K{shape.K}"
 
@@ -110,8 +116,8 @@ def typed_family(prose: str, shapes: Sequence[Shape], instruction: Callable[[Sha
     family = continued(["#define FAMILY(KIND, TYPES)",
                         *(f"    {macro(s)}(probe_##KIND##_{t}, TYPES)"
                           for s, t in zip(shapes, tail, strict=True))], 49)
-    return (comment(prose) + TYPEDEF + "\n" + wave(*strides) + "\n" + ARGS + "\n" + macros
-            + "\n" + family + "\n" + "".join(f'FAMILY({kind}, "{words}")\n'
+    return (comment(prose) + typedef(vendor) + "\n" + wave(*strides) + "\n" + ARGS + "\n"
+            + macros + "\n" + family + "\n" + "".join(f'FAMILY({kind}, "{words}")\n'
                                             for kind, words in types))
 
 
@@ -125,12 +131,12 @@ def exactly_one(shape: Shape, form: str, *others: str) -> Evidence:
                     spans=tuple(shape.registers(n) for n in "abd"))
 
 
-def per_shape(prose: str, groups: Sequence[Sequence[Shape]],
+def per_shape(vendor: str, prose: str, groups: Sequence[Sequence[Shape]],
               instruction: Callable[[Shape], str], spelled: bool = False) -> str:
-    """A source with one kernel per shape, probe_<shape name>, its entry point taking ARGS
-    or, `spelled`, the arguments spelled out. One group of shapes (one probe's) fixes WAVE's
-    A and B strides; several (probes sharing the source, each with its own buffers) make
-    WAVE take them, each kernel its group's widest."""
+    """A `vendor`'s source with one kernel per shape, probe_<shape name>, its entry point
+    taking ARGS or, `spelled`, the arguments spelled out. One group of shapes (one probe's)
+    fixes WAVE's A and B strides; several (probes sharing the source, each with its own
+    buffers) make WAVE take them, each kernel its group's widest."""
     def strides(group: Sequence[Shape]) -> tuple[int, int]:
         return max(s.registers("a") for s in group), max(s.registers("b") for s in group)
 
@@ -139,12 +145,12 @@ def per_shape(prose: str, groups: Sequence[Sequence[Shape]],
     made = kernels(kernel(f"probe_{s.name}", body(
         s, instruction(s), "WAVE" if single else "WAVE({}, {})".format(*strides(group))),
         spelled) for group in groups for s in group)
-    return (comment(prose) + TYPEDEF + "\n" + wave_macro + "\n" + ("" if spelled else ARGS + "\n")
-            + made)
+    return (comment(prose) + typedef(vendor) + "\n" + wave_macro + "\n"
+            + ("" if spelled else ARGS + "\n") + made)
 
 
 _INTEGER = """\
-mma-s{w} probes, NVIDIA side: one warp = one wave = one dense {w}-bit integer mma.sync into
+mma-s{w} probes, {vendor} side: one warp = one wave = one dense {w}-bit integer mma.sync into
 s32. Lane l of wave w reads its fragment registers from a[w][l][0..{a}), b[w][l][0..{b}),
 c[w][l][0..4) (the widest shape's strides: {widest}) and writes d[w][l][0..4), {per} {w}-bit
 elements per A/B register (element i in bits [{w} (i % {n}), +{w}) of register i / {n}), one s32
@@ -156,15 +162,17 @@ _SIGNED = {4: (S4, U4), 8: (S8, U8)}
 Row = tuple[str, int, int, int, int, int, int]  # (name, M, N, K, A, B, D values per lane)
 
 
-def integer_source(bits: int, shapes: Sequence[Shape], kinds: Iterable[str]) -> str:
-    """The source of the dense `bits`-bit integer mma.sync probes (s32 accumulators): one
-    kernel per shape for each signedness pair in `kinds` (e.g. "s4u4": s4 x u4)."""
+def integer_source(vendor: str, bits: int, shapes: Sequence[Shape], kinds: Iterable[str]
+                   ) -> str:
+    """`vendor`'s source of the dense `bits`-bit integer mma.sync probes (s32
+    accumulators): one kernel per shape for each signedness pair in `kinds` (e.g. "s4u4":
+    s4 x u4)."""
     strides = (max(s.registers("a") for s in shapes), max(s.registers("b") for s in shapes))
-    prose = _INTEGER.format(w=bits, a=strides[0], b=strides[1], per=_WORDS[bits],
-                            n=32 // bits, widest=shapes[-1].name.split("_", 1)[1],
+    prose = _INTEGER.format(vendor=VENDORS[vendor].title, w=bits, a=strides[0], b=strides[1],
+                            per=_WORDS[bits], n=32 // bits, widest=shapes[-1].name.split("_", 1)[1],
                             first=shapes[0].name.split("_", 1)[1])
     types = [(k, f"{k[:len(k) // 2]}.{k[len(k) // 2:]}") for k in kinds]
-    return typed_family(prose, shapes, lambda s: f'mma.sync.aligned.m{s.M}n{s.N}k{s.K}'
+    return typed_family(vendor, prose, shapes, lambda s: f'mma.sync.aligned.m{s.M}n{s.N}k{s.K}'
                         '.row.col.s32." TYPES ".s32', types, strides)
 
 
@@ -178,17 +186,18 @@ def integer_types(bits: int) -> dict[str, tuple[Element, Element]]:
 def integer_probes(bits: int, folder: Path, rows: tuple[Row, ...], seeds: Mapping[str, int],
                    versions: tuple[str, str], evidence: Callable[[str], Callable[[Shape],
                                                                                 Evidence]],
-                   summary: str, excluded: Mapping[str, str]) -> tuple[LaneIdProbe, ...]:
+                   summary: str, excluded: Mapping[str, str], vendor: str,
+                   targets: tuple[str, ...]) -> tuple[LaneIdProbe, ...]:
     """One probe per signedness pair (`versions`: same-signedness, mixed) of the dense
-    `bits`-bit integer mma.sync into s32 on sm_90, each named mma-<pair>; their kernels are
-    rendered into one source, mma_s<bits>.cu (`integer_source`)."""
+    `bits`-bit integer mma.sync into s32 on `vendor`'s `targets`, each named mma-<pair>;
+    their kernels are rendered into one source, mma_s<bits>.cu (`integer_source`)."""
     types = integer_types(bits)
     shapes = {k: warp_shapes(k, rows, Codec(a, S32, b)) for k, (a, b) in types.items()}
     source = Rendered(folder / f"mma_s{bits}.cu",
-                      lambda: integer_source(bits, next(iter(shapes.values())), types))
+                      lambda: integer_source(vendor, bits, next(iter(shapes.values())), types))
     return tuple(LaneIdProbe(
         id=f"mma-{k}", version=versions[a.kind != b.kind],
         summary=f"{a.name} x {b.name} -> s32 mma.sync {summary}: (lane, value) <-> (row, col)",
-        targets=("sm_90*",), vendor="nvidia", source=source, shapes=shapes[k],
+        targets=targets, vendor=vendor, source=source, shapes=shapes[k],
         evidence=evidence(k), seed=seeds[k], block=128, excluded=dict(excluded))
         for k, (a, b) in types.items())

@@ -3,7 +3,7 @@ needs, the ARGS, the shared-memory address of a tile and PTX's matrix descriptor
 warpgroup (128 threads, one block) is one wave; thread t of wave w reads a[w][t][..], b and
 c and writes D to d[w][t][..]; a tile's value v of thread t is its element v * 128 + t."""
 
-from probelab.kits.lane_id.mma_sync import ARGS, TYPEDEF, comment
+from probelab.kits.lane_id.mma_sync import ARGS, comment, typedef
 
 _NARROW = {8: "typedef unsigned char uint8_t;\n", 16: "typedef unsigned short uint16_t;\n"}
 
@@ -27,13 +27,13 @@ __device__ __forceinline__ uint64_t descriptor(uint32_t address, uint32_t lbo, u
 """
 
 
-def head(prose: str, narrow: tuple[int, ...] = (16,)) -> str:
-    """The opening comment, the types (32 and 64 bits, and the `narrow` element widths a
-    tile holds) and the ARGS."""
-    return (comment(prose) + TYPEDEF + "typedef unsigned long long uint64_t;\n"
+def head(vendor: str, prose: str, narrow: tuple[int, ...] = (16,)) -> str:
+    """The opening comment, the types (32 bits as `vendor`'s compilers take it, 64 bits, and
+    the `narrow` element widths a tile holds) and the ARGS."""
+    return (comment(prose) + typedef(vendor) + "typedef unsigned long long uint64_t;\n"
             + "".join(_NARROW[bits] for bits in narrow) + "\n" + ARGS)
 
 
-def preamble(prose: str, narrow: tuple[int, ...] = (16,)) -> str:
+def preamble(vendor: str, prose: str, narrow: tuple[int, ...] = (16,)) -> str:
     """`head`, then the shared address and the general descriptor, a blank line apart."""
-    return head(prose, narrow) + "\n" + SHARED_ADDRESS + "\n" + DESCRIPTOR
+    return head(vendor, prose, narrow) + "\n" + SHARED_ADDRESS + "\n" + DESCRIPTOR

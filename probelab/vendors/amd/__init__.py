@@ -20,4 +20,7 @@ VENDOR = Vendor(
     machine="probelab.vendors.amd.machine",
     rank=1,
     compiler_name=recorded_name,
+    title="AMD",
+    uint32_typedef="typedef __UINT32_TYPE__ uint32_t;  // the very type <stdint.h> uses, "
+                   "so a redeclaration is legal\n",
 )

@@ -19,4 +19,6 @@ VENDOR = Vendor(
               ("nvidia-cuda-nvdisasm", f"{_CUDA} (or a CUDA toolkit's nvdisasm)")),
     machine="probelab.vendors.nvidia.machine",
     rank=0,
+    title="NVIDIA",
+    uint32_typedef="typedef unsigned int uint32_t;  // NVRTC has no standard headers\n",
 )
