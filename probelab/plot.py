@@ -18,11 +18,15 @@ if TYPE_CHECKING:
 
 def plot_kinds(ds: xr.Dataset, probe: Probe) -> dict[str, Callable[..., dict]]:
     """The plot kinds a dataset offers, by name: those it records its probe offered when it
-    was made (all its probe's, for a dataset older than that record), drawn by the probe's
-    functions (a kit's probe class brings its family's figures, e.g. the lane-id kit's
-    lanemap)."""
-    recorded = dataset.provenance(ds).get("plots")
-    offered = set(recorded) if isinstance(recorded, list) else set(probe.plots)
+    was made (all its probe's, for a dataset older than that record), and, for a dataset of
+    the probe's current version, any the probe has offered since (a version names what a
+    dataset holds, so a plot added within it reads what it needs; an older version's dataset
+    is drawn only by the kinds it recorded), drawn by the probe's functions (a kit's probe
+    class brings its family's figures, e.g. the lane-id kit's lanemap)."""
+    prov = dataset.provenance(ds)
+    recorded = prov.get("plots")
+    current = str(prov.get("probe_version")) == str(probe.version)
+    offered = set(recorded) if isinstance(recorded, list) and not current else set(probe.plots)
     return {kind: draw for kind, draw in probe.plots.items() if kind in offered}
 
 

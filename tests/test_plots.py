@@ -262,3 +262,26 @@ def test_a_mismatch_map_names_its_hypothesis_verdict_and_unclaimed_kernels(sim):
     assert "cuda-contract (literal; verdict NOT-EVIDENCE)" in texts(figures["byte_perm"])
     assert "NOT CLAIMED" not in texts(figures["byte_perm"])
     assert "NOT CLAIMED by cuda-contract" in texts(figures["prmt"])
+
+
+@pytest.mark.parametrize("recorded, version, offered", [
+    (None, "1", ["added", "old"]),  # older than the record: all its probe offers
+    (["old"], "1", ["added", "old"]),  # the probe's version: a kind added since is offered
+    (["old"], "2", ["old"]),  # an older version: only what it recorded
+    ([], "2", []),
+])
+def test_a_dataset_offers_the_plots_its_probe_version_offers(recorded, version, offered):
+    """A plot kind added to a probe after a dataset was measured draws that dataset while the
+    probe is still of its version (the version names what a dataset holds); a dataset of an
+    older version is drawn only by the kinds it recorded."""
+    import json
+    from types import SimpleNamespace
+
+    import xarray as xr
+
+    from probelab.plot import plot_kinds
+
+    prov = {"probe_version": "1"} | ({"plots": recorded} if recorded is not None else {})
+    ds = xr.Dataset(attrs={"provenance": json.dumps(prov)})
+    probe = SimpleNamespace(version=version, plots={"old": print, "added": print})
+    assert sorted(plot_kinds(ds, probe)) == offered
