@@ -927,6 +927,42 @@ def diff_cmd(
                          Exit.OK if same else Exit.REFUTED))
 
 
+@app.command("oracle", epilog=EPILOG)
+@in_lab_of("paths")
+@guarded
+def oracle_cmd(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The oracle: mmasim (MMA-Sim's "
+                                        "models of NVIDIA mma and wgmma).")],
+    paths: Annotated[list[Path], typer.Argument(metavar="DATASET...",
+                                                help="Numerics datasets (.nc).")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Run an outside numeric model on the inputs numerics datasets store; compare its D with
+    the measured D bit for bit, per stimulus family.
+
+    A cross-check of the lab's own models, never a verdict: nothing it says is sealed or
+    read by verify. `probelab oracle mmasim data/numerics-mma-f16-f32/sm_90/T.nc` asks
+    MMA-Sim (`pip install 'probelab[oracles]'`) for the instruction the dataset's kernel
+    names on its target's architecture. Each dataset is read as `check` reads one (TAMPERED
+    or UNPINNED is named). Counts: agree (bit for bit), nan≠ (both NaN, other bits: not a
+    disagreement), disagree (the first cases are shown; --json lists all). Exit 0 when
+    every case agrees; 1 when any disagrees or a dataset is simulated (not evidence); 2 for
+    a dataset that is not numerics or one whose instructions the oracle does not model; 3
+    when a dataset is TAMPERED or UNPINNED (the comparison is still shown); 4 when the
+    oracle's package is not installed.
+    """
+    from probelab.oracle import render, run
+
+    reports = [r for path in paths for r in run(name, path)]
+    if as_json:
+        emit_json([r.as_json() for r in reports])
+    else:
+        say(render(reports))
+    raise typer.Exit(int(Exit.INTEGRITY if any(r.standing.words() for r in reports) else
+                         Exit.REFUTED if any(r.disagree or r.simulated for r in reports) else
+                         Exit.OK))
+
+
 @app.command("import", epilog=EPILOG)
 @guarded
 def import_cmd(
