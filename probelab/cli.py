@@ -931,8 +931,8 @@ def diff_cmd(
 @in_lab_of("paths")
 @guarded
 def oracle_cmd(
-    name: Annotated[str, typer.Argument(metavar="NAME", help="The oracle: mmasim (MMA-Sim's "
-                                        "models of NVIDIA mma and wgmma).")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The oracle, e.g. mmasim (MMA-Sim's "
+                                        "models of mma and wgmma).")],
     paths: Annotated[list[Path], typer.Argument(metavar="DATASET...",
                                                 help="Numerics datasets (.nc).")],
     as_json: JsonOpt = False,
