@@ -395,14 +395,15 @@ def _edge_labels(ax: Axes, row_labels: Sequence[str], col_labels: Sequence[str],
 def cell_table(ax: Axes, colors: np.ndarray, text: np.ndarray, row_labels: Sequence[str],
                col_labels: Sequence[str], cmap: str | Colormap = "viridis",
                vmin: float | None = None, vmax: float | None = None,
-               fontsize: float | None = None) -> ScalarMappable | None:
+               fontsize: float | None = None, grid: bool = True) -> ScalarMappable | None:
     """Draw a grid of coloured cells, each with its text centred; row 0 is at the top.
 
     `colors` is (rows, cols) of values, mapped through `cmap` (vmin/vmax as in imshow; NaN
     gives the cmap's 'bad' colour), (rows, cols) of colour strings ("#ff00ff", "white") or
     (rows, cols, 3|4) of RGB(A) numbers. `text` is (rows, cols) of str. Text is dark on light
     cells and white on dark ones; its size fits the cells unless `fontsize` is given.
-    Returns the value -> colour mapping, for a colorbar (None when colours were given).
+    Without `grid`, no lines part the cells (in an image of many small ones they would hide
+    them). Returns the value -> colour mapping, for a colorbar (None when colours were given).
 
     The cells, their texts and each edge's labels are one artist each (`Cells`, `Labels`),
     the grid one line collection: thousands of artists took seconds to draw and save.
@@ -414,9 +415,11 @@ def cell_table(ax: Axes, colors: np.ndarray, text: np.ndarray, row_labels: Seque
         raise ValueError(f"cell_table: colours {(rows, cols)}, text {text.shape}, "
                          f"{len(row_labels)} row and {len(col_labels)} column labels")
     ax.add_artist(Cells(rgba))
-    grid = [[(0, r), (cols, r)] for r in range(rows + 1)] + \
-        [[(c, 0), (c, rows)] for c in range(cols + 1)]
-    ax.add_collection(LineCollection(grid, colors=CELL_EDGE, linewidths=0.6), autolim=False)
+    if grid:
+        lines = [[(0, r), (cols, r)] for r in range(rows + 1)] + \
+            [[(c, 0), (c, rows)] for c in range(cols + 1)]
+        ax.add_collection(LineCollection(lines, colors=CELL_EDGE, linewidths=0.6),
+                          autolim=False)
     ax.set_xlim(0, cols)
     ax.set_ylim(rows, 0)
     size = fontsize or _font_size(ax, (rows, cols), text)
@@ -430,6 +433,18 @@ def cell_table(ax: Axes, colors: np.ndarray, text: np.ndarray, row_labels: Seque
     for spine in ax.spines.values():
         spine.set_visible(False)
     return mapping
+
+
+def panels(fig: Figure, rows: int, cols: int, room: float = 0.7, **grid: float
+           ) -> tuple[Axes, np.ndarray]:
+    """(an empty axes along the figure's top edge, for a header over every panel; the
+    (rows, cols) panels below it, `room` inches kept for the header's clearance and their
+    titles)."""
+    axes = np.array(fig.subplots(rows, cols, squeeze=False, gridspec_kw=grid or None))
+    fig.subplots_adjust(top=1 - room / fig.get_figheight())
+    head = fig.add_axes((0.0, 1.0, 1.0, 0.0))
+    head.axis("off")
+    return head, axes
 
 
 def dataset_header(ax, kernel: str, what: str, ds, subtitle: str,

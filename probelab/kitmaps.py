@@ -1,7 +1,8 @@
-"""The lane maps of the matrix-move and sparse kits' datasets, as probelab.lanemaps reads a
-lane-id probe's: (thread, value) -> a coordinate, a value being one element a thread holds
-(CuTe's value: a 16-bit element is half a register), -1 where a slot holds nothing. Read
-off each dataset's own variables, as lanemaps reads a lane-id dataset's: no probe code.
+"""The lane maps of the matrix-move and sparse kits' datasets (and of the tensor-map box
+loads), as probelab.lanemaps reads a lane-id probe's: (thread, value) -> a coordinate, a
+value being one element a thread holds (CuTe's value: a 16-bit element is half a register),
+-1 where a slot holds nothing. Read off each dataset's own variables, as lanemaps reads a
+lane-id dataset's: no probe code.
 
 - matrix move (ldmatrix, stmatrix: operand SMEM): (lane, value) -> (row, col) of the shared
   rows the warp's addresses named, row = the lane whose address named it (matrix i: rows
@@ -21,6 +22,9 @@ off each dataset's own variables, as lanemaps reads a lane-id dataset's: no prob
   superposition, collisions) is checks and records, not a lane map. A sparse dataset is read
   in the fragment vocabulary (dims `a_value`, `b_value`; an archive dataset's `a_elem`,
   `b_elem` through its recorded translation, probelab.vocabulary, where it is opened).
+- tensor-map box loads (the tma-swizzle probes; operand SMEM): each configuration's box as a
+  memory tile, (row, col) of the box element at each element offset of the shared region
+  (probelab.boxmaps).
 - The matrix-move kit is not on the fragment vocabulary: its `from_reg` and `from_half`
   count registers and halves of a register (the instruction's own units), not values.
 """
@@ -30,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from probelab import lanemaps
+from probelab import boxmaps, lanemaps
 from probelab.errors import UsageError
 from probelab.lanemaps import LaneMap
 
@@ -44,6 +48,8 @@ def maps_of(ds: xr.Dataset, kernel: str | None, operand: str | None) -> list[Lan
     dataset holds instead where it has no map of that kernel and operand."""
     if any(f"{o}_row" in ds.data_vars for o in lanemaps.OPERANDS):
         return lanemaps.lane_maps(ds, kernel, operand)
+    if boxmaps.holds_boxes(ds):
+        return boxmaps.box_maps(ds, kernel, operand)
     if "op" in ds.coords and {"from_lane", "from_addr_lane"} & set(ds.data_vars):
         op = str(ds["op"].values)
         kind, offered, build = f"{op}'s", ["source" if op == "move" else "smem"], _move_map

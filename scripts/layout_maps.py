@@ -1,6 +1,7 @@
 """Write docs/layout-maps.md and docs/layout-maps.json: every measured lane map of the
 archive (each probe's newest pinned dataset that is not retired: the lane-id, matrix-move
-and sparse kits' maps; probelab.lanemaps, probelab.kitmaps), its CuTe form and whether it is
+and sparse kits' maps and the TMA's boxes; probelab.lanemaps, probelab.kitmaps,
+probelab.boxmaps), its CuTe form and whether it is
 F2-linear, found from the data and proved on every cell, in the dataset's own labels.
 
     python scripts/layout_maps.py [--out DIR]    # default: docs/ of the lab
@@ -28,7 +29,9 @@ base offset O, CuTe's ComposedLayout, where element (0, 0) is not at 0), and whe
 F2-linear (Triton's linear layouts: a structural finding), or why not. Labels are the
 datasets' own: canonical for A to D (numbered by first appearance in slot order;
 `probelab layout show PROBE --prereg FILE` gives a confirmed table's numbering), physical
-for SMEM (ldmatrix/stmatrix: row = the lane whose address named it, col = its element),
+for SMEM (ldmatrix/stmatrix: row = the lane whose address named it, col = its element; a
+TMA box: row = the box row, col = its element, a slot = the element's offset in shared
+memory),
 SOURCE (movmatrix: the source lane and half) and META (mma.sp: the lane and 2-bit field of
 the metadata word that governs an A element). `docs/layouts.md` explains the forms.
 

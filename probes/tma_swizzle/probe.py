@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from probelab.probe import Evidence, Kernel, Launch, TensorMap
+from probelab.probe import Evidence, Kernel, Launch, TensorMap, load_sibling
 
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
     import xarray as xr
@@ -161,7 +161,8 @@ class TmaSwizzle:
 
     @property
     def plots(self) -> dict[str, Callable[..., object]]:
-        return {}
+        # loaded on demand: matplotlib is not needed to sweep or check
+        return load_sibling(HERE / "plots.py").PLOTS
 
 
 PROBES = tuple(TmaSwizzle(e) for e in TYPES)
