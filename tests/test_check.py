@@ -394,7 +394,7 @@ def test_tampered_hypothesis_is_an_archive_problem(toylab: ToyLab) -> None:
     result = verify.verify_archive()
     assert {(p.at, p.seal) for p in result["problems"] if Rule.SEAL_EDITED in p.rules} == \
         {(rel(hyp), True), (f"{rel(data)} × sum", False)}  # its row, and the check
-    assert any("TAMPERED" in c["verdict"] for c in result["checks"])
+    assert Outcome.TAMPERED in [c["verdict"] for c in result["checks"]]
 
 
 def test_broken_ledger_is_an_archive_problem(toylab: ToyLab) -> None:

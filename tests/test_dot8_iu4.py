@@ -487,8 +487,7 @@ def test_sim_sweep_end_to_end_is_marked_simulated(tmp_path: Path, sealed_lab, mo
     the GPU machine's) the order cannot be shown: it would be POST-HOC. Either way it is
     NOT-EVIDENCE."""
     from probelab import dataset
-    from probelab.gitinfo import NO_HISTORY
-    from probelab.notary.rules import Outcome
+    from probelab.notary.rules import Finding, Outcome, Rule
     from probelab.sweep import run_sweep
 
     lab = sealed_lab("dot8_iu4", "dot8-iu4", "isa-nibble-pairs")
@@ -501,7 +500,8 @@ def test_sim_sweep_end_to_end_is_marked_simulated(tmp_path: Path, sealed_lab, mo
     hyp = lab / "preregistrations" / "dot8-iu4" / "isa-nibble-pairs.toml"
     full, copy = checked_with_and_without_history(hyp, result.path, tmp_path / "copy",
                                                   monkeypatch)
-    for doc in (full, copy):
-        assert doc["verdict"] == Outcome.NOT_EVIDENCE and doc["dataset"]["simulated"] is True
-    assert full["reasons"] == ["simulated data (would be REFUTED); never evidence"]
-    assert copy["reasons"] == ["simulated data (would be POST-HOC); never evidence", NO_HISTORY]
+    for judged in (full, copy):
+        assert judged.outcome == Outcome.NOT_EVIDENCE and judged.doc["dataset"]["simulated"]
+    assert full.findings == (Finding(Rule.SIMULATED, detail=Outcome.REFUTED),)
+    assert copy.findings == (Finding(Rule.SIMULATED, detail=Outcome.POST_HOC),
+                             Finding(Rule.NO_HISTORY))

@@ -157,8 +157,7 @@ def test_sim_sweep_end_to_end_is_not_evidence(tmp_path: Path, sealed_lab, monkey
     """Simulated data are NOT-EVIDENCE: in a lab with its history the sealed raw-law reading
     would be REFUTED by the sim backend's hidden unit; in a copy without it (a tarball, the
     GPU machine's) the order cannot be shown: it would be POST-HOC."""
-    from probelab.gitinfo import NO_HISTORY
-    from probelab.notary.rules import Outcome
+    from probelab.notary.rules import Finding, Outcome, Rule
     from probelab.sweep import run_sweep
 
     lab = sealed_lab("swmmac_iu4", "swmmac-iu4", "raw-law-v4")
@@ -167,8 +166,9 @@ def test_sim_sweep_end_to_end_is_not_evidence(tmp_path: Path, sealed_lab, monkey
     hyp = lab / "preregistrations" / "swmmac-iu4" / "raw-law-v4.toml"
     full, copy = checked_with_and_without_history(hyp, result.path, tmp_path / "copy",
                                                   monkeypatch)
-    for doc in (full, copy):
-        assert doc["verdict"] == Outcome.NOT_EVIDENCE and doc["dataset"]["simulated"] is True
-    assert full["reasons"] == ["simulated data (would be REFUTED); never evidence"]
-    assert copy["reasons"] == ["simulated data (would be POST-HOC); never evidence", NO_HISTORY]
+    for judged in (full, copy):
+        assert judged.outcome == Outcome.NOT_EVIDENCE and judged.doc["dataset"]["simulated"]
+    assert full.findings == (Finding(Rule.SIMULATED, detail=Outcome.REFUTED),)
+    assert copy.findings == (Finding(Rule.SIMULATED, detail=Outcome.POST_HOC),
+                             Finding(Rule.NO_HISTORY))
     assert result.dataset.sizes["bad"] == 4  # the equal pairs, recorded one-hot

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from probelab import dataset, manifest, prereg
+from probelab.notary.verdicts import Judgement
 from probelab.probe import catalog
 from probelab.sweep import run_sweep
 
@@ -136,16 +137,16 @@ def without_history(root: Path, copy: Path, monkeypatch) -> Path:
 
 
 def checked_with_and_without_history(hypothesis: Path, data: Path, copy: Path,
-                                     monkeypatch) -> tuple[dict[str, Any], dict[str, Any]]:
-    """`check` of a sealed hypothesis on a dataset outside the lab, in the lab (with its
-    history) and then in a copy of it without one (`without_history`)."""
-    from probelab.check import check
+                                     monkeypatch) -> tuple[Judgement, Judgement]:
+    """The judgement of a sealed hypothesis on a dataset outside the lab, in the lab (with
+    its history) and then in a copy of it without one (`without_history`)."""
+    from probelab.check import assess
     from probelab.paths import lab_root
 
     root = lab_root()
-    with_history = check(hypothesis, data)
+    with_history = assess(hypothesis, data)
     without_history(root, copy, monkeypatch)
-    return with_history, check(copy / hypothesis.relative_to(root), data)
+    return with_history, assess(copy / hypothesis.relative_to(root), data)
 
 
 def invoke(*args: str | Path):
