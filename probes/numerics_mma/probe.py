@@ -31,6 +31,7 @@ import numpy as np
 from probelab.formats import FORMATS
 from probelab.kits import SEPARATION_FLOOR
 from probelab.kits.numerics import stimulus as families
+from probelab.kits.numerics.draws import pattern
 from probelab.kits.numerics.stimulus import FIRST, Frame
 from probelab.kits.tiles import Tile
 from probelab.numerics.exact import decode, encode
@@ -128,6 +129,11 @@ ALL = (*FIRST, "window", "carry", "c_ties", "carry_ties", "overflow")
 # shifted case kept only where its inputs stay normals) and `nans`, so that each pair of its
 # sealed models parts on >= 32 cells; version 3 (the first three: 4) marks the new stimulus
 EVERY = (*ALL, "targeted", "nans")
+# issue 38 item 3: the probes whose laws were read from their first data (lowered-pairs-law,
+# dfma-nans) take cases drawn from a seed their datasets record (`stimulus_seed`), so those
+# laws can be confirmed on cases they have not seen; version 4 marks the new stimulus
+SEEDED = (*EVERY, "seeded")
+SEED = 20261205  # chosen before any dataset of it existed; another seed is another version
 UP, DOWN = tuple(range(1, 28)), tuple(range(-1, -28, -1))
 
 
@@ -148,7 +154,8 @@ class Kind:
     # (mma.sync bf16/tf32: f16's, their frames' before they took every family)
     order_a: str | None = None
     # 3: the stimulus took every family and the targeted one (issue 38), which flips laws
-    # confirmed on version 2's cases; None: the probe's default
+    # confirmed on version 2's cases (the first three: 4); 4 of the SEEDED kinds: their
+    # seeded cases added; None: the probe's default
     version: str | None = None
     lanes: int = 32  # 128: a warpgroup
     targets: tuple[str, ...] = ("sm_90*",)
@@ -187,14 +194,14 @@ KINDS = {k.id: k for k in (
                c_tiny=-20, offsets=(*DOWN, *UP)), EVERY, version="3"),
     *(Kind(f"numerics-mma-{n}-f32", f"{n}_f32_m16n8k32", n, "f32", "m16n8k32", a_cell_fp8,
            b_cell_fp8, (16, 8, 4), fp8_evidence(n),
-           Frame(32, a=FORMATS[n], tiny=FP8_TINY[n], **F8), EVERY, version="3")
+           Frame(32, a=FORMATS[n], tiny=FP8_TINY[n], seed=SEED, **F8), SEEDED, version="4")
       for n in ("e4m3", "e5m2")),
     Kind("numerics-mma-f64-m8n8k4", "f64_m8n8k4", "f64", "f64", "m8n8k4", a_cell_tf32,
          b_cell_tf32, (1, 1, 2), mma_evidence(r"DMMA\.8x8x4", (2, 2, 4)),
-         Frame(4, **F64_FRAME), EVERY, version="3"),
+         Frame(4, seed=SEED, **F64_FRAME), SEEDED, version="4"),
     Kind("numerics-mma-f64-m16n8k16", "f64_m16n8k16", "f64", "f64", "m16n8k16", a_cell_tf32,
          b_cell_tf32, (8, 4, 4), mma_evidence(r"DMMA\.16x8x16", (16, 8, 8)),
-         Frame(16, **F64_FRAME), EVERY, version="3"),
+         Frame(16, seed=SEED, **F64_FRAME), SEEDED, version="4"),
     Kind("numerics-wgmma-f16-f32", "wgmma_f16_f32_m64n8k16", "f16", "f32", "m64n8k16", a_cell,
          evidence=wgmma_evidence(r"HGMMA\.64x8x16\.F32"), frame=Frame(16, offsets=UP),
          families=EVERY, version="3", **WGMMA),
@@ -298,9 +305,9 @@ class NumericsProbe:
         found = [(name, case, a, b, c) for name in self.families
                  for case, a, b, c in families.FAMILIES[name](frame)]
         dtype = np.uint64 if self.out.bits == 64 else np.uint32
-        a = np.array([[encode(self.fmt, v) for v in c[2]] for c in found], dtype)
-        b = np.array([[encode(self.fmt, v) for v in c[3]] for c in found], dtype)
-        c = np.array([encode(self.out, x[4]) for x in found], dtype)
+        a = np.array([[pattern(self.fmt, v) for v in c[2]] for c in found], dtype)
+        b = np.array([[pattern(self.fmt, v) for v in c[3]] for c in found], dtype)
+        c = np.array([pattern(self.out, x[4]) for x in found], dtype)
         names = list(self.families)
         ds = xr.Dataset(coords={
             "case": ("case", np.arange(len(found), dtype=np.uint32)),
@@ -318,6 +325,8 @@ class NumericsProbe:
                                                 for x in found], np.uint32)),
             "a_format": ((), self.spec.a), "b_format": ((), self.spec.a),
             "d_format": ((), self.spec.out)})
+        if "seeded" in self.families:  # what its seeded cases were drawn from (check reads it)
+            ds = ds.assign_coords(stimulus_seed=((), np.uint32(frame.seed)))
         if self.order:  # where each case's pair sits, and the unit product's exponent
             unit, gap = frame.order_span()
             bigs = [sorted(range(frame.k), key=lambda k, x=x: -x[2][k].top())[:2]

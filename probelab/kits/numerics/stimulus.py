@@ -34,7 +34,10 @@ so no input is ever rounded on the way in). Families, after the properties they 
   past the output's largest finite by many amounts and every subnormal input, so that
   every sealed rival pair of the probe parts on at least 32 cells;
 - `nans` (issue 38): NaN inputs at each k, and (with infinities) 0 * inf, inf - inf and an
-  infinite C against the opposite infinity at each k: how D spells a NaN, >= 32 times.
+  infinite C against the opposite infinity at each k: how D spells a NaN, >= 32 times;
+- `seeded` (issue 38 item 3): cases drawn from the frame's `seed` (none without one), so a law
+  read from earlier data meets cases it has not seen: dense random sums, swamping at random
+  k and scales, and one NaN or infinity among random values (NaNs of any sign and payload).
 
 A `Frame` places them: K, the formats, and where "1" sits (`one`, `swamp_one`: exponents
 that keep every input a normal of its format and every result inside the output's range).
@@ -46,7 +49,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from probelab.formats import FORMATS, Element
+from probelab.kits.numerics import draws
 from probelab.numerics.exact import NAN, Value, encode, largest
 
 Case = tuple[str, tuple[Value, ...], tuple[Value, ...], Value]
@@ -69,6 +75,8 @@ class Frame:
     carry_precision: int | None = None  # a result's significand bits below the output's
     offsets: tuple[int, ...] = ()  # `targeted`: the exponent shifts its families repeat at
     rolls: tuple[int, ...] = ()  # `targeted`: the k rotations they repeat at (narrow formats)
+    seed: int | None = None  # `seeded`: what its cases are drawn from (None: it has none)
+    draws: int = 96  # `seeded`: cases of each of its kinds
 
     @property
     def precision(self) -> int:
@@ -374,8 +382,88 @@ def _at(f: Frame, k: int, x: Value, y: Value) -> tuple[tuple[Value, ...], tuple[
     return tuple(a), tuple(b)
 
 
+def seeded(f: Frame) -> Iterator[Case]:
+    """`f.draws` cases of each kind drawn from the frame's seed (none without one), every
+    value exact in its format, the operands' exponents within 2**w of a centre drawn per
+    case (`_centres`: K products and their sum inside D's range):
+    - dense: A and B random at every k (subnormals where the window reaches them), C a random
+      output value at the products' scale: every property at once, at no designed exponent;
+    - swamped: +M at a random k and -M at another (its sign on A or on B), M's halves about
+      2**(precision/2) above random values at every other k, C a random value at their
+      products' scale (swamped too where it joins M's sum);
+    - specials: dense, then at a random k a NaN input of any sign and fraction (signalling
+      too) in A or B; and as many again (where the inputs have infinities) with one of 0 *
+      inf, +inf and -inf products at two k, C an infinity against the opposite product, or
+      an infinity alone."""
+    if f.seed is None:
+        return
+    rng = np.random.default_rng(f.seed)
+    lo, hi, w = _centres(f)
+
+    def drawn(low: int, high: int, subnormal: float = 0.0) -> list[Value]:
+        return [draws.finite(rng, f.a, low, high, subnormal) for _ in range(f.k)]
+
+    def dense() -> tuple[int, list[Value], list[Value]]:
+        c = int(rng.integers(lo, hi + 1))
+        sub = 1 / 8 if c - w <= f.a.emin else 0.0
+        return c, drawn(c - w, c + w, sub), drawn(c - w, c + w, sub)
+
+    for n in range(f.draws):
+        c, a, b = dense()
+        yield (f"seeded dense #{n}", tuple(a), tuple(b),
+               draws.finite(rng, f.out, 2 * c - w, 2 * c + w))
+    half, top = -(-f.precision // 2), largest(f.a).top()
+    for n in range(f.draws):
+        c = max(f.a.emin + 2, min(top - half - 2, int(rng.integers(lo, hi + 1))))
+        a, b = drawn(c - 2, c + 2), drawn(c - 2, c + 2)
+        i, j = (int(x) for x in rng.choice(f.k, 2, replace=False))
+        x, y = (_positive(draws.finite(rng, f.a, c + half, c + half + 2)) for _ in "xy")
+        a[i], b[i] = x, y
+        a[j], b[j] = (x, _negated(y)) if rng.integers(2) else (_negated(x), y)
+        yield (f"seeded swamped +M@{i} -M@{j} #{n}", tuple(a), tuple(b),
+               draws.finite(rng, f.out, 2 * c - 4, 2 * c + 4))
+    made = () if f.a.finite_only else ("0*inf", "inf-inf", "C=inf", "inf")
+    for n, kind in enumerate(["NaN"] * f.draws + [made[int(x)] for x in rng.integers(
+            len(made), size=f.draws if made else 0)]):
+        c, a, b = dense()
+        k = int(rng.integers(f.k))
+        cv = draws.finite(rng, f.out, 2 * c - w, 2 * c + w)
+        if kind == "inf-inf":  # the product at j the opposite infinity of the one at k
+            j = int(rng.choice([x for x in range(f.k) if x != k]))
+            a[k] = Value("inf", int(rng.integers(2)))
+            a[j] = Value("inf", 1 ^ a[k].sign ^ b[k].sign ^ b[j].sign)
+        elif kind == "C=inf":  # C against the opposite infinite product
+            cv = Value("inf", int(rng.integers(2)))
+            a[k] = Value("inf", 1 ^ cv.sign ^ b[k].sign)
+        else:  # a NaN, an infinity, or an infinity times a zero, in A or in B
+            x = draws.nan(rng, f.a) if kind == "NaN" else Value("inf", int(rng.integers(2)))
+            mine, other = (b, a) if rng.integers(2) else (a, b)
+            mine[k] = x
+            if kind == "0*inf":
+                other[k] = Value("finite", int(rng.integers(2)), 0, 0)
+        yield f"seeded {kind}@{k} #{n}", tuple(a), tuple(b), cv
+
+
+def _centres(f: Frame) -> tuple[int, int, int]:
+    """(lo, hi, w): the centres an operand's exponent is drawn within 2**w of (w at most
+    10), such that each operand is a normal of its format and each product, and K of them
+    summed, lie inside D's normal range."""
+    top = largest(f.a).top()
+    w = min((top - f.a.emin) // 2, 10)
+    return (max(f.a.emin + w, -(-f.out.emin // 2) + w),
+            min(top - w, (largest(f.out).top() - f.k.bit_length()) // 2 - w), w)
+
+
+def _positive(v: Value) -> Value:
+    return replace(v, sign=0)
+
+
+def _negated(v: Value) -> Value:
+    return replace(v, sign=1 - v.sign)
+
+
 FAMILIES = {"alignment": alignment, "window": window, "carry": carry,
             "c_mantissa": c_mantissa, "ties": ties, "c_ties": c_ties, "carry_ties": carry_ties,
             "swamping": swamping, "order": order, "c_joins": c_joins, "specials": specials,
-            "overflow": overflow, "targeted": targeted, "nans": nans}
+            "overflow": overflow, "targeted": targeted, "nans": nans, "seeded": seeded}
 FIRST = ("alignment", "c_mantissa", "ties", "swamping", "c_joins", "specials")  # 1st probes'
