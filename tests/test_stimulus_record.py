@@ -2,9 +2,10 @@
 what the lane-id kit's named waves are made of (the recipe, its plan, the seed, how the
 buffers hold the elements, every shared-memory tile: descriptor, alignment, element order,
 MN- or K-major), the sparse kit's (seed, codec and levels, slot order, metadata, block
-order) and the numerics probes' (where a case's values sit, B's wgmma tile), and each kit's
-`recipe.inputs` rebuilds every wave's launch inputs from a saved dataset alone, with the
-probe's code gone."""
+order), the numerics probes' (where a case's values sit, B's wgmma tile), the bit-op kit's
+(which coordinates are inputs, the launched axes, the axis of immediates) and the
+matrix-move kit's (its packing, the seed), and each kit's `recipe.inputs` rebuilds every
+wave's launch inputs from a saved dataset alone, with the probe's code gone."""
 
 import shutil
 from collections.abc import Mapping
@@ -17,14 +18,17 @@ import pytest
 from probelab import dataset
 from probelab.errors import UsageError
 from probelab.kits import recorded_stimulus
+from probelab.kits.bitops import recipe as bitops_recipe
 from probelab.kits.lane_id import recipe
+from probelab.kits.matrix_move import recipe as matrix_move_recipe
 from probelab.kits.numerics import recipe as numerics_recipe
 from probelab.kits.sparse import recipe as sparse_recipe
 from probelab.kits.tiles import Tile, grid_facts
 from probelab.probe import INFO_KEY, catalog, get_probe, info, supports
 from probelab.sweep import run_sweep
 
-KITS: dict[str, ModuleType] = {m.KIT: m for m in (recipe, sparse_recipe, numerics_recipe)}
+KITS: dict[str, ModuleType] = {m.KIT: m for m in (recipe, sparse_recipe, numerics_recipe,
+                                                   bitops_recipe, matrix_move_recipe)}
 
 
 def _probes(kit: str) -> dict[str, str]:
@@ -34,12 +38,13 @@ def _probes(kit: str) -> dict[str, str]:
             if info(p).stimulus.get("kit") == kit}
 
 
-LANE_ID, SPARSE, NUMERICS = (_probes(k) for k in KITS)
+LANE_ID, SPARSE, NUMERICS, BITOPS, MATRIX_MOVE = (_probes(k) for k in KITS)
 # quick, one per kit: A and B from tiles (a descriptor starting 512 bytes in); a sparse
-# probe; a numerics probe whose B is placed in a wgmma tile (the others: the slow run)
+# probe; a numerics probe whose B is placed in a wgmma tile; a bit-op probe with an axis of
+# immediates; a matrix-move probe with addresses and a tile (the others: the slow run)
 WITNESS = "wgmma-f16-ss"
-WITNESSES = (WITNESS, "mma-sp-s8", "numerics-wgmma-f16-f32")
-ALL = LANE_ID | SPARSE | NUMERICS
+WITNESSES = (WITNESS, "mma-sp-s8", "numerics-wgmma-f16-f32", "lop3", "ldmatrix-b16")
+ALL = LANE_ID | SPARSE | NUMERICS | BITOPS | MATRIX_MOVE
 SIM_TARGETS = ("sm_90", "gfx942", "gfx950", "gfx1201")  # the first a probe targets
 
 
@@ -104,8 +109,10 @@ def test_every_lane_id_probe_is_rebuilt_from_its_recorded_facts(probe_id: str) -
     _rebuilt_from_its_facts(probe_id)
 
 
-def test_every_sparse_and_numerics_probe_is_rebuilt_from_its_recorded_facts() -> None:
-    for probe_id in sorted(SPARSE | NUMERICS):
+def test_every_probe_of_the_other_kits_is_rebuilt_from_its_recorded_facts() -> None:
+    """Every sparse, numerics, bit-op and matrix-move probe (the lane-id ones: slow)."""
+    assert len(BITOPS) == 7 and len(MATRIX_MOVE) == 3  # the scan sees every probe of theirs
+    for probe_id in sorted(SPARSE | NUMERICS | BITOPS | MATRIX_MOVE):
         _rebuilt_from_its_facts(probe_id)
 
 
@@ -170,6 +177,7 @@ def test_a_dataset_that_records_no_stimulus_facts_is_not_rebuilt_from_convention
         recipe.inputs(dataset.with_provenance(grid, {"probe": WITNESS}))
     with pytest.raises(UsageError, match="cannot be read"):  # no JSON object: not a record
         recipe.inputs(dataset.with_provenance(grid, prov | {INFO_KEY: facts | {"stimulus": []}}))
-    with pytest.raises(UsageError, match="records no sparse stimulus"):  # another kit's
-        sparse_recipe.inputs(dataset.with_provenance(grid, prov))
+    for other in (sparse_recipe, bitops_recipe, matrix_move_recipe):  # another kit's
+        with pytest.raises(UsageError, match=f"records no {other.KIT} stimulus"):
+            other.inputs(dataset.with_provenance(grid, prov))
     assert recipe.inputs(dataset.with_provenance(grid, prov))["params"].tolist() == [3076]

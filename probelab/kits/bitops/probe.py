@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from probelab.kits import Declared
+from probelab.kits.bitops.recipe import buffers, record
 from probelab.probe import Evidence, Kernel, Launch
 
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
@@ -122,23 +123,15 @@ class BitOpProbe(Declared):
                 coords[name] = (axis.dim, np.asarray(values), dict(axis.attrs.get(name, {})))
         return xr.Dataset(coords=coords)
 
-    def cells(self, stimulus: xr.Dataset) -> int:
-        return int(np.prod([stimulus.sizes[a.dim] for a in self.launched]))
-
-    def _flat(self, stimulus: xr.Dataset, name: str) -> np.ndarray:
-        """Coordinate `name` at every launched cell, in C order of the launched axes."""
-        dims = [a.dim for a in self.launched]
-        var = stimulus[name]
-        shape = [stimulus.sizes[d] for d in dims]
-        index = [slice(None) if d in var.dims else None for d in dims]
-        values = np.asarray(var.values, np.uint32)[tuple(index)]
-        return np.broadcast_to(values, shape).reshape(-1)
+    @property
+    def stimulus_facts(self) -> dict[str, object]:
+        """What its datasets record of the stimulus beyond the grid (recipe.record)."""
+        return record(self.inputs, [a.dim for a in self.launched], self.unrolled)
 
     def launch(self, stimulus: xr.Dataset) -> Launch:
-        cells = self.cells(stimulus)
+        inputs = buffers(stimulus, self.inputs, [a.dim for a in self.launched])
+        cells = int(inputs["params"][0])
         width = 1 if self.values is None else len(self.values)
-        inputs = {"params": np.array([cells], np.uint32)}
-        inputs |= {name: self._flat(stimulus, name) for name in self.inputs}
         return Launch(inputs=inputs, outputs={"out": cells * width}, threads=cells)
 
     def assemble(self, stimulus: xr.Dataset,

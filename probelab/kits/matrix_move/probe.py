@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from probelab.kits import Declared, lazy_figures
-from probelab.kits.matrix_move import engine
+from probelab.kits.matrix_move import engine, recipe
 from probelab.kits.matrix_move.engine import LANES, Form, Law
 from probelab.probe import Evidence, Kernel, Launch
 
@@ -51,6 +51,11 @@ class MatrixMoveProbe(Declared):
 
     def stimulus(self) -> xr.Dataset:
         return engine.stimulus(self.forms, self.seed)
+
+    @property
+    def stimulus_facts(self) -> dict[str, object]:
+        """What its datasets record of the stimulus beyond the grid (recipe.record)."""
+        return recipe.record(self.seed)
 
     def launch(self, stimulus: xr.Dataset) -> Launch:
         waves = stimulus.sizes["wave"]
