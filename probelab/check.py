@@ -9,9 +9,11 @@ into the verdict).
 import hashlib
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import xarray as xr
 
 from probelab import bounded, codetree, dataset, depends, ledger, vocabulary
@@ -21,11 +23,13 @@ from probelab.hypothesis import (
     LITERAL,
     Evaluations,
     Hypothesis,
+    evaluate_claim,
     load_hypothesis,
     read_capped,
     retired_observables,
     unobserved,
 )
+from probelab.notary import freshness
 from probelab.notary.integrity import Judged, judge
 from probelab.notary.order import changed_since, order_findings
 from probelab.notary.rules import Finding, Outcome, Rule
@@ -33,7 +37,7 @@ from probelab.notary.verdict_files import save_verdict
 from probelab.notary.verdicts import Judgement, fold, judgement
 from probelab.paths import lab_root, relative, shown
 from probelab.prereg import Record, evaluate
-from probelab.probe import get_probe, recorded_info
+from probelab.probe import SEPARATION_FLOOR, get_probe, recorded_info
 from probelab.records import Provenance, Verdict
 from probelab.scoring import score_claims
 
@@ -325,6 +329,11 @@ def assess(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = No
         return judgement(doc, found)
     if by_scores == Outcome.REFUTED:
         doc["separation"] = separation(claimed)
+    elif h.fitted_from:  # a law read from data confirms only on a stimulus it has not seen
+        seen, doc["fresh"] = freshness.judged_fresh(
+            h.fitted_from, judged, claimed_per_case(h, judged), h.floor or SEPARATION_FLOOR)
+        if seen:
+            return judgement(doc, seen)
     notes = [Finding(Rule.NO_CELLS, k) for k, v in doc["kernels"].items()
              if v["scores"][LITERAL]["cells"] == 0]
     if blind := blind_partners(prov, h.id):
@@ -334,6 +343,26 @@ def assess(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = No
         doc["thin_to"] = thin
         notes.append(Finding(Rule.THIN, detail=", ".join(thin)))
     return judgement(doc, notes, by_scores)
+
+
+def claimed_per_case(h: Hypothesis, judged: "Judged") -> np.ndarray | None:
+    """Per numeric case of the dataset's grid, how many cells the claim scores there (its
+    `where`, over each predicted observable that lies along the cases); None where the grid
+    has no numeric cases."""
+    grid = judged.grid
+    if (axis := freshness.case_dim(grid)) is None:
+        return None
+    dims = observed_dims(judged.variables, judged.prov, h.probe)
+    along = [o for o in h.predict if axis in dims[o]]
+    asked = replace(h, predict={o: "0" for o in along}, translations={}, near_misses={})
+    scopes = evaluate_claim(asked, grid, dims)[1] if along else None
+    per_case = np.zeros(grid.sizes[axis], np.int64)
+    for o in along:
+        scope = np.ones(tuple(grid.sizes[d] for d in dims[o]), bool) if scopes is None \
+            else scopes[LITERAL][o]
+        at = dims[o].index(axis)
+        per_case += np.moveaxis(scope, at, 0).reshape(grid.sizes[axis], -1).sum(1)
+    return per_case
 
 
 def blind_partners(prov: Provenance, hypothesis: str) -> list[str]:

@@ -26,6 +26,9 @@
     [power]                              # optional: the fewest cells a pair with this file must
     floor = 8                            # part on, lower than its probe's (prereg power), and
     reason = "..."                       # why (recorded: K = 4 leaves 6 pairs of k, ...)
+    fitted_from = ["data/p/t/T.nc"]      # optional: the archived datasets the law was read
+                                         # from: CONFIRMED only on a stimulus new to them all
+                                         # (probelab.notary.freshness)
 
 Predictions are taken modulo 2**32: observables are 32-bit registers.
 """
@@ -75,7 +78,7 @@ _REQUIRED = {"schema": int, "id": str, "probe": str, "claim": str, "coordinates"
              "predict": dict}
 _OPTIONAL = {"kernels": list, "targets": list, "where": str, "parent": str, "let": dict,
              "translations": dict, "near_misses": dict, "agrees_with": list, "model": dict,
-             "layout": dict, "power": dict}
+             "layout": dict, "power": dict, "fitted_from": list}
 MODEL = "model"  # the name expressions read a [model]'s prediction by
 
 
@@ -100,6 +103,8 @@ class Hypothesis:
     model: Mapping[str, object] | None = None
     # [power] floor: the fewest cells a pair with this file must part on (None: the probe's)
     floor: int | None = None
+    # the archived datasets (data/PROBE/TARGET/NAME.nc) the law was read from
+    fitted_from: tuple[str, ...] = ()
     # the constant tables [layout]'s explicit tables are read from (as NAME[i, ..., output]);
     # their [layout]s are in `lets`, first; the tables are pinned by sha256 in `raw`
     tables: Mapping[str, np.ndarray] = field(default_factory=dict, compare=False)
@@ -209,6 +214,7 @@ def _parse(path: Path, raw: bytes) -> Hypothesis:
                              "non-empty table of predictions")
     kernels, targets = doc.get("kernels"), doc.get("targets")
     floor = _floor(path, doc.get("power"))
+    fitted = _fitted_from(path, doc)
     if "model" in doc:
         try:
             numerics_spec.model_of(doc["model"])
@@ -239,6 +245,7 @@ def _parse(path: Path, raw: bytes) -> Hypothesis:
         parent=doc.get("parent"),
         near_misses={k: _strings(v, f"near_misses.{k}") for k, v in near.items()},
         agrees_with=tuple(agrees), model=doc.get("model"), tables=tables, floor=floor,
+        fitted_from=fitted,
     )
 
 
@@ -254,6 +261,22 @@ def _floor(path: Path, power: dict | None) -> int | None:
         raise UsageError(f"{path}: [power] takes floor (cells, a whole number from 1) and "
                          "reason (why the probe's floor does not hold for this file), both")
     return floor
+
+
+def _fitted_from(path: Path, doc: dict) -> tuple[str, ...]:
+    """`fitted_from`: the datasets of the file's own probe the law was read from, each once,
+    as the manifest names them (data/PROBE/TARGET/NAME.nc; `prereg seal` holds each to a
+    pin)."""
+    named = doc.get("fitted_from")
+    if named is None:
+        return ()
+    form = rf"data/{re.escape(doc['probe'])}/[A-Za-z0-9][A-Za-z0-9_.:+-]*/" \
+        r"[A-Za-z0-9][A-Za-z0-9_.+-]*\.nc"
+    if not named or len(set(map(str, named))) != len(named) or not all(
+            isinstance(n, str) and re.fullmatch(form, n) for n in named):
+        raise UsageError(f"{path}: 'fitted_from' lists the datasets the law was read from, "
+                         f"each once, as data/{doc['probe']}/TARGET/NAME.nc")
+    return tuple(named)
 
 
 _parsed = lru_cache(maxsize=MEMO_FILES)(_parse)

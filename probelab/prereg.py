@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from probelab import gitinfo, ledger, vendors
+from probelab import gitinfo, ledger, manifest, vendors
 from probelab.errors import HistoryError, IntegrityError, LabError, UsageError
 from probelab.hypothesis import (
     Evaluations,
@@ -154,6 +154,19 @@ def _refuse_inherited_rivals(h: Hypothesis, probe: Probe) -> None:
                              "with --allow-blind (the seal commit records the pairs)")
 
 
+def _refuse_unarchived_fits(h: Hypothesis) -> None:
+    """What a law was read from (`fitted_from`) must be archived datasets of its probe: a pin
+    of the manifest, its file present. Its cases are what a later confirmation is held to
+    differ from (probelab.notary.freshness), so a name that is none would hold it to
+    nothing."""
+    pins = {e["path"]: e for e in manifest.read()} if h.fitted_from else {}
+    for name in h.fitted_from:
+        if pins.get(name, {}).get("probe") != h.probe or not (lab_root() / name).is_file():
+            raise UsageError(f"{relative(h.path)}: fitted_from {name!r} is not an archived "
+                             f"dataset of {h.probe} (one pinned in {manifest.NAME}, its file "
+                             "in data/)")
+
+
 def seal(path: Path, allow_blind: bool = False) -> dict[str, Any]:
     """Seal the hypothesis at `path`: refused (nothing written) where it is malformed, in
     the wrong place, already sealed, or blind to a sealed rival or to one of its own near
@@ -181,6 +194,7 @@ def seal(path: Path, allow_blind: bool = False) -> dict[str, Any]:
     if unknown := sorted(set(h.agrees_with) - sealed_ids):
         raise UsageError(f"agrees_with {unknown}: not sealed hypotheses of {h.probe} (seal "
                          "what a file restates first)")
+    _refuse_unarchived_fits(h)
     _refuse_inherited_rivals(h, probe)
     blind = _refuse_blind(h, probe, allow_blind)
     if gitinfo.git("status", "--porcelain", "--", relative(lp), check=False):

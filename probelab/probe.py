@@ -296,6 +296,10 @@ class StaticPipeline(StaticBase, Protocol):
 DEVICE, STATIC_KERNEL, STATIC_PIPELINE = "device", "static kernel", "static pipeline"
 INSTRUMENTS = (DEVICE, STATIC_KERNEL, STATIC_PIPELINE)
 INFO_KEY = "probe_info"  # the provenance key a dataset records its probe's facts under
+# the fewest cells every pair of a lane-id, sparse or numerics probe's sealed rivals must part
+# on before it is measured (issue 38), and the fewest new cells a law read from data is
+# confirmed on (notary.freshness): one flipped cell must never swap two verdicts
+SEPARATION_FLOOR = 32
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from probelab.errors import UsageError
+from probelab.probe import SEPARATION_FLOOR as SEPARATION_FLOOR  # the kits' probes declare it
 from probelab.probe import Evidence, Kernel, Rendered, recorded_info
 
 if TYPE_CHECKING:  # xarray is imported where a dataset is read: discovery needs none
     import xarray as xr
-
-# the fewest cells every pair of a lane-id, sparse or numerics probe's sealed rivals must part
-# on before it is measured (issue 38): one flipped cell must never swap two verdicts
-SEPARATION_FLOOR = 32
 
 
 @dataclass

@@ -69,6 +69,8 @@ class Rule(Enum):
     SEAL_COMMIT_AFTER_MEASUREMENT = Row((3,), _P, "the seal commit's time is later")
     CODE_CHANGED_BEFORE_SEAL = Row((35,), _P, "measuring code changed between data and seal")
     CODE_DIFFERS_FROM_SEAL = Row((35,), _P, "measuring code differs from unrelated seal's")
+    # ... and, for a law read from data (`fitted_from`), on a stimulus it has not seen
+    SEEN_STIMULUS = Row((40,), _P, "a fitted law confirmed on the stimulus it was read from")
     # 3. the data are what the sweep wrote, where it wrote them
     CONTENT_EDITED = Row((4,), _T, "values or provenance no longer hash as saved")
     CONTENT_HASH_REMOVED = Row((4,), _T, "a dataset that records it without its content hash")

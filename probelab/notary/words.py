@@ -41,6 +41,8 @@ SENTENCES: dict[Rule, str] = {
     Rule.CODE_DIFFERS_FROM_SEAL: "the probe's code differs between the measured commit and "
                                  "the seal commit (neither descends from the other): {n} "
                                  "file{s} ({listed})",
+    Rule.SEEN_STIMULUS: "read from {n} dataset{s} ({listed}), and {detail}: a law read from "
+                        "data is confirmed only on a stimulus it has not seen",
     Rule.CONTENT_EDITED: _SAID,
     Rule.CONTENT_HASH_REMOVED: _SAID,
     Rule.MISPLACED: "it sits at {subject}/, but its provenance says it is a {detail}: a "

@@ -1,0 +1,194 @@
+"""Trust under attack: a law read from data, sealed, then "confirmed" on the stimulus it was
+read from (issue 38 item 3, docs/trust.md row 40). On a deterministic unit a replicate of
+the same cases repeats them bit for bit, so such a confirmation tests nothing. A file that
+names the datasets it was read from (`fitted_from`) is CONFIRMED only on a dataset whose
+stimulus seed differs from theirs and whose claimed cells lie, at least 32 of them, on cases
+none of them holds; otherwise its verdict is POST-HOC under Rule.SEEN_STIMULUS, never
+recorded. A refutation on seen data still counts."""
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from toylab import TOY_CU, ToyLab
+
+from probelab import dataset, prereg
+from probelab.check import assess
+from probelab.errors import UsageError
+from probelab.notary.rules import Outcome, Rule
+from probelab.notary.verdict_files import verdict_path
+from probelab.probe import catalog
+from probelab.sweep import run_sweep
+from probelab.verify import verify_archive
+
+# numeric cases (A's, B's and C's bits): 8 fixed ones, then DRAWN drawn from DRAW_FROM; the
+# grid records SEED (an honest probe draws from the seed it records: the attack parts them)
+FRESH_PROBE = '''"""fresh: a test-only probe of numeric cases; value = c + 1 (simulated)."""
+
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+import xarray as xr
+
+from probelab.probe import Evidence, Kernel, Launch, stack_kernels
+
+HERE = Path(__file__).parent
+SEED, DRAW_FROM, DRAWN = {seed}, {draw_from}, 40
+
+
+class Fresh:
+    id = "fresh"
+    version = "{seed}"
+    summary = "test-only probe of numeric cases: value = c + 1"
+    targets = ("sm_*",)
+    observables = MappingProxyType({{"value": ("case",)}})
+    plots = MappingProxyType({{}})
+
+    def kernels(self, vendor):
+        if vendor != "nvidia":
+            return []
+        return [Kernel("add", "probe_add", HERE / "toy.cu", "nvidia", Evidence(r"IADD3"))]
+
+    def stimulus(self):
+        drawn = np.random.default_rng(DRAW_FROM).integers(1 << 20, 1 << 30, DRAWN)
+        c = np.concatenate([np.arange(8), drawn]).astype(np.uint32)
+        zeros = np.zeros((len(c), 2), np.uint32)
+        return xr.Dataset(coords={{
+            "case": ("case", np.arange(len(c), dtype=np.uint32)),
+            "a_bits": (("case", "k"), zeros), "b_bits": (("case", "k"), zeros),
+            "c_bits": ("case", c),
+            "drawn": ("case", (np.arange(len(c)) >= 8).astype(np.uint32)),
+            "stimulus_seed": ((), np.uint32(SEED))}})
+
+    def launch(self, stimulus):
+        n = stimulus.sizes["case"]
+        return Launch(inputs={{"c": stimulus["c_bits"].values}}, outputs={{"out": n}},
+                      threads=n)
+
+    def assemble(self, stimulus, outputs):
+        ds, values = stack_kernels(stimulus, outputs, "out", ("case",))
+        ds["value"] = (("kernel", "case"), values)
+        return ds
+
+    def simulate(self, kernel, inputs):
+        return {{"out": (inputs["c"].astype(np.uint64) + 1).astype(np.uint32)}}
+
+
+PROBE = Fresh()
+'''
+MODULE = "probelab_probe_fresh_probe"
+
+
+@pytest.fixture(autouse=True)
+def _forget_the_probe() -> Iterator[None]:
+    yield
+    sys.modules.pop(MODULE, None)
+
+
+def _probe(lab: ToyLab, seed: int, draw_from: int) -> None:
+    """The fresh probe, drawing from `draw_from` and recording `seed`, committed."""
+    folder = lab.root / "probes" / "fresh"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "probe.py").write_text(FRESH_PROBE.format(seed=seed, draw_from=draw_from))
+    (folder / "toy.cu").write_text(TOY_CU)
+    lab.git("add", "-A")
+    lab.git("commit", "-qm", f"fresh probe, seed {seed}")
+    sys.modules.pop(MODULE, None)  # load_sibling keeps a probe module by its folder's name
+    catalog.cache_clear()
+
+
+def _measured(lab: ToyLab) -> Path:
+    lab._runs += 1
+    sim = run_sweep("fresh", "sim", out_root=lab.root / "sim-data" / f"r{lab._runs}",
+                    repeats=2).path
+    data = lab.as_measured(sim)
+    lab.git("add", "-A")
+    lab.git("commit", "-qm", f"measured {data.name}")
+    return data
+
+
+def _law(lab: ToyLab, name: str, fitted_from: list[str], where: str = "1",
+         predict: str = "c_bits + 1", agrees: tuple[str, ...] = ()) -> Path:
+    path = lab.root / "preregistrations" / "fresh" / f"{name}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["schema = 1", f'id = "{name}"', 'probe = "fresh"',
+             'claim = "read from the first dataset"', 'coordinates = "raw"',
+             f'where = "{where}"', f"fitted_from = {json.dumps(fitted_from)}"]
+    if agrees:
+        lines.append(f"agrees_with = {json.dumps(list(agrees))}")
+    path.write_text("\n".join([*lines, "", "[predict]", f'value = "{predict}"', ""]))
+    return path
+
+
+def test_a_law_confirmed_on_the_stimulus_it_was_read_from_is_not_counted(
+        toylab: ToyLab) -> None:
+    _probe(toylab, seed=1, draw_from=1)
+    seen = _measured(toylab)
+    named = [str(seen.relative_to(toylab.root))]
+    law = _law(toylab, "law", named)
+    scoped = _law(toylab, "law-on-fixed-cases", named, where="drawn == 0",
+                  agrees=("law",))
+    wrong = _law(toylab, "wrong-law", named, predict="c_bits + 2")
+    for path in (law, scoped, wrong):
+        prereg.seal(path)
+
+    replicate = _measured(toylab)  # the same seed, the same cases: no test of the law
+    judged = assess(law, replicate)
+    assert (judged.outcome, judged.rules) == (Outcome.POST_HOC, {Rule.SEEN_STIMULUS})
+    assert "stimulus seed (1)" in judged.doc["reasons"][0]
+    assert assess(wrong, replicate).outcome == Outcome.REFUTED  # a refutation still counts
+
+    _probe(toylab, seed=2, draw_from=1)  # a new seed that draws the same cases
+    relabelled = _measured(toylab)
+    judged = assess(law, relabelled)
+    assert (judged.outcome, judged.rules) == (Outcome.POST_HOC, {Rule.SEEN_STIMULUS})
+    assert judged.doc["fresh"] | {"fitted_from": None} == {
+        "fitted_from": None, "stimulus_seed": "2", "floor": 32, "claimed_cells": 48,
+        "new_cells": 0}
+
+    _probe(toylab, seed=3, draw_from=3)  # new cases, 40 of them
+    fresh = _measured(toylab)
+    confirmed = assess(law, fresh)
+    assert (confirmed.outcome, confirmed.findings) == (Outcome.CONFIRMED, ())
+    assert confirmed.doc["fresh"]["new_cells"] == 40
+    # ... but not where the claim does not look: its new cases are all drawn ones
+    judged = assess(scoped, fresh)
+    assert (judged.outcome, judged.rules) == (Outcome.POST_HOC, {Rule.SEEN_STIMULUS})
+    assert "only 0 of the 8 cells it claims here" in judged.doc["reasons"][0]
+
+    result = verify_archive(write=True)
+    assert not result["problems"]
+    outcomes = {(Path(c["dataset"]).name, c["hypothesis"]): c["outcome"]
+                for c in result["checks"]}
+    assert outcomes[(replicate.name, "law")] == outcomes[(fresh.name, "law-on-fixed-cases")] \
+        == Outcome.POST_HOC.value
+    assert outcomes[(fresh.name, "law")] == Outcome.CONFIRMED.value
+    assert not verdict_path(replicate, "law").exists()  # never recorded as a result
+    assert verdict_path(fresh, "law").exists()
+
+    edited = dataset.load(seen)  # what the law was read from, changed: it vouches for nothing
+    edited["value"].values[0, 0] += 1
+    dataset.save(edited, seen, dataset.provenance(edited))
+    judged = assess(law, fresh)
+    assert (judged.outcome, judged.rules) == (Outcome.POST_HOC, {Rule.SEEN_STIMULUS})
+    assert "is not what its sweep saved" in judged.doc["reasons"][0]
+
+
+def test_a_law_may_name_only_archived_datasets_of_its_probe(toylab: ToyLab) -> None:
+    """`prereg seal` refuses a name no pin of the probe holds (a made-up one, a file copied
+    into the folder by hand) and a name that is no dataset path of the file's own probe."""
+    _probe(toylab, seed=1, draw_from=1)
+    data = _measured(toylab)
+    stray = data.with_name("20200101T000000Z.nc")
+    stray.write_bytes(data.read_bytes())
+    for name in ("data/fresh/sm_90/19990101T000000Z.nc", str(stray.relative_to(toylab.root))):
+        with pytest.raises(UsageError, match="is not an archived dataset of fresh"):
+            prereg.seal(_law(toylab, "law", [name]))
+    for names in ([], ["data/toy/sm_90/x.nc"], ["data/fresh/sm_90/../x.nc"], [named := str(
+            data.relative_to(toylab.root)), named]):
+        with pytest.raises(UsageError, match="'fitted_from' lists the datasets"):
+            prereg.seal(_law(toylab, "law", names))
+    assert not toylab.ledger.exists()
