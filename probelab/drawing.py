@@ -292,7 +292,8 @@ class Labels(Artist):
 
     def _lines(self, renderer: RendererBase) -> tuple[float, float, list[tuple]]:
         """(line height, descent, [(anchor x, baseline y, line, colour)]) in display pixels,
-        y up; the anchor x is where the line's `ha` point goes."""
+        y up; the anchor x is where the line's `ha` point goes. An empty line is placed
+        nowhere (an image's cells hold no text: no empty SVG element for each)."""
         _, height, descent = renderer.get_text_width_height_descent("lp", self.font, False)
         step = height * LINE_SPACING
         placed = []
@@ -301,7 +302,7 @@ class Labels(Artist):
             lines = text.split("\n")
             top = y + (step * (len(lines) - 1) + height) * (1 - self.va)
             placed += [(x, top - (height - descent) - i * step, line, color)
-                       for i, line in enumerate(lines)]
+                       for i, line in enumerate(lines) if line]
         return height, descent, placed
 
     def get_window_extent(self, renderer: RendererBase | None = None) -> Bbox:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, header
+from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, header, plot_kind
 from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
@@ -127,4 +127,5 @@ PROBE = BitOpProbe(
                  facts={"insert": FACTS[name][0], "signed": FACTS[name][1]})
               for name in FORMS),
     inputs=INPUTS,
+    plots=plot_kind("field-map"),
 )

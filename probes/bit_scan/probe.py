@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, call_kernel, header
+from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, call_kernel, header, plot_kind
 from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
@@ -121,4 +121,5 @@ PROBE = BitOpProbe(
     ops=tuple(Op(name, evidence(name), model, facts={"op": FORMS[name][0]})
               for name in FORMS),
     inputs=("word",),
+    plots=plot_kind("scan-map"),
 )

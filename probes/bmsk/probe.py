@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, header
+from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, header, plot_kind
 from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
@@ -61,4 +61,5 @@ PROBE = BitOpProbe(
                  model, facts={"clamp": clamp})
               for name, (clamp, _, sass) in FORMS.items()),
     inputs=INPUTS,
+    plots=plot_kind("mask-map"),
 )

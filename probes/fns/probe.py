@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, call_kernel, header
+from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, call_kernel, header, plot_kind
 from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
@@ -93,4 +93,5 @@ PROBE = BitOpProbe(
     ops=tuple(Op(name, EVIDENCE, model, facts={"intrinsic": int(text.startswith("__"))})
               for name, text in FORMS.items()),
     inputs=INPUTS,
+    plots=plot_kind("search-map"),
 )

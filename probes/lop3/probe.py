@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probelab.kits.bitops import Axis, BitOpProbe, Op, header, unrolled_kernel
+from probelab.kits.bitops import Axis, BitOpProbe, Op, header, plot_kind, unrolled_kernel
 from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
@@ -77,4 +77,5 @@ PROBE = BitOpProbe(
     ops=(Op("lop3", Evidence(r"LOP3\.LUT", count=len(LUTS),
                              operands=("unmodified", "unmodified", "unmodified")), model),),
     inputs=("a", "b", "c"), unrolled="lut",
+    plots=plot_kind("truth-tables"),
 )

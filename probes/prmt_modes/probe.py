@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, header, word_pairs
+from probelab.kits.bitops import Axis, BitOpProbe, Op, asm_kernel, header, plot_kind, word_pairs
 from probelab.probe import Evidence, Rendered
 
 HERE = Path(__file__).parent
@@ -82,4 +82,5 @@ PROBE = BitOpProbe(
                {"selector": {"description": "operand c", "display": "hex"}})),
     ops=tuple(Op(m, evidence(m), model, facts={"mode": n}) for m, n in MODES.items()),
     inputs=("a", "b", "selector"),
+    plots=plot_kind("selector-map"),
 )

@@ -17,6 +17,7 @@ from probelab.kits.bitops import (
     asm_kernel,
     call_kernel,
     header,
+    plot_kind,
     word_pairs,
 )
 from probelab.probe import Evidence, Rendered
@@ -99,4 +100,5 @@ PROBE = BitOpProbe(
     ops=tuple(Op(name, evidence(left, clamp), model, facts={"left": left, "clamp": clamp})
               for name, (left, clamp, _) in FORMS.items()),
     inputs=INPUTS,
+    plots=plot_kind("shift-map"),
 )
