@@ -68,3 +68,31 @@ def test_a_rows_datasets_are_of_the_versions_it_says_and_its_earlier_ones_are_ea
         before = list(map(Path, re.findall(r"\]\((\.\./data/[^)]+\.nc)\)", earlier)))
         assert before and len(set(before)) == len(before), cell
         assert all(p.parent == mine.parent and p.name < mine.name for p in before), cell
+
+
+FIGURED = {"prmt-modes": "prmt_modes", "lop3": "lop3", "shf": "shf", "bfe-bfi": "bfe_bfi",
+           "bit-scan": "bit_scan", "bmsk": "bmsk", "fns": "fns",
+           **{f"tma-swizzle-b{n}": "tma_swizzle" for n in (8, 16, 32)}}
+
+
+@needs_archive
+def test_the_bit_op_and_tma_probes_figures_are_linked_and_drawn_from_their_datasets() -> None:
+    """Issue 39's bit-op and TMA families: the catalogue and each probe's README link a
+    figure of the probe (every link of the README resolving), drawn from a pinned dataset of
+    that probe (its stamp and plot kind, as `probelab plot` names the file)."""
+    from probelab import manifest
+    from probelab.probe import get_probe
+
+    pinned = {e["path"] for e in manifest.read()}
+    text = PAGE.read_text()
+    for probe, folder in FIGURED.items():
+        readme = ROOT / "probes" / folder / "README.md"
+        links = re.findall(r"\]\(([^)#]+)\)", readme.read_text())
+        assert [link for link in links if not (readme.parent / link).resolve().exists()] == []
+        pattern = rf"figures/[\w-]+/{probe}-sm_90/(\d{{8}}T\d{{6}}Z)\.([\w-]+)\.[\w.]+\.png"
+        for where in (text, readme.read_text()):
+            found = re.findall(pattern, where)
+            assert found, (probe, where[:60])
+            for stamp, kind in found:
+                assert f"data/{probe}/sm_90/{stamp}.nc" in pinned, (probe, stamp)
+                assert kind in get_probe(probe).plots, (probe, kind)
