@@ -5,6 +5,7 @@ archive has a row."""
 import re
 from pathlib import Path
 
+import pytest
 from archive import needs_archive
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,3 +97,25 @@ def test_the_bit_op_and_tma_probes_figures_are_linked_and_drawn_from_their_datas
             for stamp, kind in found:
                 assert f"data/{probe}/sm_90/{stamp}.nc" in pinned, (probe, stamp)
                 assert kind in get_probe(probe).plots, (probe, kind)
+
+
+@needs_archive
+@pytest.mark.slow  # ten figures drawn: 10 s
+def test_the_bit_op_and_tma_figures_are_what_their_datasets_draw_now(tmp_path: Path) -> None:
+    """Each committed figure of these families is, pixel for pixel, what its plot kind draws
+    from its dataset today: a figure whose code or data moved on is redrawn, not left stale."""
+    import xarray as xr
+
+    from probelab.drawing import _same_pixels, save_figure
+    from probelab.probe import get_probe
+
+    figures = sorted((ROOT / "docs" / "figures").glob("*/*-sm_90/*.png"))
+    figures = [f for f in figures if f.parent.name.removesuffix("-sm_90") in FIGURED]
+    assert len(figures) == len(FIGURED)
+    for png in figures:
+        probe = png.parent.name.removesuffix("-sm_90")
+        stamp, kind, name = png.name.removesuffix(".png").split(".", 2)
+        with xr.open_dataset(ROOT / "data" / probe / "sm_90" / f"{stamp}.nc") as ds:
+            drawn = get_probe(probe).plots[kind](ds.load())[name]
+        (again, _) = save_figure(drawn, tmp_path / png.stem)
+        assert _same_pixels(png.read_bytes(), again.read_bytes()), png.name
