@@ -1033,8 +1033,8 @@ layout_app = typer.Typer(help="Measured lane maps as CuTe layouts, linear layout
                          no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(layout_app, name="layout")
 ProbeArg = Annotated[str | None, typer.Argument(
-    metavar="PROBE", help="A probe with lane maps: lane-id, matrix-move or sparse (its newest "
-                          "pinned dataset that is not retired).",
+    metavar="PROBE", help="A probe with lane maps: lane-id, matrix-move, sparse or a TMA "
+                          "box's (its newest pinned dataset that is not retired).",
     show_default=False)]
 DatasetOpt = Annotated[Path | None, typer.Option(
     "--dataset", help="Read this dataset instead of the probe's newest.", show_default=False)]
