@@ -8,6 +8,7 @@ from dataclasses import replace
 from fractions import Fraction
 
 import pytest
+import xarray as xr
 
 from probelab.formats import FORMATS
 from probelab.kits.numerics.draws import pattern
@@ -96,3 +97,24 @@ def test_only_the_probes_that_declare_a_seed_record_one() -> None:
         assert int(grid["stimulus_seed"]) == probes[i].spec.frame.seed
         assert (grid["family"] == "seeded").sum() >= 3 * probes[i].spec.frame.draws
     assert "stimulus_seed" not in probes["numerics-order-mma-e4m3-f32"].stimulus().coords
+
+
+def test_the_datasets_a_fitted_law_names_hold_every_case_but_the_seeded_ones() -> None:
+    """What the sealed restatements rest on (`fitted_from`, notary.freshness): of version 4's
+    cases, exactly the seeded ones are in none of the archived datasets each names, and each
+    named dataset records no seed."""
+    from probelab.hypothesis import load_hypothesis
+    from probelab.notary import freshness
+    from probelab.paths import lab_root
+
+    probes = catalog().probes
+    for path in sorted(lab_root().glob("preregistrations/numerics-*/*-fresh.toml")):
+        h = load_hypothesis(path)
+        held: set[bytes] = set()
+        for name in h.fitted_from:
+            with xr.open_dataset(lab_root() / name, engine="h5netcdf") as ds:
+                assert freshness.seed(ds) == "none"
+                held.update(freshness.cases(ds))
+        grid = probes[h.probe].stimulus()
+        new = [key not in held for key in freshness.cases(grid)]
+        assert new == (grid["family"] == "seeded").values.tolist(), h.probe
