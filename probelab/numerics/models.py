@@ -93,6 +93,16 @@ def fused_sum(terms: Sequence[Value], fraction_bits: int | None, rounding: str =
     return Value.of_int(total, low)
 
 
+def ordered(order: tuple[int, ...] | None, k: int) -> tuple[int, ...]:
+    """The k in the order a model takes them (None: 0, 1, ...), refusing one that is not a
+    permutation of the K."""
+    if order is None:
+        return tuple(range(k))
+    if sorted(order) != list(range(k)):
+        raise ValueError(f"order {order} is not a permutation of the {k} k")
+    return order
+
+
 def _exponent(v: Value, fmt: Element) -> int:
     """An operand's exponent as MMA-Sim decodes it: a subnormal's the format's smallest, a
     zero's ZERO_EXPONENT."""
@@ -135,10 +145,7 @@ class FusedDot:
             b = [_flushed(x, fb) for x in b]
             c = _flushed(c, out)
         pairs = list(zip(a, b, strict=True))
-        if self.order is not None:
-            if sorted(self.order) != list(range(len(pairs))):
-                raise ValueError(f"order {self.order} is not a permutation of the {len(pairs)} k")
-            pairs = [pairs[k] for k in self.order]
+        pairs = [pairs[k] for k in ordered(self.order, len(pairs))]
         step = self.group or max(len(pairs), 1)
         blocks = [pairs[i:i + step] for i in range(0, len(pairs), step)] or [[]]
         if self.blocks == "descending":
@@ -158,17 +165,17 @@ class FusedDot:
     def _round(self, v: Value, out: Element, rounding: str) -> Value:
         fraction = out.fraction if self.result_bits is None else \
             min(self.result_bits, out.fraction)
-        got = round_to(_narrowed(out, out.exponent, fraction), v, rounding, self.subnormals)
+        got = round_to(narrowed(out, out.exponent, fraction), v, rounding, self.subnormals)
         if self.overflow == "infinity" and got.kind == "finite" and not out.finite_only:
             # rounded as if the exponent had no top, then too large for the format: inf
-            wide = round_to(_narrowed(out, out.exponent + 1, fraction), v, rounding,
+            wide = round_to(narrowed(out, out.exponent + 1, fraction), v, rounding,
                             self.subnormals)
             if wide.kind == "finite" and magnitude_above(wide, largest(out)):
                 return Value("inf", v.sign)
         return got
 
 
-def _narrowed(out: Element, exponent: int, fraction: int) -> Element:
+def narrowed(out: Element, exponent: int, fraction: int) -> Element:
     """`out`'s name with other field widths, stored in exactly its own bits (what a model
     rounds into: fewer fraction bits kept, or an exponent with no top)."""
     return Element(out.name, 1 + exponent + fraction, "float", exponent, fraction)
@@ -182,11 +189,8 @@ class FmaChain:
     def __call__(self, a: Sequence[Value], b: Sequence[Value], c: Value, formats:
                  tuple[Element, Element, Element]) -> Value:
         out = formats[2]
-        order = self.order if self.order is not None else tuple(range(len(a)))
-        if sorted(order) != list(range(len(a))):
-            raise ValueError(f"order {order} is not a permutation of the {len(a)} k")
         acc = c
-        for k in order:  # IEEE fma: one rounding of the exact a*b + acc
+        for k in ordered(self.order, len(a)):  # IEEE fma: one rounding of the exact a*b + acc
             exact = fused_sum([product(a[k], b[k]), acc], None, self.rounding)
             acc = round_to(out, exact, self.rounding)
         return acc

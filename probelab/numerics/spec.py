@@ -10,7 +10,8 @@ from dataclasses import fields
 import numpy as np
 
 from probelab.formats import FORMATS, Element
-from probelab.numerics.exact import NANS, Value, decode, encode
+from probelab.numerics import batch
+from probelab.numerics.exact import NANS, decode, encode
 from probelab.numerics.models import ZERO_EXPONENT, FmaChain, FusedDot, PairwiseTree
 
 FAMILIES = {"fused-dot": FusedDot, "fma-chain": FmaChain, "pairwise-tree": PairwiseTree}
@@ -86,15 +87,24 @@ def predicted_bits(spec: Mapping[str, object], grid) -> np.ndarray:
                              f"a sum over {fa.name} x {fb.name} + {fd.name} can hold (set "
                              "it to nothing, the whole sum, for an exact one)")
     a, b, c = (np.asarray(grid[n].values).astype(np.uint64) for n in GRID)
+    c_shape = c.shape
     if a.shape != b.shape or a.shape[:-1] != c.shape or c.size > MAX_CASES:
         raise ValueError(f"[model] a_bits {a.shape}, b_bits {b.shape} and c_bits {c.shape} "
                          f"are not K-long cases of one grid (at most {MAX_CASES:,} cases)")
-    (va, ia), (vb, ib), (vc, ic) = (_decoded(f, x) for f, x in ((fa, a), (fb, b), (fd, c)))
-    flat_a, flat_b = ia.reshape(-1, a.shape[-1]).tolist(), ib.reshape(-1, b.shape[-1]).tolist()
-    out = [encode(fd, model([va[x] for x in ra], [vb[y] for y in rb], vc[rc], (fa, fb, fd)),
-                  str(nan))
-           for ra, rb, rc in zip(flat_a, flat_b, ic.reshape(-1).tolist(), strict=True)]
-    return np.array(out, np.uint64).reshape(c.shape).view(np.int64)
+    k = a.shape[-1]
+    a, b, c = a.reshape(c.size, k), b.reshape(c.size, k), c.reshape(-1)
+    out = np.zeros(c.shape, np.uint64)
+    todo = np.arange(c.size)
+    batched = batch.evaluate(model, batch.decode(fa, a), batch.decode(fb, b),
+                             batch.decode(fd, c), (fa, fb, fd))
+    if batched is not None:  # every case at once; the scalar model for any it cannot vouch
+        got, covered = batched
+        out, todo = batch.encode(fd, got, str(nan)), np.flatnonzero(~covered)
+    for i in todo.tolist():  # decode is cached: a grid repeats its patterns
+        out[i] = encode(fd, model([decode(fa, x) for x in a[i].tolist()],
+                                  [decode(fb, y) for y in b[i].tolist()],
+                                  decode(fd, int(c[i])), (fa, fb, fd)), str(nan))
+    return out.reshape(c_shape).view(np.int64)
 
 
 def span(fa: Element, fb: Element, fd: Element) -> int:
@@ -106,9 +116,3 @@ def span(fa: Element, fb: Element, fd: Element) -> int:
               2 * ZERO_EXPONENT)
     return top - low + 64
 
-
-def _decoded(fmt: Element, patterns: np.ndarray) -> tuple[list[Value], np.ndarray]:
-    """The distinct patterns' values (each decoded once: a grid repeats its patterns), and
-    where each pattern is among them."""
-    unique, where = np.unique(patterns, return_inverse=True)
-    return [decode(fmt, int(x)) for x in unique], where.reshape(patterns.shape)
