@@ -24,7 +24,7 @@ from timing import ROOT, report
 sys.path.insert(0, str(ROOT))
 
 from probelab import dataset, manifest, retirement
-from probelab.oracle import NoModel, measured_bits, run
+from probelab.oracle import measured_bits, run
 
 
 def floor(path: Path) -> float:
@@ -41,14 +41,14 @@ def floor(path: Path) -> float:
 def survey(path: Path) -> dict[str, Any]:
     base = {"dataset": path.relative_to(ROOT).as_posix(), "floor_s": floor(path)}
     start = time.perf_counter()
-    try:
-        reports = run("mmasim", path)
-    except NoModel as exc:
-        return {**base, "model": None, "why": str(exc).split(" (", 1)[-1].rstrip(")"),
-                "oracle_s": time.perf_counter() - start}
+    reports, unmodelled = run("mmasim", path)
     took = time.perf_counter() - start
+    if unmodelled:  # a numerics dataset is one kernel: modelled whole or not at all
+        return {**base, "model": None, "why": "; ".join(u.why for u in unmodelled),
+                "oracle_s": took}
     families = [f for r in reports for f in r.families]
     return {**base, "model": "; ".join(r.instruction for r in reports), "oracle_s": took,
+            "simulated": any(r.simulated for r in reports),
             "cases": sum(f.cases for f in families), "agree": sum(f.agree for f in families),
             "nan_payload": sum(f.nan_payload for f in families),
             "disagree": sum(f.disagree for f in families),
@@ -56,14 +56,15 @@ def survey(path: Path) -> dict[str, Any]:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    """One line per probe: its datasets, what MMA-Sim models, cases and agreement summed."""
+    """One line per probe: its datasets, what MMA-Sim models, cases and agreement summed
+    (a simulated dataset never counts)."""
     probes: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         probes.setdefault(row["dataset"].split("/")[1], []).append(row)
     lines = ["| probe | datasets | MMA-Sim's model | cases | agree | NaN bits differ | "
              "disagree |", "|---|---|---|---|---|---|---|"]
     for probe, mine in sorted(probes.items()):
-        modelled = [r for r in mine if r["model"]]
+        modelled = [r for r in mine if r["model"] and not r["simulated"]]
         if not modelled:
             lines.append(f"| {probe} | {len(mine)} | none: {mine[0]['why']} | | | | |")
             continue

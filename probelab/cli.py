@@ -944,23 +944,30 @@ def oracle_cmd(
     read by verify. `probelab oracle mmasim data/numerics-mma-f16-f32/sm_90/T.nc` asks
     MMA-Sim (`pip install 'probelab[oracles]'`) for the instruction the dataset's kernel
     names on its target's architecture. Each dataset is read as `check` reads one (TAMPERED
-    or UNPINNED is named). Counts: agree (bit for bit), nan≠ (both NaN, other bits: not a
-    disagreement), disagree (the first cases are shown; --json lists all). Exit 0 when
-    every case agrees; 1 when any disagrees or a dataset is simulated (not evidence); 2 for
-    a dataset that is not numerics or one whose instructions the oracle does not model; 3
-    when a dataset is TAMPERED or UNPINNED (the comparison is still shown); 4 when the
-    oracle's package is not installed.
+    or UNPINNED is named; SIMULATED and RETIRED too). Counts: agree (bit for bit), nan≠
+    (both NaN, other bits), disagree (the first cases are shown; --json lists all); every
+    kernel the oracle does not model is named. Exit 0 only when every kernel of every
+    dataset was compared and every case agrees bit for bit; 1 when a case differs (nan≠
+    included) or a dataset is simulated (not evidence); 2 for a dataset that is not
+    numerics, or a kernel the oracle does not model (the rest still shown); 3 when a
+    dataset is TAMPERED or UNPINNED (the comparison still shown); 4 when the oracle's
+    package is not installed.
     """
     from probelab.oracle import render, run
 
-    reports = [r for path in paths for r in run(name, path)]
+    reports, unmodelled = [], []
+    for path in paths:
+        done, skipped = run(name, path)
+        reports += done
+        unmodelled += skipped
     if as_json:
-        emit_json([r.as_json() for r in reports])
+        emit_json({"compared": [r.as_json() for r in reports],
+                   "not_compared": [u.as_json() for u in unmodelled]})
     else:
-        say(render(reports))
+        say(render(reports, unmodelled))
     raise typer.Exit(int(Exit.INTEGRITY if any(r.standing.words() for r in reports) else
-                         Exit.REFUTED if any(r.disagree or r.simulated for r in reports) else
-                         Exit.OK))
+                         Exit.REFUTED if any(not r.exact or r.simulated for r in reports) else
+                         Exit.USAGE if unmodelled else Exit.OK))
 
 
 @app.command("import", epilog=EPILOG)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from probelab import dataset, vendors
+from probelab import dataset, manifest, retirement, vendors
 from probelab.errors import UsageError
 from probelab.formats import FORMATS
 from probelab.notary.integrity import Standing, read_dataset, standing
@@ -63,6 +63,7 @@ class Report:
     instruction: str
     simulated: bool
     standing: Standing
+    retired: bool = False
     families: list[Family] = field(default_factory=list)
     disagreeing: list[dict[str, str]] = field(default_factory=list)  # case, measured, oracle
 
@@ -70,12 +71,36 @@ class Report:
     def disagree(self) -> int:
         return sum(f.disagree for f in self.families)
 
+    @property
+    def exact(self) -> bool:
+        """Every case bit for bit (a NaN with other bits is not)."""
+        return all(f.agree == f.cases for f in self.families)
+
+    def marks(self) -> list[str]:
+        return [m for m in (self.standing.words(),
+                            "SIMULATED (a model's data: never evidence)" if self.simulated
+                            else None,
+                            "RETIRED (superseded: data/RETIRED.jsonl)" if self.retired else None)
+                if m]
+
     def as_json(self) -> dict[str, Any]:
         return {"oracle": self.oracle, "dataset": shown(self.path), "kernel": self.kernel,
                 "instruction": self.instruction, "simulated": self.simulated,
-                "integrity": self.standing.words(),
+                "retired": self.retired, "integrity": self.standing.words(),
                 "families": [vars(f) for f in self.families],
                 "disagreeing": self.disagreeing}
+
+
+@dataclass(frozen=True)
+class Unmodelled:
+    """A kernel the oracle models nothing of, and why."""
+
+    path: Path
+    kernel: str
+    why: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"dataset": shown(self.path), "kernel": self.kernel, "why": self.why}
 
 
 def oracle_module(name: str) -> Any:
@@ -130,38 +155,40 @@ def compared(ds: xr.Dataset, kernel: str, predicted: np.ndarray) -> tuple[list[F
     return out, wrong
 
 
-def run(name: str, path: Path) -> list[Report]:
-    """The oracle `name` on every kernel of the dataset at `path` it models."""
+def _retired(path: Path) -> bool:
+    relative = manifest.archive_relative(path)
+    return relative is not None and any(e.get("path") == relative for e in retirement.read())
+
+
+def run(name: str, path: Path) -> tuple[list[Report], list[Unmodelled]]:
+    """The oracle `name` on every kernel of the dataset at `path`: a report for each kernel
+    it models, and each one it does not, with why."""
     module = oracle_module(name)
     read = read_dataset(path)
     ds = read.open()
     if missing := [n for n in INPUTS if n not in ds.variables]:
         raise UsageError(f"{shown(path)} is not a numerics dataset (no {', '.join(missing)})")
-    where, simulated = standing(read), dataset.simulated(read.prov)
-    reports, why = [], []
+    where, simulated, retired = standing(read), dataset.simulated(read.prov), _retired(path)
+    reports, unmodelled = [], []
     for kernel in (str(k) for k in ds["kernel"].values):
         try:
             model = module.model(ds, kernel)
         except NoModel as exc:
-            why.append(f"{kernel}: {exc}")
+            unmodelled.append(Unmodelled(path, kernel, str(exc)))
             continue
-        report = Report(name, path, kernel, model.instruction, simulated, where)
+        report = Report(name, path, kernel, model.instruction, simulated, where, retired)
         report.families, report.disagreeing = compared(ds, kernel, model.predict())
         reports.append(report)
-    if not reports:
-        raise NoModel(f"oracle {name} models no kernel of {shown(path)} ({'; '.join(why)})")
-    return reports
+    return reports, unmodelled
 
 
-def render(reports: list[Report]) -> str:
-    """The reports as a reader wants them: one table per kernel, the first disagreements."""
+def render(reports: list[Report], unmodelled: list[Unmodelled]) -> str:
+    """The reports as a reader wants them: one table per kernel, the first disagreements,
+    then every kernel not compared."""
     lines = []
     for r in reports:
-        marks = [m for m in (r.standing.words(),
-                             "SIMULATED (a model's data: never evidence)" if r.simulated else
-                             None) if m]
         lines.append(f"{shown(r.path)} {r.kernel}: oracle {r.oracle} as {r.instruction}"
-                     + "".join(f" [{m}]" for m in marks))
+                     + "".join(f" [{m}]" for m in r.marks()))
         lines.append(f"  {'family':<12} {'cases':>6} {'agree':>6} {'nan≠':>6} {'disagree':>8}")
         for f in r.families:
             lines.append(f"  {f.name:<12} {f.cases:>6} {f.agree:>6} {f.nan_payload:>6} "
@@ -174,4 +201,5 @@ def render(reports: list[Report]) -> str:
                          f"oracle {case['oracle']}")
         if len(r.disagreeing) > SHOWN:
             lines.append(f"  ... {len(r.disagreeing) - SHOWN} more (--json lists them all)")
+    lines += [f"{shown(u.path)} {u.kernel}: not compared: {u.why}" for u in unmodelled]
     return "\n".join(lines)

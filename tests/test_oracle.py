@@ -58,12 +58,13 @@ def test_an_oracle_of_the_units_own_law_agrees_and_a_rival_is_counted_per_family
         hopper: Path, monkeypatch) -> None:
     path = hopper
     _own_law_oracle(monkeypatch, MMASIM_HOPPER)
-    [same] = oracle.run("own", path)
+    [same], unmodelled = oracle.run("own", path)
+    assert unmodelled == []
     assert same.disagree == 0 and same.simulated
     assert sum(f.agree for f in same.families) == xr.open_dataset(path).sizes["case"]
     # one parameter away: the rival differs somewhere, and the counts say where
     _own_law_oracle(monkeypatch, {**MMASIM_HOPPER, "fraction_bits": 24})
-    [rival] = oracle.run("own", path)
+    [rival], _ = oracle.run("own", path)
     assert rival.disagree == len(rival.disagreeing) > 0
     for f in rival.families:
         assert f.cases == f.agree + f.nan_payload + f.disagree
@@ -80,6 +81,49 @@ def test_the_command_never_reads_simulated_data_as_agreement(hopper: Path,
     result = CliRunner().invoke(app, ["oracle", "own", str(hopper)])
     assert result.exit_code == 1 and "SIMULATED" in result.output  # all agree, not evidence
     assert CliRunner().invoke(app, ["oracle", "nobody", str(hopper)]).exit_code == 2
+
+
+def test_a_kernel_the_oracle_does_not_model_is_named_and_never_reads_as_agreement(
+        hopper: Path, monkeypatch) -> None:
+    def model(ds: xr.Dataset, kernel: str) -> oracle.Model:
+        raise oracle.NoModel("no such instruction here")
+    real = oracle.oracle_module
+    monkeypatch.setattr(oracle, "oracle_module", lambda name: types.SimpleNamespace(
+        model=model) if name == "none" else real(name))
+    reports, [skipped] = oracle.run("none", hopper)
+    assert reports == [] and skipped.why == "no such instruction here"
+    result = CliRunner().invoke(app, ["oracle", "none", str(hopper)])
+    assert result.exit_code == 2 and "not compared: no such instruction here" in result.output
+
+
+def test_an_f64_is_read_from_its_two_halves_and_nans_are_told_per_format() -> None:
+    ds = xr.Dataset({"d_hi": (("kernel", "case"), np.array([[0x7FF80000, 0x3FF00000]],
+                                                           np.uint32)),
+                     "d_lo": (("kernel", "case"), np.array([[1, 0]], np.uint32))},
+                    coords={"kernel": ["f64_m8n8k4"]})
+    bits = oracle.measured_bits(ds, "f64_m8n8k4")
+    assert bits.tolist() == [0x7FF8000000000001, 0x3FF0000000000000]
+    assert oracle._nan(bits, "f64").tolist() == [True, False]
+    # the same 16 bits are a NaN in f16 and not in bf16's reading of a 32-bit word
+    f16 = np.array([0x7E00, 0x7C00, 0xFE01], np.uint64)
+    assert oracle._nan(f16, "f16").tolist() == [True, False, True]
+    assert oracle._nan(np.array([0x7FC00000, 0x7F800000], np.uint64), "f32").tolist() == \
+        [True, False]
+
+
+def test_a_nan_with_other_bits_is_counted_apart_and_is_not_exact(hopper: Path) -> None:
+    ds = xr.open_dataset(hopper)
+    measured = oracle.measured_bits(ds, str(ds["kernel"].values[0]))
+    nans = oracle._nan(measured, "f32")
+    assert nans.any()  # the stimulus makes NaNs
+    quiet, other_quiet = np.uint64(0x7FFFFFFF), np.uint64(0x7FC00000)
+    other = np.where(nans, np.where(measured == quiet, other_quiet, quiet), measured)  # NaN,
+    # other bits
+    families, wrong = oracle.compared(ds, str(ds["kernel"].values[0]), other)
+    assert wrong == [] and sum(f.nan_payload for f in families) == int(nans.sum())
+    report = oracle.Report("x", hopper, "k", "i", False, oracle.Standing(None),
+                           families=families)
+    assert report.disagree == 0 and not report.exact
 
 
 def test_an_oracle_is_found_by_its_file_in_a_vendors_folder() -> None:
@@ -115,9 +159,9 @@ def test_mmasim_agrees_with_a_unit_simulated_with_its_published_hopper_law(
         hopper: Path, tmp_path: Path) -> None:
     """The adaptor hands MMA-Sim the stored bits as they are: on a unit that computes
     MMA-Sim's Hopper law as the lab writes it, every case agrees (NaN with NaN)."""
-    [report] = oracle.run("mmasim", hopper)
+    [report], _ = oracle.run("mmasim", hopper)
     assert report.instruction == "mma m16n8k16.f32.f16.f16.f32 on Hopper"
     assert report.disagree == 0, report.disagreeing[:4]
     # and a unit one fraction bit short is told apart
     other = _simulated(tmp_path, {**MMASIM_HOPPER, "fraction_bits": 24})
-    assert oracle.run("mmasim", other)[0].disagree > 0
+    assert oracle.run("mmasim", other)[0][0].disagree > 0
