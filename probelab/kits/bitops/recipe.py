@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from probelab.errors import UsageError
 from probelab.kits import recorded_stimulus
 
 if TYPE_CHECKING:  # xarray is imported where a dataset is built: discovery needs none
@@ -38,14 +39,22 @@ def record(inputs: Sequence[str], launched: Sequence[str], unrolled: str | None
 def buffers(grid: xr.Dataset, inputs: Sequence[str], launched: Sequence[str]
             ) -> dict[str, np.ndarray]:
     """params (the launched cell count) and each input coordinate at every launched cell,
-    as PACKING says."""
+    as PACKING says: its axes put in the launched order first (a grid may store them in any),
+    and refused where it lies along an axis the launch does not cover or holds a value no
+    uint32 word holds (nothing is wrapped into another word)."""
     shape = [grid.sizes[d] for d in launched]
     out = {"params": np.array([int(np.prod(shape))], np.uint32)}
     for name in inputs:
         var = grid[name]
+        if outside := [str(d) for d in var.dims if d not in launched]:
+            raise UsageError(f"input {name} lies along {outside}, which the launch "
+                             f"({list(launched)}) does not cover")
+        values = var.transpose(*(d for d in launched if d in var.dims)).values
+        if not np.issubdtype(values.dtype, np.integer) or np.any(
+                (values < 0) | (values > np.iinfo(np.uint32).max)):
+            raise UsageError(f"input {name} holds values that are no uint32 words")
         index = tuple(slice(None) if d in var.dims else None for d in launched)
-        values = np.asarray(var.values, np.uint32)[index]
-        out[name] = np.broadcast_to(values, shape).reshape(-1)
+        out[name] = np.broadcast_to(values.astype(np.uint32)[index], shape).reshape(-1)
     return out
 
 
