@@ -167,6 +167,20 @@ def _refuse_unarchived_fits(h: Hypothesis) -> None:
                              "in data/)")
 
 
+def _refuse_unfitted_restatements(h: Hypothesis) -> None:
+    """A file that restates a law read from data (its `parent` or `agrees_with` names a
+    sealed file with `fitted_from`) names at least the datasets that one does: otherwise the
+    same law, restated without them, would be CONFIRMED on the stimulus it was read from.
+    Refused rather than inherited: a sealed file is judged from its own bytes alone."""
+    restated = {*h.agrees_with, *([h.parent] if h.parent else [])}
+    if not restated:
+        return
+    for sealed in (s for s in sealed_hypotheses(h.probe) if s.id in restated):
+        if dropped := sorted(set(sealed.fitted_from) - set(h.fitted_from)):
+            raise UsageError(f"{relative(h.path)} restates {sealed.id}, which was read from "
+                             f"{dropped}: name them in its fitted_from too")
+
+
 def seal(path: Path, allow_blind: bool = False) -> dict[str, Any]:
     """Seal the hypothesis at `path`: refused (nothing written) where it is malformed, in
     the wrong place, already sealed, or blind to a sealed rival or to one of its own near
@@ -195,6 +209,7 @@ def seal(path: Path, allow_blind: bool = False) -> dict[str, Any]:
         raise UsageError(f"agrees_with {unknown}: not sealed hypotheses of {h.probe} (seal "
                          "what a file restates first)")
     _refuse_unarchived_fits(h)
+    _refuse_unfitted_restatements(h)
     _refuse_inherited_rivals(h, probe)
     blind = _refuse_blind(h, probe, allow_blind)
     if gitinfo.git("status", "--porcelain", "--", relative(lp), check=False):

@@ -110,17 +110,28 @@ def _measured(lab: ToyLab) -> Path:
     return data
 
 
-def _law(lab: ToyLab, name: str, fitted_from: list[str], where: str = "1",
-         predict: str = "c_bits + 1", agrees: tuple[str, ...] = ()) -> Path:
+def _law(lab: ToyLab, name: str, fitted_from: list[str] | None, where: str = "1",
+         predict: str = "c_bits + 1", agrees: tuple[str, ...] = (), parent: str | None = None,
+         extra: tuple[str, ...] = ()) -> Path:
+    """A law of the fresh probe (`extra`: tables after [predict]); no fitted_from where
+    None."""
     path = lab.root / "preregistrations" / "fresh" / f"{name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = ["schema = 1", f'id = "{name}"', 'probe = "fresh"',
              'claim = "read from the first dataset"', 'coordinates = "raw"',
-             f'where = "{where}"', f"fitted_from = {json.dumps(fitted_from)}"]
+             f'where = "{where}"']
+    if fitted_from is not None:
+        lines.append(f"fitted_from = {json.dumps(fitted_from)}")
     if agrees:
         lines.append(f"agrees_with = {json.dumps(list(agrees))}")
-    path.write_text("\n".join([*lines, "", "[predict]", f'value = "{predict}"', ""]))
+    if parent:
+        lines.append(f'parent = "{parent}"')
+    path.write_text("\n".join([*lines, "", "[predict]", f'value = "{predict}"', *extra, ""]))
     return path
+
+
+def _named(lab: ToyLab, *data: Path) -> list[str]:
+    return [str(d.relative_to(lab.root)) for d in data]
 
 
 def test_a_law_confirmed_on_the_stimulus_it_was_read_from_is_not_counted(
@@ -192,3 +203,19 @@ def test_a_law_may_name_only_archived_datasets_of_its_probe(toylab: ToyLab) -> N
         with pytest.raises(UsageError, match="'fitted_from' lists the datasets"):
             prereg.seal(_law(toylab, "law", names))
     assert not toylab.ledger.exists()
+
+
+def test_a_restatement_of_a_fitted_law_names_what_it_was_read_from(toylab: ToyLab) -> None:
+    """`prereg seal` refuses a file whose parent or agrees_with is a law read from data
+    unless it names those datasets too: restated without them, the law would be CONFIRMED on
+    the stimulus it was read from."""
+    _probe(toylab, seed=1, draw_from=1)
+    first, second = _measured(toylab), _measured(toylab)
+    prereg.seal(_law(toylab, "law", _named(toylab, first)))
+    for name, fitted, agrees, parent in (("bare", None, ("law",), "law"),
+                                         ("agreeing", None, ("law",), None),
+                                         ("amending", _named(toylab, second), (), "law")):
+        with pytest.raises(UsageError, match=r"restates law, which was read from \['data/"):
+            prereg.seal(_law(toylab, name, fitted, agrees=agrees, parent=parent))
+    prereg.seal(_law(toylab, "law-2", _named(toylab, second, first), agrees=("law",),
+                     parent="law"))
