@@ -37,7 +37,7 @@ from probelab.notary.verdict_files import save_verdict
 from probelab.notary.verdicts import Judgement, fold, judgement
 from probelab.paths import lab_root, relative, shown
 from probelab.prereg import Record, evaluate
-from probelab.probe import SEPARATION_FLOOR, get_probe, recorded_info
+from probelab.probe import get_probe, recorded_info
 from probelab.records import Provenance, Verdict
 from probelab.scoring import score_claims
 
@@ -330,8 +330,11 @@ def assess(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = No
     if by_scores == Outcome.REFUTED:
         doc["separation"] = separation(claimed)
     elif h.fitted_from:  # a law read from data confirms only on a stimulus it has not seen
+        per_scoring = claimed_per_case(h, judged)
+        confirmed_on = None if per_scoring is None else {
+            k: per_scoring[doc["kernels"][k]["via"]] for k in doc["hypothesis"]["kernels"]}
         seen, doc["fresh"] = freshness.judged_fresh(
-            h.fitted_from, judged, claimed_per_case(h, judged), h.floor or SEPARATION_FLOOR)
+            h, judged, confirmed_on, lambda other: not order_findings(entry, other, record)[0])
         if seen:
             return judgement(doc, seen)
     notes = [Finding(Rule.NO_CELLS, k) for k, v in doc["kernels"].items()
@@ -345,23 +348,27 @@ def assess(hypothesis_path: Path, dataset_path: Path, judged: Judged | None = No
     return judgement(doc, notes, by_scores)
 
 
-def claimed_per_case(h: Hypothesis, judged: "Judged") -> np.ndarray | None:
-    """Per numeric case of the dataset's grid, how many cells the claim scores there (its
-    `where`, over each predicted observable that lies along the cases); None where the grid
-    has no numeric cases."""
+def claimed_per_case(h: Hypothesis, judged: "Judged") -> dict[str, np.ndarray] | None:
+    """Per scoring (the literal one and each translation, whose moves rebind the scope), per
+    numeric case of the dataset's grid, how many cells the claim scores there (its `where`,
+    over each predicted observable that lies along the cases); None where the grid has no
+    numeric cases."""
     grid = judged.grid
     if (axis := freshness.case_dim(grid)) is None:
         return None
     dims = observed_dims(judged.variables, judged.prov, h.probe)
     along = [o for o in h.predict if axis in dims[o]]
-    asked = replace(h, predict={o: "0" for o in along}, translations={}, near_misses={})
+    moves = {name: {k: v for k, v in mapping.items() if k not in dims}  # renames: no scope
+             for name, mapping in h.translations.items()}
+    asked = replace(h, predict={o: "0" for o in along}, translations=moves, near_misses={})
     scopes = evaluate_claim(asked, grid, dims)[1] if along else None
-    per_case = np.zeros(grid.sizes[axis], np.int64)
-    for o in along:
-        scope = np.ones(tuple(grid.sizes[d] for d in dims[o]), bool) if scopes is None \
-            else scopes[LITERAL][o]
-        at = dims[o].index(axis)
-        per_case += np.moveaxis(scope, at, 0).reshape(grid.sizes[axis], -1).sum(1)
+    per_case = {s: np.zeros(grid.sizes[axis], np.int64) for s in h.scorings()}
+    for scoring, counts in per_case.items():
+        for o in along:
+            scope = np.ones(tuple(grid.sizes[d] for d in dims[o]), bool) if scopes is None \
+                else scopes[scoring][o]
+            at = dims[o].index(axis)
+            counts += np.moveaxis(scope, at, 0).reshape(grid.sizes[axis], -1).sum(1)
     return per_case
 
 

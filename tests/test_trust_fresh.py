@@ -11,20 +11,25 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
+import xarray as xr
 from toylab import TOY_CU, ToyLab
 
 from probelab import dataset, prereg
 from probelab.check import assess
 from probelab.errors import UsageError
+from probelab.notary import freshness
 from probelab.notary.rules import Outcome, Rule
 from probelab.notary.verdict_files import verdict_path
+from probelab.notary.verdicts import Judgement
 from probelab.probe import catalog
 from probelab.sweep import run_sweep
 from probelab.verify import verify_archive
 
-# numeric cases (A's, B's and C's bits): 8 fixed ones, then DRAWN drawn from DRAW_FROM; the
-# grid records SEED (an honest probe draws from the seed it records: the attack parts them)
+# numeric cases (A's, B's and C's bits, in f32): 8 fixed ones, then DRAWN drawn from
+# DRAW_FROM; the grid records SEED (an honest probe draws from the seed it records: the
+# attack parts them)
 FRESH_PROBE = '''"""fresh: a test-only probe of numeric cases; value = c + 1 (simulated)."""
 
 from pathlib import Path
@@ -61,7 +66,8 @@ class Fresh:
             "a_bits": (("case", "k"), zeros), "b_bits": (("case", "k"), zeros),
             "c_bits": ("case", c),
             "drawn": ("case", (np.arange(len(c)) >= 8).astype(np.uint32)),
-            "stimulus_seed": ((), np.uint32(SEED))}})
+            {formats}
+            "stimulus_seed": {seed_coord}}})
 
     def launch(self, stimulus):
         n = stimulus.sizes["case"]
@@ -88,11 +94,17 @@ def _forget_the_probe() -> Iterator[None]:
     sys.modules.pop(MODULE, None)
 
 
-def _probe(lab: ToyLab, seed: int, draw_from: int) -> None:
-    """The fresh probe, drawing from `draw_from` and recording `seed`, committed."""
+F32 = '"a_format": ((), "f32"), "b_format": ((), "f32"), "d_format": ((), "f32"),'
+
+
+def _probe(lab: ToyLab, seed: int, draw_from: int, formats: str = F32,
+           seed_coord: str = "((), np.uint32(SEED))") -> None:
+    """The fresh probe, drawing from `draw_from` and recording `seed` (as `seed_coord`
+    spells it), its grid's `formats` as given, committed."""
     folder = lab.root / "probes" / "fresh"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "probe.py").write_text(FRESH_PROBE.format(seed=seed, draw_from=draw_from))
+    (folder / "probe.py").write_text(FRESH_PROBE.format(
+        seed=seed, draw_from=draw_from, formats=formats, seed_coord=seed_coord))
     (folder / "toy.cu").write_text(TOY_CU)
     lab.git("add", "-A")
     lab.git("commit", "-qm", f"fresh probe, seed {seed}")
@@ -132,6 +144,11 @@ def _law(lab: ToyLab, name: str, fitted_from: list[str] | None, where: str = "1"
 
 def _named(lab: ToyLab, *data: Path) -> list[str]:
     return [str(d.relative_to(lab.root)) for d in data]
+
+
+def _seen(judged: Judgement, says: str) -> None:
+    assert (judged.outcome, judged.rules) == (Outcome.POST_HOC, {Rule.SEEN_STIMULUS})
+    assert says in judged.doc["reasons"][0], judged.doc["reasons"]
 
 
 def test_a_law_confirmed_on_the_stimulus_it_was_read_from_is_not_counted(
@@ -205,6 +222,47 @@ def test_a_law_may_name_only_archived_datasets_of_its_probe(toylab: ToyLab) -> N
     assert not toylab.ledger.exists()
 
 
+def test_a_translation_is_held_to_new_cases_where_it_scores(toylab: ToyLab) -> None:
+    """A kernel confirmed under a translation is counted on the cells that translation
+    scores: one whose scope moves onto the fixed (seen) cases confirms nothing new, though
+    the literal scope lies on new ones."""
+    _probe(toylab, seed=1, draw_from=1)
+    named = _named(toylab, _measured(toylab))
+    moved = _law(toylab, "moved", named, where="drawn == 1",  # right on the fixed cases only
+                 predict="(c_bits + 1) * (c_bits < 8)",
+                 extra=("", "[translations.flipped]", 'drawn = "1 - drawn"'))
+    prereg.seal(moved)
+    _probe(toylab, seed=3, draw_from=3)
+    judged = assess(moved, _measured(toylab))
+    assert judged.doc["kernels"]["add"]["via"] == "flipped"
+    _seen(judged, "only 0 of the 8 cells it claims here (add)")
+
+
+def test_a_named_dataset_vouches_only_as_measured_and_pinned(toylab: ToyLab) -> None:
+    """A named dataset replaced by a simulated one (no finding of its own: a simulated file
+    is judged nothing but simulated), or gone, vouches for no new cases: seen, committed or
+    not."""
+    _probe(toylab, seed=1, draw_from=1)
+    seen = _measured(toylab)
+    law = _law(toylab, "law", _named(toylab, seen))
+    prereg.seal(law)
+    replicate = _measured(toylab)
+    _probe(toylab, seed=3, draw_from=3)  # other cases, simulated, in the named one's place
+    other = run_sweep("fresh", "sim", out_root=toylab.root / "sim-data" / "other",
+                      repeats=2).path
+    _probe(toylab, seed=1, draw_from=1)
+    seen.write_bytes(other.read_bytes())
+    _seen(assess(law, replicate), "is not the measured dataset its pin holds")
+    toylab.git("add", "-A")
+    toylab.git("commit", "-qm", "the named dataset swapped")
+    _seen(assess(law, replicate), "is not the measured dataset its pin holds")
+    found = {r for problem in verify_archive(write=True)["problems"] for r in problem.rules}
+    assert Rule.SIMULATED_IN_ARCHIVE in found  # and no verdict of the law is recorded
+    assert not verdict_path(replicate, "law").exists()
+    seen.unlink()
+    _seen(assess(law, replicate), "cannot be read")
+
+
 def test_a_restatement_of_a_fitted_law_names_what_it_was_read_from(toylab: ToyLab) -> None:
     """`prereg seal` refuses a file whose parent or agrees_with is a law read from data
     unless it names those datasets too: restated without them, the law would be CONFIRMED on
@@ -219,3 +277,93 @@ def test_a_restatement_of_a_fitted_law_names_what_it_was_read_from(toylab: ToyLa
             prereg.seal(_law(toylab, name, fitted, agrees=agrees, parent=parent))
     prereg.seal(_law(toylab, "law-2", _named(toylab, second, first), agrees=("law",),
                      parent="law"))
+
+
+def test_every_dataset_measured_before_the_seal_is_held(toylab: ToyLab) -> None:
+    """Naming some of the datasets a law could have been read from holds it to all of them:
+    every pinned dataset of its probe not provably measured after its seal. Those measured
+    after it are tests of the law, not what it was read from: a replicate of one confirms."""
+    _probe(toylab, seed=1, draw_from=1)
+    first = _measured(toylab)
+    _probe(toylab, seed=3, draw_from=3)
+    unnamed = _measured(toylab)  # measured before the seal, not named
+    law = _law(toylab, "law", _named(toylab, first))
+    prereg.seal(law)
+    (held,) = _named(toylab, unnamed)
+    _seen(assess(law, _measured(toylab)), f"its stimulus seed (3) is {held}'s too")
+    _probe(toylab, seed=5, draw_from=5)
+    for fresh in (_measured(toylab), _measured(toylab)):
+        judged = assess(law, fresh)
+        assert (judged.outcome, judged.doc["fresh"]["new_cells"]) == (Outcome.CONFIRMED, 40)
+
+
+@pytest.mark.parametrize(("formats", "says"), [
+    (F32.replace('"d_format": ((), "f32"),', ""), "its d_format is no format the lab knows"),
+    (F32.replace('"d_format": ((), "f32")', '"d_format": ((), "f16")'),
+     "its cases are not spelled as"),
+], ids=["d_format dropped", "d_format changed"])
+def test_cases_relabelled_by_their_formats_are_seen(toylab: ToyLab, formats: str,
+                                                    says: str) -> None:
+    """The seen cases under new format labels (one dropped, one changed), the launch the
+    same: their keys cannot be compared bit for bit, so nothing is new."""
+    _probe(toylab, seed=1, draw_from=1)
+    law = _law(toylab, "law", _named(toylab, _measured(toylab)))
+    prereg.seal(law)
+    _probe(toylab, seed=2, draw_from=1, formats=formats)
+    _seen(assess(law, _measured(toylab)), says)
+
+
+@pytest.mark.parametrize("seed_coord", ["(('case',), np.full(len(c), SEED, np.uint32))",
+                                        "((), np.float64(SEED) + 0.5)"],
+                         ids=["one per case", "a float"])
+def test_a_seed_that_is_no_single_integer_is_seen(toylab: ToyLab, seed_coord: str) -> None:
+    _probe(toylab, seed=1, draw_from=1)
+    law = _law(toylab, "law", _named(toylab, _measured(toylab)))
+    prereg.seal(law)
+    _probe(toylab, seed=3, draw_from=3, seed_coord=seed_coord)
+    _seen(assess(law, _measured(toylab)), "its stimulus_seed is no single integer")
+
+
+def test_the_freshness_floor_is_not_the_files_power_floor(toylab: ToyLab) -> None:
+    """A file's [power] floor lowers the cells a pair with it must part on, never the new
+    cells a fitted law is confirmed on: 32, fixed."""
+    _probe(toylab, seed=1, draw_from=1)
+    law = _law(toylab, "one-new-case", _named(toylab, _measured(toylab)), where="case < 9",
+               extra=("", "[power]", "floor = 1", 'reason = "one new case is enough"'))
+    prereg.seal(law)
+    _probe(toylab, seed=3, draw_from=3)
+    judged = assess(law, _measured(toylab))
+    _seen(judged, "only 1 of the 9 cells it claims here (add)")
+    assert judged.doc["fresh"]["floor"] == 32
+
+
+def _grid(c: list[int], dtype: type = np.uint32, formats: str = "f32",
+          a_dims: tuple[str, str] = ("case", "k")) -> xr.Dataset:
+    a = np.array([[x, 2 * x] for x in c]).astype(dtype)
+    return xr.Dataset(coords={
+        "a_bits": (a_dims, a if a_dims == ("case", "k") else a.T),
+        "b_bits": (("case", "k"), np.zeros((len(c), 2), dtype)),
+        "c_bits": ("case", np.array(c).astype(dtype)),
+        **{n: ((), formats) for n in ("a_format", "b_format", "d_format")}})
+
+
+@pytest.mark.parametrize(("one", "other"), [
+    (_grid([-1, 5], np.int32), _grid([0xFFFFFFFF, 5])),  # sign extension
+    (_grid([5 | 1 << 32, 7], np.uint64), _grid([5, 7])),  # above the format's width
+    (_grid([0x1FF], formats="e4m3"), _grid([0xFF], formats="e4m3")),
+    (_grid([0xFFF], formats="tf32"), _grid([0], formats="tf32")),  # tf32's ignored bits
+    (_grid([3, 4], a_dims=("k", "case")), _grid([3, 4])),  # stored transposed
+])
+def test_cases_are_keyed_as_launched(one: xr.Dataset, other: xr.Dataset) -> None:
+    assert freshness.cases(one) == freshness.cases(other)
+
+
+def test_cases_that_cannot_be_keyed_are_refused() -> None:
+    assert freshness.cases(_grid([1 << 13], formats="tf32")) != \
+        freshness.cases(_grid([0], formats="tf32"))
+    for grid in (_grid([1.5], np.float64), _grid([1], formats="f128"),
+                 _grid([1]).drop_vars("b_format"), _grid([1]).drop_vars("a_bits")):
+        with pytest.raises(freshness.Unkeyed):
+            freshness.cases(grid)
+    assert freshness.seed(_grid([1])) == "none"
+    assert freshness.seed(_grid([1]).assign_coords(stimulus_seed=((), 2.0))) is None
