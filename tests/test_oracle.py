@@ -6,6 +6,7 @@ import importlib.util
 import types
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 import xarray as xr
@@ -124,6 +125,17 @@ def test_a_nan_with_other_bits_is_counted_apart_and_is_not_exact(hopper: Path) -
     report = oracle.Report("x", hopper, "k", "i", False, oracle.Standing(None),
                            families=families)
     assert report.disagree == 0 and not report.exact
+
+
+def test_a_dataset_edited_after_its_sweep_is_named_tampered(hopper: Path, tmp_path: Path,
+                                                             monkeypatch) -> None:
+    edited = tmp_path / "edited.nc"
+    edited.write_bytes(hopper.read_bytes())
+    with h5py.File(edited, "r+") as f:  # a value changed, the content hash left as it was
+        f["d_bits"][0, 0] += 1
+    _own_law_oracle(monkeypatch, MMASIM_HOPPER)
+    result = CliRunner().invoke(app, ["oracle", "own", str(edited)])
+    assert result.exit_code == 3 and "TAMPERED" in result.output, result.output
 
 
 def test_an_oracle_is_found_by_its_file_in_a_vendors_folder() -> None:
