@@ -19,7 +19,6 @@ from probelab.numerics.models import FmaChain, FusedDot, PairwiseTree
 
 NAMES = ("f64", "f32", "tf32", "f16", "bf16", "e4m3", "e5m2")
 assert set(NAMES) == set(FORMATS)  # a format added to the lab is added here
-BATCHED = [n for n in NAMES if n != "f64"]  # f64's products do not fit 64 bits: scalar
 
 
 def _models(k: int) -> list:
@@ -46,11 +45,12 @@ def _models(k: int) -> list:
     ]
 
 
-def _field(rng: np.random.Generator, fmt: Element, shape: tuple[int, ...], mode: int
-           ) -> np.ndarray:
+def _field(rng: np.random.Generator, fmt: Element, shape: tuple[int, ...], mode: int,
+           short: bool = False) -> np.ndarray:
     """Stored patterns of `fmt`: mode 0 exponents near 1 (carries, ties, cancellation),
     1 anywhere, 2 raw bits (NaNs, infinities), 3 near the largest (overflow), 4 near the
-    smallest (subnormals, flush)."""
+    smallest (subnormals, flush); `short`: at most 12 fraction bits set (f64 products the
+    batch can hold)."""
     ebits, fbits = fmt.exponent, fmt.fraction
     top = (1 << ebits) - 1
     near = {0: (fmt.bias - 3, fmt.bias + 3), 1: (0, top), 3: (top - 2, top),
@@ -59,6 +59,8 @@ def _field(rng: np.random.Generator, fmt: Element, shape: tuple[int, ...], mode:
     if mode != 2:
         field = np.minimum(field, top - (0 if fmt.finite_only else 1))  # finite
     frac = rng.integers(0, 1 << fbits, shape) & np.where(rng.random(shape) < 0.3, -4, -1)
+    if short:
+        frac &= -(1 << max(fbits - 12, 0))
     bits = (rng.integers(0, 2, shape) << (ebits + fbits)) | (field << fbits) | frac
     if mode == 2:
         bits = rng.integers(0, 1 << (1 + ebits + fbits), shape, dtype=np.uint64)
@@ -71,15 +73,15 @@ def _field(rng: np.random.Generator, fmt: Element, shape: tuple[int, ...], mode:
 
 def _cases(fa: Element, fb: Element, fd: Element, n: int, k: int, seed: int
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """n cases of K: a mode per case (and one for C), a few with exact cancellation (the
-    second half of A the first negated, B repeated, C a zero)."""
+    """n cases of K: a mode per case (and one for C), every other case short, a few with
+    exact cancellation (the second half of A the first negated, B repeated, C a zero)."""
     rng = np.random.default_rng(seed)
     a, b, c = (np.zeros(shape, np.uint64) for shape in ((n, k), (n, k), (n,)))
     for i in range(n):
-        mode = i % 6
-        a[i] = _field(rng, fa, (k,), mode % 5)
-        b[i] = _field(rng, fb, (k,), rng.integers(0, 5) if mode == 5 else mode % 5)
-        c[i] = _field(rng, fd, (), int(rng.integers(0, 5)))
+        mode, short = i % 6, i % 12 < 6
+        a[i] = _field(rng, fa, (k,), mode % 5, short)
+        b[i] = _field(rng, fb, (k,), rng.integers(0, 5) if mode == 5 else mode % 5, short)
+        c[i] = _field(rng, fd, (), int(rng.integers(0, 5)), short)
         if mode == 5:  # x*y + (-x)*y + ... cancels exactly: the zero's sign is the rounding's
             half = k // 2
             a[i, half:2 * half] = a[i, :half] ^ np.uint64(1 << (fa.bits - 1))
@@ -117,15 +119,17 @@ def _agree(fa: Element, fb: Element, fd: Element, a: np.ndarray, b: np.ndarray,
     assert np.mean(share) >= least, (fa.name, fb.name, fd.name, share)
 
 
-@pytest.mark.parametrize("name", BATCHED)
+@pytest.mark.parametrize("name", NAMES)
 def test_random_grids_of_every_format_pair_agree_with_the_scalar_models(name) -> None:
-    """A and B of `name`, D every format the lab knows (and mixed A and B formats)."""
+    """A and B of `name`, D every format the lab knows (and mixed A and B formats); f64's
+    long significands are the scalar models' (its products fit 62 bits where short)."""
     fa = FORMATS[name]
     pairs = [(fa, fa, FORMATS[d]) for d in NAMES]
-    pairs += [(fa, FORMATS[other], FORMATS["f32"]) for other in BATCHED if other != name][:2]
+    pairs += [(fa, FORMATS[other], FORMATS["f32"]) for other in NAMES if other != name][:2]
     for j, (x, y, d) in enumerate(pairs):
         k = 5 if j % 2 else 8  # odd K: an odd term passes up the pairwise tree unrounded
-        _agree(x, y, d, *_cases(x, y, d, 36, k, seed=j), _models(k), least=0.7)
+        least = 0.3 if "f64" in (x.name, y.name) else 0.7
+        _agree(x, y, d, *_cases(x, y, d, 36, k, seed=j), _models(k), least)
 
 
 def _edge(fmt: Element) -> list[Value]:
@@ -177,6 +181,22 @@ def test_sums_too_wide_for_int64_fall_back_and_pairs_stand_in() -> None:
                 _scalar(model, f16, f16, f32, a, b, c, "quiet")).all()
 
 
+def test_one_term_as_wide_as_an_int64_holds_is_summed_alone() -> None:
+    """A 61-bit f64 product beside a zero (and tiny C): a sum of one live term needs no room
+    for a carry, so the batch covers it, and rounds it as the scalar model does."""
+    f64, f32 = FORMATS["f64"], FORMATS["f32"]
+    x = np.float64((2**30 + 1) * 2.0**-500)
+    a = np.array([[x, 0.0], [-x, 0.0]]).view(np.uint64)
+    b = np.array([[x, 1.0], [x, -1.0]]).view(np.uint64)
+    c = np.array([np.float32(-0.0), np.float32(2.0**-149)]).view(np.uint32).astype(np.uint64)
+    values = batch.decode(f64, a), batch.decode(f64, b), batch.decode(f32, c)
+    for model in (PairwiseTree("toward-zero"), FmaChain(rounding="up")):
+        got, covered = batch.evaluate(model, *values, (f64, f64, f32))
+        assert covered.all(), model
+        assert (batch.encode(f32, got, "quiet") ==
+                _scalar(model, f64, f64, f32, a, b, c, "quiet")).all(), model
+
+
 def test_a_stand_in_rounds_as_the_sum_even_one_bit_below_a_power_of_two() -> None:
     """C = 2**20 less a product 2**-(d + 1) (1 + 2**-22 + 2**-46): 47 bits wide, too wide
     to add exactly; where it falls just past half an ulp of the sum (which lost its leading
@@ -196,11 +216,23 @@ def test_a_stand_in_rounds_as_the_sum_even_one_bit_below_a_power_of_two() -> Non
                 _scalar(model, f32, f32, f32, a, b, c, "quiet")).all(), model
 
 
-def test_f64_and_other_families_are_left_to_the_scalar_models() -> None:
+def test_long_f64_products_and_other_families_are_left_to_the_scalar_models() -> None:
+    """1 and 1 + 2**-52 (53 bits): one product of two is the batch's, the other not."""
     f64 = FORMATS["f64"]
-    one = batch.decode(f64, np.array([[0x3FF0000000000000]], np.uint64))
-    assert batch.evaluate(FusedDot(25), one, one, one[:, 0], (f64, f64, f64)) is None
+    one = batch.decode(f64, np.array([[0x3FF0000000000000], [0x3FF0000000000001]], np.uint64))
+    assert one.sig.tolist() == [[1], [(1 << 52) + 1]]  # the same values, as few bits as need
+    _, covered = batch.evaluate(FusedDot(25), one, one, one[:, 0], (f64, f64, f64))
+    assert covered.tolist() == [True, False]
     assert batch.evaluate(object(), one, one, one[:, 0], (f64, f64, f64)) is None
+
+
+def _shortest(v: Value) -> Value:
+    """A finite value with its significand's trailing zeros in the exponent (as the batch
+    decodes it: the same value)."""
+    if v.kind != "finite" or not v.significand:
+        return v
+    zeros = (v.significand & -v.significand).bit_length() - 1
+    return Value("finite", v.sign, v.significand >> zeros, v.exponent + zeros)
 
 
 def test_decode_and_round_to_are_the_scalar_ones() -> None:
@@ -210,7 +242,7 @@ def test_decode_and_round_to_are_the_scalar_ones() -> None:
         if fmt.bits <= 16:
             patterns = np.arange(1 << fmt.bits, dtype=np.uint64)
         got = batch.decode(fmt, patterns)
-        want = [decode(fmt, int(x)) for x in patterns]
+        want = [_shortest(decode(fmt, int(x))) for x in patterns]
         kinds = {"finite": batch.FINITE, "inf": batch.INF, "nan": batch.NAN}
         assert got.kind.tolist() == [kinds[v.kind] for v in want]
         for part, field in (("sign", "sign"), ("sig", "significand"), ("exp", "exponent")):

@@ -1,9 +1,9 @@
 """The numeric models (models.py) over a whole grid at once: the same exact arithmetic, step
 for step, on int64 significands, each step one numpy operation over every case. Exact only
-where every intermediate fits: a model here says which cases it covered (a sum whose terms
-span more than WIDTH bits is not; nor is any case of a format whose products do not fit,
-f64's), and spec.predicted_bits computes the rest with the scalar models, which stay the
-reference (tests/test_numerics_batch.py holds the two equal).
+where every intermediate fits: a model here says which cases it covered (not a sum whose
+terms span more than WIDTH bits, nor a product of two significands longer than that between
+them: f64's, where neither ends in zeros), and spec.predicted_bits computes the rest with the
+scalar models, which stay the reference (tests/test_numerics_batch.py holds the two equal).
 
 Values are arrays of one shape (`Values`), cases first and, for sums, terms on the last
 axis; NaNs keep their sign and fraction field, so the NaN a unit passes is the scalar's."""
@@ -102,6 +102,8 @@ def _decoded(e: Element, patterns: np.ndarray) -> Values:
     normal = field != 0
     sig = np.where(normal, frac | (1 << fbits), frac)
     exp = np.where(normal, field, 1) - bias - fbits
+    zeros = bit_length(sig & -sig) - 1  # trailing: the same value, in as few bits as it needs
+    sig, exp = sig >> np.maximum(zeros, 0), exp + np.maximum(zeros, 0)
     kind = np.where(nan, NAN, np.where(inf, INF, FINITE))
     special = nan | inf
     return Values(kind, sign, np.where(inf, 0, np.where(nan, frac, sig)),
@@ -174,7 +176,8 @@ def _nonfinite(terms: Values) -> Values:
 def fused_sum(terms: Values, fraction_bits: int | None, rounding: str,
               refs: np.ndarray | None = None) -> tuple[Values, np.ndarray]:
     """models.fused_sum over the last axis, and where it is exact here: every term, shifted
-    to the sum's lowest bit, and their sum within WIDTH bits (a special sum always is)."""
+    to the sum's lowest bit, and their sum within WIDTH bits (n terms of w bits sum to fewer
+    than w + bit_length(n - 1)); a special sum always is."""
     special, out = _special(terms)
     live = terms.sig != 0
     top = _top(terms)
@@ -185,7 +188,7 @@ def fused_sum(terms: Values, fraction_bits: int | None, rounding: str,
     shift = terms.exp - low[..., None]
     width = np.where(live, top - low[..., None] + 1, 0).max(-1)
     some = live.any(-1)
-    covered = special | ~some | (width + terms.shape[-1].bit_length() <= WIDTH)
+    covered = special | ~some | (width + bit_length(live.sum(-1) - 1) <= WIDTH)
     n = np.where(shift >= 0, terms.sig << np.clip(shift, 0, 63),
                  terms.sig >> np.clip(-shift, 0, 63))  # toward zero
     n = np.where(live & covered[..., None], n, 0)
@@ -323,7 +326,7 @@ def _pair_sum(x: Values, y: Values, rounding: str, fraction: int) -> Batched:
     kept = small.sig >> cut
     small_n = 2 * kept + (small.sig != kept << cut)  # in units of 2**(L-1)
     big_n = big.sig << np.clip(big.exp - low + 1, 0, 63)
-    stands = ~covered & (below <= top - 2) & (top - low + 3 <= WIDTH)
+    stands = ~covered & (below <= top - 2) & (top - low + 3 <= WIDTH)  # two live terms
     total = np.where(big.sign == 1, -big_n, big_n) + np.where(small.sign == 1, -small_n, small_n)
     stand_in = Values.filled(x.shape, FINITE, total < 0, np.abs(total), low - 1)
     return stand_in.where(stands, exact), covered | stands
@@ -364,13 +367,16 @@ MODELS: dict[type, Callable[..., Batched]] = {
 
 def evaluate(model: object, a: Values, b: Values, c: Values, formats: Formats
              ) -> Batched | None:
-    """The model's D for every case and which cases that is exact for; None where none is
-    (a family not here, or products wider than WIDTH bits: f64's)."""
-    fa, fb, _ = formats
+    """The model's D for every case and which cases that is exact for (not those with a
+    product wider than WIDTH bits: f64's of two long significands); None for a family not
+    here."""
     batched = MODELS.get(type(model))
-    if batched is None or fa.fraction + fb.fraction + 2 > WIDTH:
+    if batched is None:
         return None
-    return batched(model, a, b, c, formats)
+    long = (a.kind == FINITE) & (b.kind == FINITE) & \
+        (bit_length(a.sig) + bit_length(b.sig) > WIDTH)
+    got, covered = batched(model, a, b, c, formats)
+    return got, covered & ~long.any(-1)
 
 
 def encode(e: Element, v: Values, nan: str) -> np.ndarray:
