@@ -123,12 +123,14 @@ def lookup(kind: str, key: str) -> bytes | None:
 
 def store(kind: str, key: str, payload: bytes) -> None:
     """File `payload` under (kind, key); a cache that is off, read-only or full only costs
-    the recomputing next time."""
+    the recomputing next time. Not fsynced (a cold verify files thousands, a millisecond
+    each): an entry a crash leaves torn fails its tag and is made again."""
     path, secret = _entry(kind, key)
     if secret is None or len(payload) > MAX_ENTRY_BYTES:
         return
     with contextlib.suppress(OSError, CannotWrite):
-        atomic_write_bytes(path, _tag(secret, kind, key, payload) + payload, record=False)
+        atomic_write_bytes(path, _tag(secret, kind, key, payload) + payload, record=False,
+                           durable=False)
 
 
 def cached_bytes(kind: str, key: str, build: Callable[[], bytes],

@@ -65,10 +65,12 @@ def _staging_for(path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def atomic_path(path: Path, exclusive: bool = False, record: bool = True) -> Iterator[Path]:
-    """Yield a temp path; on success it is fsynced and moved to `path` (renamed over it, or
-    with `exclusive` linked, which fails if `path` exists) and, with `record`, listed in
-    `written` (what an interrupted command says it left; caches are not results)."""
+def atomic_path(path: Path, exclusive: bool = False, record: bool = True,
+                durable: bool = True) -> Iterator[Path]:
+    """Yield a temp path; on success it is fsynced (unless not `durable`) and moved to `path`
+    (renamed over it, or with `exclusive` linked, which fails if `path` exists) and, with
+    `record`, listed in `written` (what an interrupted command says it left; caches are not
+    results)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
@@ -79,8 +81,9 @@ def atomic_path(path: Path, exclusive: bool = False, record: bool = True) -> Ite
     tmp_path = Path(tmp)
     try:
         yield tmp_path
-        with open(tmp_path, "rb+") as handle:
-            os.fsync(handle.fileno())
+        if durable:
+            with open(tmp_path, "rb+") as handle:
+                os.fsync(handle.fileno())
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp's 0600 would hide results from others
@@ -124,10 +127,10 @@ def _write_all(path: Path, data: bytes) -> None:
 
 
 def atomic_write_bytes(path: Path, data: bytes, exclusive: bool = False,
-                       record: bool = True) -> None:
+                       record: bool = True, durable: bool = True) -> None:
     """Write `data` whole. Writers that serialise to memory first (netCDF via HDF5) use
     this, so a full disk is a plain OSError here, never a failure inside a C library."""
-    with atomic_path(path, exclusive, record) as tmp:
+    with atomic_path(path, exclusive, record, durable) as tmp:
         _write_all(tmp, data)
 
 

@@ -139,6 +139,22 @@ def test_a_full_compile_cache_only_costs_a_recompile(toylab: ToyLab, monkeypatch
     assert (payload, hit, built) == (b"code", False, [1])
 
 
+def test_a_cache_entry_is_not_fsynced_and_one_torn_by_a_crash_is_made_again(
+        toylab: ToyLab, monkeypatch) -> None:
+    """Results are fsynced before they are named; a cache entry is not (a cold verify files
+    thousands): one a crash left short fails its tag, a miss, and is built again."""
+    assert cache.lookup("answer", "k" * 64) is None  # the cache's secret made (and synced)
+    synced = []
+    monkeypatch.setattr(storage.os, "fsync", lambda fd: synced.append(fd))
+    cache.store("answer", "k" * 64, b"payload")
+    assert synced == [] and cache.lookup("answer", "k" * 64) == b"payload"
+    storage.atomic_write_bytes(toylab.root / "data" / "result.bin", b"x")
+    assert len(synced) == 1
+    entry = next((toylab.root.parent / ".cache").rglob("answer/*.bin"))
+    entry.write_bytes(entry.read_bytes()[:-3])  # the end never reached the disk
+    assert cache.cached_bytes("answer", "k" * 64, lambda: b"payload") == (b"payload", False)
+
+
 def test_a_sim_data_folder_linked_into_data_is_refused(toylab: ToyLab) -> None:
     (toylab.root / "sim-data").symlink_to(toylab.data, target_is_directory=True)
     result = invoke("sweep", "toy", "--backend", "sim")
