@@ -159,11 +159,32 @@ def compile_program(
     before any evaluation. `tables`: constant integer arrays the definitions may read as
     ``NAME[i, ...]`` (their names are no values: a table and a value may share one)."""
     constants = tuple((name, _table(name, value)) for name, value in (tables or {}).items())
+    items = tuple(definitions.items() if isinstance(definitions, Mapping) else definitions)
+    coordinates = tuple(names)
+    key = (items, coordinates, tuple((name, value.shape, value.tobytes())
+                                     for name, value in constants))
+    try:
+        program = _PROGRAMS.get(key)
+    except TypeError:  # an item that is no (name, source) pair of strings: said below
+        return _compiled(items, coordinates, constants)
+    if program is None:
+        program = _PROGRAMS[key] = _compiled(items, coordinates, constants)
+        if len(_PROGRAMS) > MAX_PROGRAMS:
+            del _PROGRAMS[next(iter(_PROGRAMS))]
+    return program
+
+
+# programs by all they are compiled from: a verify compiles each claim's sources for every
+# grid and observable it plans, keys and checks (30,000 compilations of ~2,000 programs)
+_PROGRAMS: dict[tuple, Program] = {}
+MAX_PROGRAMS = 8192
+
+
+def _compiled(items: tuple, coordinates: tuple[str, ...],
+              constants: tuple[tuple[str, np.ndarray], ...]) -> Program:
     axes = {name: value.ndim for name, value in constants}
-    items = list(definitions.items() if isinstance(definitions, Mapping) else definitions)
     if len(items) > MAX_DEFINITIONS:
         raise ExprError(f"{len(items)} definitions; at most {MAX_DEFINITIONS} are allowed")
-    coordinates = tuple(names)
     pairs: list[tuple[str, str]] = []
     for item in items:
         try:

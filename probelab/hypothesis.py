@@ -909,11 +909,13 @@ def _evaluate_piece(h: Hypothesis, observable: str, env: dict[str, np.ndarray],
     return predicted.astype(np.uint32), scope  # modulo 2**32, as & MASK: numpy wraps
 
 
-def _names(source: str) -> set[str]:
+@functools.lru_cache(maxsize=8192)
+def _names(source: str) -> frozenset[str]:
     try:
-        return {n.id for n in ast.walk(ast.parse(source, mode="eval")) if isinstance(n, ast.Name)}
+        return frozenset(n.id for n in ast.walk(ast.parse(source, mode="eval"))
+                         if isinstance(n, ast.Name))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()  # compile_program reports it properly
+        return frozenset()  # compile_program reports it properly
 
 
 def _needed(lets: tuple[tuple[str, str], ...], targets: list[tuple[str, str]]

@@ -482,3 +482,24 @@ def test_a_table_is_only_a_lookup(source: str, why: str) -> None:
 def test_without_tables_a_subscript_is_refused_as_ever() -> None:
     with pytest.raises(ExprError, match="not allowed: subscripts"):
         compile_program([("f", "t[0, 0]")], ["t"])
+
+
+def test_a_program_is_compiled_once_per_sources_names_and_tables():
+    """Claims compile the same sources for every grid and observable: the program is kept
+    under all it is compiled from (the definitions, the coordinates in order, each table's
+    shape and values); anything else compiles afresh, and a refused source is refused again."""
+    table = np.arange(4)
+    first = compile_program([("x", "a + T[a]")], ["a"], {"T": table})
+    assert compile_program({"x": "a + T[a]"}, ("a",), {"T": table.copy()}) is first
+    assert compile_program([("x", "a + T[a]")], ["a", "b"], {"T": table}) is not first
+    other = compile_program([("x", "a + T[a]")], ["a"], {"T": table + 1})
+    assert other is not first
+    env = {"a": np.array([1, 2])}
+    assert first.evaluate(env)["x"].tolist() == [2, 4]
+    assert other.evaluate(env)["x"].tolist() == [3, 5]
+    for _ in range(2):
+        with pytest.raises(ExprError, match="unknown name"):
+            compile_program([("x", "a + c")], ["a"])
+    listed = compile_program([["x", "a + 1"]], ["a"])  # a list is no key: compiled, not kept
+    assert listed.evaluate(env)["x"].tolist() == [2, 3]
+    assert compile_program([["x", "a + 1"]], ["a"]) is not listed
