@@ -71,6 +71,9 @@ def _feed(h: "hashlib._Hash", values: np.ndarray, as_dtype: str | None) -> None:
     """Feed `values` to `h` as little-endian `as_dtype` (or, None, as their str()s joined by
     NUL), chunk by chunk: the same bytes as converting them whole, in bounded memory."""
     flat = values.reshape(-1)
+    if as_dtype is not None and flat.dtype == np.dtype(as_dtype):  # the bytes hashed already
+        h.update(flat)
+        return
     buffer = np.empty(min(flat.size, _CHUNK), as_dtype) if as_dtype is not None else None
     for start in range(0, flat.size, _CHUNK):
         chunk = flat[start : start + _CHUNK]

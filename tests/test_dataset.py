@@ -1,5 +1,6 @@
 """Datasets on disk: exact round trips, atomic writes, and sweeps that must not save."""
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -119,6 +120,19 @@ def test_a_large_variable_hashes_part_by_part_as_it_would_whole(tmp_path: Path,
     edited = dataset.load(path)
     edited["raw"].values[1, 2, 3, 4] += 1
     assert dataset.computed_content_sha256(edited) != whole
+
+
+@pytest.mark.parametrize("dtype", ["<f8", ">f8", "<i8", "<u8", "<u4", "<i2", "|u1", "<f4"])
+def test_values_hash_as_their_canonical_bytes_whatever_they_are_stored_as(
+        dtype, monkeypatch) -> None:
+    """Values already in the canonical form are hashed as they are (no copy), others
+    converted chunk by chunk: the bytes are those of the values converted whole."""
+    monkeypatch.setattr(dataset, "_CHUNK", 7)
+    values = np.random.default_rng(2).integers(-(2**15), 2**15, 50).astype(dtype)
+    canonical = dataset._canonical(values.dtype.kind)[1]
+    fed = hashlib.sha256()
+    dataset._feed(fed, values.reshape(5, 10), canonical)
+    assert fed.digest() == hashlib.sha256(values.astype(canonical).tobytes()).digest()
 
 
 def test_inherited_fill_value_encoding_is_dropped(tmp_path: Path) -> None:
