@@ -725,9 +725,14 @@ def _with_model(h: Hypothesis, grid: xr.Dataset) -> xr.Dataset:
     # (which never changes under a running lab, but may be swapped in: the class itself is
     # part of the key). Keyed on those inputs alone, not on the whole grid: a dataset's grid
     # and the probe's stimulus hash apart where they differ elsewhere, and each made the
-    # same model again (half of a cold verify's model time).
+    # same model again (half of a cold verify's model time); and on the model's value, not
+    # its spelling (a parameter written at its default names the same model).
     family = numerics_spec.FAMILIES.get(str(h.model.get("family")))
-    key = (repr(sorted(h.model.items())), _model_inputs(grid), id(family))
+    try:
+        model = numerics_spec.model_of(h.model)
+    except ValueError as exc:
+        raise UsageError(f"{h.path}: {exc}") from exc
+    key = (model, h.model.get("nan", "quiet"), _model_inputs(grid), id(family))
     if key not in _MODELS:
         try:
             bits = numerics_spec.predicted_bits(h.model, grid)
@@ -759,7 +764,7 @@ def _model_inputs(grid: xr.Dataset) -> str:
 # a model's bits per grid, kept per process (a claim reads them many times; a verify
 # evaluates ~150 models, each 10 KB on today's grids): the oldest go beyond this
 MODELS_BYTES = 64 << 20
-_MODELS: dict[tuple[str, str, int], np.ndarray] = {}
+_MODELS: dict[tuple[object, object, str, int], np.ndarray] = {}
 
 
 def _claim_key(h: Hypothesis, grid: "xr.Dataset | GridPrint",

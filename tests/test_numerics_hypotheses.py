@@ -200,3 +200,13 @@ def test_a_model_is_made_once_per_inputs_and_again_for_other_inputs(tmp_path: Pa
                                               'rounding = "nearest-even"', name="n"))
     predict(nearest, g, OBSERVABLES)
     assert len(made) == 4
+    spelled = load_hypothesis(write(tmp_path, 'family = "fused-dot"\nfraction_bits = 25\n'
+                                              'rounding = "toward-zero"\nc = "in-sum"\n'
+                                              'nan = "quiet"', name="s"))
+    assert np.array_equal(predict(spelled, g, OBSERVABLES)["literal"]["d_bits"], first)
+    assert len(made) == 4  # the same model and NaN, its defaults written out
+    ones = load_hypothesis(write(tmp_path, 'family = "fused-dot"\nfraction_bits = 25\n'
+                                           'rounding = "toward-zero"\nnan = "all-ones"',
+                                 name="o"))
+    predict(ones, g, OBSERVABLES)
+    assert len(made) == 5  # another NaN spelling: other bits
