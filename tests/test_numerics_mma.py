@@ -15,6 +15,9 @@ from probelab.probe import get_probe, load_sibling
 from probelab.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
+# the sweeps' repeats: both output poisons (a cell the unit never wrote is told apart); a
+# third run repeats the first poison on a deterministic model and costs a third more
+REPEATS = 2
 
 
 def _model_file(model: str, probe_id: str) -> bytes:
@@ -42,7 +45,7 @@ def test_a_simulated_unit_is_read_back_through_the_models(tmp_path: Path, monkey
     monkeypatch.delenv("PROBELAB_GIT_HEAD", raising=False)
     probe = get_probe(probe_id)
     monkeypatch.setattr(probe, "sim_model", FusedDot(24, "toward-zero"))
-    ds = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path,
+    ds = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path, repeats=REPEATS,
                    allow_blind=True).dataset
     grid = probe.stimulus()
     finite = ds["finite_inputs"].values == 1
@@ -100,7 +103,7 @@ def test_the_new_kinds_read_back_a_hidden_law(tmp_path: Path, monkeypatch, probe
     monkeypatch.delenv("PROBELAB_GIT_HEAD", raising=False)
     probe = get_probe(probe_id)
     monkeypatch.setattr(probe, "sim_model", FusedDot(24, "toward-zero", c="after"))
-    ds = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path,
+    ds = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path, repeats=REPEATS,
                    allow_blind=True).dataset
     grid = probe.stimulus()
     finite = ds["finite_inputs"].values == 1
@@ -134,7 +137,7 @@ def test_the_order_probes_read_a_hidden_accumulation_order_back(tmp_path: Path, 
     for name, (law, want) in laws.items():
         monkeypatch.setattr(probe, "sim_model", law)
         ds = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path / name,
-                       allow_blind=True).dataset
+                       repeats=REPEATS, allow_blind=True).dataset
         assert ds["joins_after"].values[0].tolist() == want, name
         assert (ds["rest_zero"].values == 1).all()
         i, j = ds["pair_i"].values, ds["pair_j"].values
