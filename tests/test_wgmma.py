@@ -219,9 +219,11 @@ def test_the_16_bit_swizzle_readings_predict_a_ptx_unit_and_their_rivals_do_not(
     b = _ptx_swizzled_b(shape)
     np.testing.assert_array_equal(layout.b, b)  # the formula is the transcription
     monkeypatch.setitem(probe.sim_layouts, shape.name, layout)
-    ds = run_sweep(probe_id, "sim", target="sm_90", out_root=tmp_path, allow_blind=True).dataset
+    ds = run_sweep(probe_id, "sim", target="sm_90", out_root=tmp_path, repeats=2,
+                   allow_blind=True).dataset
+    grid = probe.stimulus()
     for hid, h in files.items():
-        _, (got,) = score_claim(h, probe.stimulus(), probe.observables, [(ds, [shape.name])])
+        _, (got,) = score_claim(h, grid, probe.observables, [(ds, [shape.name])])
         literal = got["kernels"][shape.name]["literal"]
         if hid.endswith("-rival"):
             assert literal["matches"] < literal["cells"], hid
@@ -250,10 +252,11 @@ def test_a_sealed_reading_predicts_its_unit_and_its_rivals_do_not(probe_id: str,
     files = {p.stem: load_hypothesis(p) for p in sorted(root.glob("*.toml"))}
     for name, layout in _documented(probe, files["ptx-layouts"]).items():
         monkeypatch.setitem(probe.sim_layouts, name, layout)
-    ds = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path, allow_blind=True).dataset
-    kernels = [s.name for s in probe.shapes]
+    ds = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path, repeats=2,
+                   allow_blind=True).dataset
+    kernels, grid = [s.name for s in probe.shapes], probe.stimulus()
     for hid, h in files.items():
-        _, (got,) = score_claim(h, probe.stimulus(), probe.observables, [(ds, kernels)])
+        _, (got,) = score_claim(h, grid, probe.observables, [(ds, kernels)])
         scores = [got["kernels"][k]["literal"] for k in kernels]
         if hid.endswith("-rival"):
             assert any(s["matches"] < s["cells"] for s in scores), hid

@@ -82,7 +82,8 @@ def test_the_apart_design_recovers_the_hidden_layouts_through_a_sweep(tmp_path: 
     probe = get_probe("wgmma-tf32-f32-wide")
     assert probe.design == engine.APART and set(probe.observables) == set(
         engine.OBSERVABLES_APART) and probe.compact
-    result = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path, allow_blind=True)
+    result = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path, repeats=2,
+                       allow_blind=True)
     ds = dataset.load(result.path)
     assert ds["recovered"].values.all(), ds["recovered"].attrs["why"]
     assert ds["gemm_exact"].values.all() and "same_col" not in ds
@@ -128,7 +129,8 @@ def test_the_compact_form_scores_every_sealed_claim_as_the_float_form_did(tmp_pa
               for p in sorted((ROOT / "preregistrations" / probe.id).glob("*.toml"))}
     for name, layout in _documented(probe, sealed["ptx-layouts"]).items():
         monkeypatch.setitem(probe.sim_layouts, name, layout)
-    ds = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path, allow_blind=True).dataset
+    ds = run_sweep(probe.id, "sim", target="sm_90", out_root=tmp_path, repeats=2,
+                   allow_blind=True).dataset
     grid = probe.stimulus()
     launch = probe.launch(grid)
     raw = {k.name: probe.simulate(k, launch.inputs) for k in probe.kernels("nvidia")}
