@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 MAX_LEVELS = 2**16  # digit bases beyond this only make a digit wave's ids harder to read
+_BLOCK = 2**20  # elements encoded at once (Element.encode)
 _NATIVE = {64: np.float64, 32: np.float32, 16: np.float16}
 
 
@@ -67,8 +68,18 @@ class Element:
 
     def encode(self, values: np.ndarray) -> np.ndarray:
         """Values -> raw bit patterns (uint64), refusing any the format does not hold
-        exactly (NaN and infinities are held where the format has them)."""
+        exactly (NaN and infinities are held where the format has them). A large array is
+        encoded a block at a time (an operand's waves are 100s of MB, and each element's
+        code is its own): the same codes, the first value refused the same."""
         values = np.asarray(values)
+        if values.size <= _BLOCK:
+            return self._encode(values)
+        flat, out = values.reshape(-1), np.empty(values.size, np.uint64)
+        for start in range(0, flat.size, _BLOCK):
+            out[start:start + _BLOCK] = self._encode(flat[start:start + _BLOCK])
+        return out.reshape(values.shape)
+
+    def _encode(self, values: np.ndarray) -> np.ndarray:
         if self.floating:
             as_float = values.astype(np.float64)
             if values.dtype.kind in "iu":  # an integer a double cannot hold is no value here
@@ -80,7 +91,7 @@ class Element:
         exact = (ints == values) & (ints >= self.lowest) & (ints <= 2**self.bits - 1 +
                                                             self.lowest)
         self._refuse(values, exact)
-        return (ints & (2**self.bits - 1)).astype(np.uint64)
+        return np.bitwise_and(ints, 2**self.bits - 1, out=ints).view(np.uint64)
 
     def decode(self, raw: np.ndarray) -> np.ndarray:
         """Raw bit patterns -> numbers: float64 for floats, int64 otherwise."""

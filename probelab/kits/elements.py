@@ -39,15 +39,20 @@ def pack(element: Element, values: np.ndarray) -> np.ndarray:
 
 def pack_bits(raw: np.ndarray, bits: int) -> np.ndarray:
     """(..., n) raw bit patterns of `bits` each -> (..., words) uint32 registers (`pack`)."""
-    raw = np.asarray(raw).astype(np.uint64)
+    raw = np.asarray(raw).astype(np.uint64, copy=False)  # read only: never written here
     n = raw.shape[-1]
-    if bits >= 32:
+    if bits >= 32:  # word i of an element: its bits [32 i, 32 i + 32), cast to 32 bits
         per = bits // 32
-        parts = [(raw >> np.uint64(32 * i)) & np.uint64(0xFFFFFFFF) for i in range(per)]
-        return np.stack(parts, -1).reshape(*raw.shape[:-1], n * per).astype(np.uint32)
+        out = np.empty((*raw.shape, per), np.uint32)
+        for i in range(per):
+            out[..., i] = raw >> np.uint64(32 * i) if i else raw
+        return out.reshape(*raw.shape[:-1], n * per)
     per = 32 // bits
-    padded = np.zeros((*raw.shape[:-1], -(-n * bits // 32) * per), np.uint64)
-    padded[..., :n] = raw
+    if n % per:  # the last register's high bits: zeros
+        padded = np.zeros((*raw.shape[:-1], -(-n * bits // 32) * per), np.uint64)
+        padded[..., :n] = raw
+    else:
+        padded = raw
     shifts = np.arange(per, dtype=np.uint64) * np.uint64(bits)
     grouped = padded.reshape(*raw.shape[:-1], -1, per) << shifts
     return np.bitwise_or.reduce(grouped, axis=-1).astype(np.uint32)

@@ -373,7 +373,8 @@ def waves(grid: xr.Dataset, codec: Codec = F64_CODEC, plan: Plan | None = None
         b = np.concatenate([np.zeros((pc, nb)),
                             *(np.broadcast_to(v, (na, nb)) for v in b_named), gemm[1]])
         c = np.concatenate([np.stack(c_named), np.zeros((pb, nd)), gemm[2]])
-        return {"a": a, "b": b.astype(np.float64), "c": c.astype(np.float64)}
+        return {"a": a, "b": b.astype(np.float64, copy=False),
+                "c": c.astype(np.float64, copy=False)}
     presence = [0] if plan.presence else []  # round 0 repeats C's digit 0
     rounds = range(plan.rounds)
     named = {n: [np.ones(s)] * plan.presence +
@@ -387,7 +388,7 @@ def waves(grid: xr.Dataset, codec: Codec = F64_CODEC, plan: Plan | None = None
                         *(np.broadcast_to(v, (na, nb)) for v in named["b"]), gemm[1]])
     c = np.concatenate([*(np.broadcast_to(v, (nb, nd)) for v in c_ids),
                         *(np.broadcast_to(v, (na, nd)) for v in c_ids), gemm[2]])
-    return {"a": a.astype(np.float64), "b": b.astype(np.float64), "c": c.astype(np.float64)}
+    return {n: v.astype(np.float64, copy=False) for n, v in (("a", a), ("b", b), ("c", c))}
 
 
 def to_lane_major(values: np.ndarray, lanes: int) -> np.ndarray:
