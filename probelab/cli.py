@@ -727,10 +727,8 @@ def verify(
     recorded verdict is reproduced; 3 otherwise. Refuted hypotheses are results, not
     failures.
     """
-    from probelab.memory import keep_freed
     from probelab.verify import verify_archive
 
-    keep_freed()  # its units make and drop large arrays all through (probelab.memory)
     _verified(lambda step: verify_archive(write=write, jobs=jobs, retired=retired, step=step),
               as_json, verbose)
 
