@@ -48,6 +48,9 @@ def pack_bits(raw: np.ndarray, bits: int) -> np.ndarray:
             out[..., i] = raw >> np.uint64(32 * i) if i else raw
         return out.reshape(*raw.shape[:-1], n * per)
     per = 32 // bits
+    if bits == 1 and n % 32 == 0 and raw.size and int(raw.max()) <= 1:  # b1: packbits's
+        held = np.packbits(raw.astype(np.uint8), axis=-1, bitorder="little")
+        return held.view("<u4").astype(np.uint32, copy=False)  # byte 0 the low one
     if n % per:  # the last register's high bits: zeros
         padded = np.zeros((*raw.shape[:-1], -(-n * bits // 32) * per), np.uint64)
         padded[..., :n] = raw

@@ -369,12 +369,11 @@ def waves(grid: xr.Dataset, codec: Codec = F64_CODEC, plan: Plan | None = None
         c_named = [_digit(_ids(nd), p, plan.c_base) + 1 for p in range(plan.c_digits)]
         b_named = [_digit(_ids(nb), p, plan.base) + 1 for p in range(plan.digits)]
         pc, pb = plan.c_digits, plan.digits * na
-        a = np.concatenate([np.zeros((pc, na)), *(np.eye(na) for _ in b_named), gemm[0]])
-        b = np.concatenate([np.zeros((pc, nb)),
-                            *(np.broadcast_to(v, (na, nb)) for v in b_named), gemm[1]])
-        c = np.concatenate([np.stack(c_named), np.zeros((pb, nd)), gemm[2]])
-        return {"a": a, "b": b.astype(np.float64, copy=False),
-                "c": c.astype(np.float64, copy=False)}
+        a = _rows([np.zeros((pc, na)), *(na for _ in b_named), gemm[0]], na)
+        b = _rows([np.zeros((pc, nb)), *(np.broadcast_to(v, (na, nb)) for v in b_named),
+                   gemm[1]], nb)
+        c = _rows([np.stack(c_named), np.zeros((pb, nd)), gemm[2]], nd)
+        return {"a": a, "b": b, "c": c}
     presence = [0] if plan.presence else []  # round 0 repeats C's digit 0
     rounds = range(plan.rounds)
     named = {n: [np.ones(s)] * plan.presence +
@@ -382,13 +381,35 @@ def waves(grid: xr.Dataset, codec: Codec = F64_CODEC, plan: Plan | None = None
              for n, s in (("a", na), ("b", nb))}
     c_ids = [plan.scale * (_digit(_ids(nd), p, plan.c_base) + 1)
              for p in [*presence, *range(plan.digits)]]
-    a = np.concatenate([*(np.broadcast_to(v, (nb, na)) for v in named["a"]),
-                        *(np.eye(na) for _ in rounds), gemm[0]])
-    b = np.concatenate([*(np.eye(nb) for _ in rounds),
-                        *(np.broadcast_to(v, (na, nb)) for v in named["b"]), gemm[1]])
-    c = np.concatenate([*(np.broadcast_to(v, (nb, nd)) for v in c_ids),
-                        *(np.broadcast_to(v, (na, nd)) for v in c_ids), gemm[2]])
-    return {n: v.astype(np.float64, copy=False) for n, v in (("a", a), ("b", b), ("c", c))}
+    a = _rows([*(np.broadcast_to(v, (nb, na)) for v in named["a"]), *(na for _ in rounds),
+               gemm[0]], na)
+    b = _rows([*(nb for _ in rounds), *(np.broadcast_to(v, (na, nb)) for v in named["b"]),
+               gemm[1]], nb)
+    c = _rows([*(np.broadcast_to(v, (nb, nd)) for v in c_ids),
+               *(np.broadcast_to(v, (na, nd)) for v in c_ids), gemm[2]], nd)
+    return {"a": a, "b": b, "c": c}
+
+
+def _rows(parts: list[np.ndarray | int], width: int) -> np.ndarray:
+    """The parts one under another (np.concatenate), as float64, an int n among them
+    standing for np.eye(n): written straight into the result, never made on its own (a
+    round's identity is 100s of MB where an operand has thousands of slots)."""
+    heights = [part if isinstance(part, int) else part.shape[0] for part in parts]
+    out = np.empty((sum(heights), width))
+    at = 0
+    for part, height in zip(parts, heights, strict=True):
+        block = out[at:at + height]
+        if isinstance(part, int):
+            if part != width:
+                raise ValueError(f"an identity of {part} rows among {width} columns")
+            block.fill(0.0)
+            np.fill_diagonal(block, 1.0)
+        elif part.shape[1:] != (width,):
+            raise ValueError(f"rows of {part.shape[1:]} among {width} columns")
+        else:
+            block[...] = part
+        at += height
+    return out
 
 
 def to_lane_major(values: np.ndarray, lanes: int) -> np.ndarray:
