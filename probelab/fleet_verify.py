@@ -49,8 +49,11 @@ def check_unit(unit: Unit, commit: str) -> dict[str, Any]:
     try:
         import ray
 
-        node["node_id"] = ray.get_runtime_context().get_node_id()
-    except (ImportError, RuntimeError):
+        # get_runtime_context() joins a cluster when none is joined (Ray's auto-init): off
+        # a node (a test, a local call) that would start one, or hang on a dead one's address
+        if ray.is_initialized():
+            node["node_id"] = ray.get_runtime_context().get_node_id()
+    except ImportError:
         pass
     head, dirty = gitinfo.head()
     if head != commit or dirty:

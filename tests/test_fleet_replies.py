@@ -188,13 +188,22 @@ def test_a_failure_reply_carries_a_lab_errors_code_and_text(reply, said) -> None
     assert problem is None if said is None else said in problem
 
 
-def test_a_malformed_fleet_verify_reply_is_refused_with_one_line(toylab) -> None:
+def test_a_malformed_fleet_verify_reply_is_refused_with_one_line(toylab, monkeypatch) -> None:
     """A node's verify result is checked for its form before any of it is used (a reply of
-    another shape was an internal error): refused with one line, nothing of it taken."""
+    another shape was an internal error): refused with one line, nothing of it taken.
+    check_unit called off a node joins no cluster (Ray's auto-init once followed a dead
+    cluster's address left in /tmp/ray and hung CI for 13 minutes)."""
     import copy
+
+    import ray
 
     from probelab import fleet_verify, prereg
     from probelab.verify_unit import Unit
+
+    def no_cluster(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("check_unit off a node called ray.init")
+
+    monkeypatch.setattr(ray, "init", no_cluster)
 
     prereg.seal(toylab.write_hyp("sum", "a + b"))
     data = toylab.as_measured(toylab.sim_dataset())
