@@ -118,7 +118,8 @@ def judged_fresh(h: Hypothesis, here: Judged, claimed: Mapping[str, np.ndarray] 
     per claimed kernel, per case, under the scoring that confirms it; None where the grid has
     no numeric cases) that lie on cases none of the held datasets holds, for the kernel with
     fewest. Held: what `h` names, and each other pinned dataset of its probe that
-    `after_seal` does not prove measured after its seal."""
+    `after_seal` does not prove measured after its seal; each judged as `here` was (verify
+    judges every dataset's git history once, for the whole archive)."""
     named = h.fitted_from
     account: dict[str, Any] = {"fitted_from": list(named), "stimulus_seed": seed(here.grid),
                                "floor": FLOOR}
@@ -140,7 +141,7 @@ def judged_fresh(h: Hypothesis, here: Judged, claimed: Mapping[str, np.ndarray] 
     for name in sorted({*named, *(p for p, e in pins.items()
                                   if e["probe"] == h.probe and p != own)}):
         try:
-            other = judge(lab_root() / name, pins=entries)
+            other = judge(lab_root() / name, history=here.history, pins=entries)
         except (LabError, OSError) as exc:
             return seen(f"{name} cannot be read ({exc})")
         if other.findings:

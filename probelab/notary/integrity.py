@@ -91,6 +91,7 @@ class Judged:
 
     read: dataset.Read
     findings: tuple[Finding, ...]
+    history: bool = True  # False: git history is judged elsewhere (verify: once, archive-wide)
 
     @property
     def problem(self) -> str | None:
@@ -175,4 +176,4 @@ def judge(path: Path, history: bool = True, pins: list[dict[str, Any]] | None = 
     """A dataset file read once and judged (`dataset_findings`)."""
     read = read_dataset(path, pins)
     return Judged(read, tuple(dataset_findings(path, read.prov, read.summary.content, history,
-                                               pins, read.file_sha256)))
+                                               pins, read.file_sha256)), history)
