@@ -2,12 +2,13 @@
 
     python bench/test_suite.py --json bench/results/<date>-tests-cpu.json [--slow]
 
-Times `python -m pytest -q` (every test but those marked slow) from the repo root, and with
---slow also `python -m pytest -q -m slow`, each once (a run takes minutes), with pytest's
-own summary (passed, skipped, deselected). The floor is what every run pays before a test
-runs: `python -m pytest -q --collect-only` (start-up, imports, collecting every test file),
-timed in the same run; each run is also given as a multiple of it. The load average is
-recorded before and after: other work on the machine slows every run.
+Times `python -m pytest -q -n auto` (every test but those marked slow, one pytest-xdist
+worker per core) from the repo root, and with --slow also `... -m slow`, each once (a run
+takes minutes), with pytest's own summary (passed, skipped, deselected). The floor is what
+every run pays before a test runs: `python -m pytest -q -n auto --collect-only` (start-up,
+imports, collecting every test file), timed in the same run; each run is also given as a
+multiple of it. The load average is recorded before and after: other work on the machine
+slows every run.
 """
 
 import argparse
@@ -28,7 +29,8 @@ SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|deselected|errors?|xfailed|x
 
 def run(*flags: str) -> dict[str, Any]:
     """One pytest process: its seconds and the counts of its last summary line."""
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *flags]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "auto",
+               *flags]
     start = time.perf_counter()
     proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     seconds = time.perf_counter() - start

@@ -1,6 +1,12 @@
+import os
 import re
 import sys
 from pathlib import Path
+
+# the CLI's consoles take a width from COLUMNS when made (at import): pytest-xdist's workers
+# inherit COLUMNS=80 where a plain run has none, and a test that sets COLUMNS must be read
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 
 import pytest
 
