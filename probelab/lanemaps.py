@@ -246,7 +246,8 @@ def cute_of(m: LaneMap) -> Cute | str:
     does: (thread, value) -> index for a register fragment; for an operand read from a
     memory tile (`tile`: its slots are the tile's elements, value v of lane l at element
     v * lanes + l) the tile's own layout (row, col) -> element offset, as CuTe writes a
-    shared-memory layout, with the smallest swizzle that makes one where none fits plain."""
+    shared-memory layout, with the swizzle that leaves the fewest sub-modes (the smallest
+    such) where none fits plain."""
     if m.tile:
         return _tile_cute(m)
     if m.held != m.rows.size:
@@ -259,7 +260,8 @@ def cute_of(m: LaneMap) -> Cute | str:
 
 
 def _tile_cute(m: LaneMap) -> Cute | str:
-    """The tile's layout: plain, then with the smallest swizzle; where element (0, 0) is
+    """The tile's layout: plain, else with the swizzle leaving the fewest sub-modes (of
+    those, the smallest: fewest bits, then shift, then base); where element (0, 0) is
     not at offset 0, with that base offset inside the swizzle (CuTe's ComposedLayout
     Swizzle o OFFSET o LAYOUT: the swizzle XORs bits of the tile's own offsets, so a tile
     that starts OFFSET elements in is swizzled as the pointer + OFFSET, not from 0)."""
@@ -271,12 +273,15 @@ def _tile_cute(m: LaneMap) -> Cute | str:
     if isinstance(plain, Cute):
         return plain
     top = int(offsets.max()).bit_length()
+    best: Cute | None = None
     for bits, base, shift in ((b, mm, s) for b in range(1, 4) for s in range(b, top)
                               for mm in range(0, top - s - b + 1)):
         found = _based(offsets, (bits, base, shift), ("row", "col"))
-        if isinstance(found, Cute):
-            return found
-    return plain + ", nor with any swizzle of up to 3 bits"
+        # the plainest layout is what a reader would write: a box half a swizzle span wide
+        # is Swizzle<2,3,3> o (32,16):(32,1), not Swizzle<1,3,3> over a split row mode
+        if isinstance(found, Cute) and (best is None or found.sub_modes < best.sub_modes):
+            best = found
+    return plain + ", nor with any swizzle of up to 3 bits" if best is None else best
 
 
 def _based(offsets: np.ndarray, swizzle: tuple[int, int, int] | None, names: tuple[str, str]

@@ -99,6 +99,11 @@ class Cute:
     def outputs(self) -> int:
         return 1
 
+    @property
+    def sub_modes(self) -> int:
+        """How many leaves its shape has: ((4,2,4),16) has 4, (32,16) has 2."""
+        return len(_leaves(self.shape))
+
     def text(self) -> str:
         layout = f"{_render(self.shape)}:{_render(self.stride)}"
         if self.offset:

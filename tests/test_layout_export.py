@@ -348,6 +348,24 @@ def test_sparse_maps_are_the_datasets_rows_pairings_and_governing_fields() -> No
             assert isinstance(lanemaps.linear_of(m), str) == bool(found.offset)
 
 
+def test_of_the_swizzles_that_fit_a_tile_the_one_leaving_the_fewest_sub_modes_is_shown() -> None:
+    """A box half a 64B swizzle span wide (rows padded to the span): Swizzle<1,3,3> over a
+    row mode split in three fits too, but what a reader writes is the plain (32,16) under
+    Swizzle<2,3,3>; both reproduce every cell."""
+    tile = parse_cute("Swizzle<2,3,3> o (32,16):(32,1)")
+    (offset,) = evaluate(tile, np.arange(32)[:, None], np.arange(16)[None, :])
+    lanes, values = 128, 8
+    rows, cols = np.full((lanes, values), -1), np.full((lanes, values), -1)
+    row, col = np.indices((32, 16))
+    rows[offset % lanes, offset // lanes], cols[offset % lanes, offset // lanes] = row, col
+    m = LaneMap("k", "smem", rows, cols, "test labels", tile=True)
+    found = lanemaps.cute_of(m)
+    assert not isinstance(found, str) and found.text() == "Swizzle<2,3,3> o (32,16):(32,1)"
+    split = parse_cute("Swizzle<1,3,3> o ((4,2,4),16):((32,144,256),1)")
+    assert split.sub_modes == 4 > found.sub_modes == 2
+    assert lanemaps.reproduces(split, m).matches == lanemaps.reproduces(found, m).matches == 512
+
+
 def test_a_tile_starting_past_offset_0_gets_its_base_offset_inside_the_swizzle() -> None:
     """A tile whose element (0, 0) is at offset 256 of a swizzled buffer: its CuTe form is
     Swizzle o 256 o LAYOUT (CuTe's ComposedLayout), proved on every cell; the same layout
