@@ -1,0 +1,12 @@
+"""Prints lop3_pred.cu, rendered from probe.py's LUTS: the kernel source a build compiles,
+kept in no file (`probelab source` shows it too; tests/test_rendered_sources.py proves
+it is what the archive's datasets compiled)."""
+
+import sys
+from pathlib import Path
+
+from probelab.probe import load_sibling
+
+if __name__ == "__main__":
+    probe = load_sibling(Path(__file__).parent / "probe.py")
+    sys.stdout.write(probe.source())
