@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_bitops import _with, fits_and_each_near_miss_does_not, mismatches, simulated
 
 from probelab.hypothesis import load_hypothesis, predict
 from probelab.probe import Kernel, get_probe
@@ -30,36 +31,9 @@ def sealed(probe_id: str):
     return load_hypothesis(ROOT / "preregistrations" / probe_id / f"{PROBES[probe_id][1]}.toml")
 
 
-def simulated(probe):
-    """The dataset the simulated device gives (each kernel's model over the launch)."""
-    stimulus = probe.stimulus()
-    launch = probe.launch(stimulus)
-    outputs = {k.name: probe.simulate(k, launch.inputs) for k in probe.kernels("nvidia")}
-    return probe.assemble(stimulus, outputs)
-
-
-def mismatches(ds, h, table) -> int:
-    rows = [list(ds["kernel"].values).index(k) for k in h.kernels]
-    predicted = np.broadcast_to(table["value"], ds["value"].shape)[rows]
-    return int((predicted != ds["value"].values[rows]).sum())
-
-
 @pytest.mark.parametrize("probe_id", sorted(PROBES))
 def test_the_ptx_reading_fits_every_cell_and_each_near_miss_does_not(probe_id: str) -> None:
-    probe = get_probe(probe_id)
-    ds = simulated(probe)
-    h = sealed(probe_id)
-    assert set(h.kernels) == {k.name for k in probe.kernels("nvidia")}
-    assert mismatches(ds, h, predict(h, ds, probe.observables)["literal"]) == 0
-    assert h.near_misses
-    for name in h.near_misses:
-        differ = mismatches(ds, h, predict(h.near_miss(name), ds, probe.observables)["literal"])
-        assert differ > 0, name
-
-
-def _with(model, **changes):
-    """`model` with some of its arguments replaced by functions of all of them."""
-    return lambda **kw: model(**{**kw, **{k: f(kw) for k, f in changes.items()}})
+    fits_and_each_near_miss_does_not(probe_id, sealed(probe_id))
 
 
 def _swapped(model):
