@@ -222,15 +222,18 @@ def test_the_lowerings_are_what_the_evidence_says() -> None:
     assert unlabelled("fns") == unlabelled("cuda_fns")  # __fns is the same builtin
 
 
-@pytest.mark.parametrize(("probe_id", "name", "old", "new"), [
-    ("prmt-modes", "ecl", "prmt.b32.ecl", "prmt.b32"),  # the default mode instead
-    ("shf", "shf_l_clamp", "shf.l.clamp.b32", "shf.l.wrap.b32"),
-    ("bmsk", "bmsk_wrap", "bmsk.wrap.b32", "bmsk.clamp.b32"),
-    ("bit-scan", "bfind_s32", "bfind.s32", "bfind.u32"),
+@pytest.mark.parametrize(("probe_id", "name", "old", "new", "times"), [
+    ("prmt-modes", "ecl", "prmt.b32.ecl", "prmt.b32", 1),  # the default mode instead
+    ("shf", "shf_l_clamp", "shf.l.clamp.b32", "shf.l.wrap.b32", 1),
+    ("bmsk", "bmsk_wrap", "bmsk.wrap.b32", "bmsk.clamp.b32", 1),
+    ("bit-scan", "bfind_s32", "bfind.s32", "bfind.u32", 1),
+    ("bit-scan-64", "bfind_s64", "bfind.s64", "bfind.u64", 1),
+    ("bit-scan-64", "popc_b64", "popc.b64 %0, x;", "popc.b32 %0, %1;", 1),
+    ("lop3-pred", "and_p", "lop3.and.b32", "lop3.or.b32", 256),  # one per truth table
 ])
 def test_a_kernel_built_with_another_form_fails_its_gate(tmp_path: Path, probe_id: str,
-                                                         name: str, old: str, new: str
-                                                         ) -> None:
+                                                         name: str, old: str, new: str,
+                                                         times: int) -> None:
     from probelab.evidence import gate
     from probelab.vendors.nvidia.isa import SASS as ISA
     from tests.toolchains import nvidia_tools
@@ -240,7 +243,7 @@ def test_a_kernel_built_with_another_form_fails_its_gate(tmp_path: Path, probe_i
     text = good.source_text()
     body = text[text.index(f"probe_{name}("):]
     body = body[:body.index("\n}\n")]
-    assert body.count(old + " ") == 1
+    assert body.count(old + " ") == times
     source = tmp_path / f"{name}.cu"
     source.write_text(text.replace(body, body.replace(old + " ", new + " ")))
     bad = Kernel(good.name, good.symbol, source, "nvidia", good.evidence)
