@@ -3,8 +3,8 @@ bit-op kit: on the simulated device (the PTX reading, never evidence) each seale
 table is the data on every claimed cell and each of its near misses is not, and a unit that
 follows a near miss fits that near miss and refutes the sealed reading; offline, every
 kernel passes its evidence gate on sm_90 with the SASS its README names (the lowerings
-included), and a kernel whose instruction was changed does not; each rendered source is what
-its generate.py prints and is kept in no file.
+included) (a kernel whose instruction was changed fails its gate: tests/test_bitops.py); each
+rendered source is what its generate.py prints and is kept in no file.
 
 Compile tests need NVRTC and nvdisasm (the `[cuda]` extra) and skip cleanly without them."""
 

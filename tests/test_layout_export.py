@@ -180,17 +180,23 @@ def test_a_simulated_dataset_is_never_shown_as_a_measured_map(own_lab, tmp_path:
             "map" in result.output, result.output
 
 
+def _tile_map(layout: str, extent: tuple[int, int], values: int, op: str) -> LaneMap:
+    """The map of a memory tile laid out by `layout` over `extent` (rows, cols): element
+    (row, col) in slot (offset % 128, offset // 128) of 128 lanes and `values` values."""
+    (offset,) = evaluate(parse_cute(layout), np.arange(extent[0])[:, None],
+                         np.arange(extent[1])[None, :])
+    lanes = 128
+    rows, cols = np.full((lanes, values), -1), np.full((lanes, values), -1)
+    row, col = np.indices(extent)
+    rows[offset % lanes, offset // lanes], cols[offset % lanes, offset // lanes] = row, col
+    return LaneMap("k", op, rows, cols, "test labels", tile=True)
+
+
 def test_a_tile_map_is_fitted_as_the_tiles_own_layout_with_its_swizzle() -> None:
     """An operand read from a memory tile (slot = element offset v * lanes + l): its CuTe
     form is the tile's layout (row, col) -> offset, swizzled where a plain one does not
     fit; a wrong layout misses cells, one that sends two elements to one offset too."""
-    tile = parse_cute("Swizzle<3,3,3> o (64,64):(64,1)")
-    (offset,) = evaluate(tile, np.arange(64)[:, None], np.arange(64)[None, :])
-    lanes, values = 128, 32
-    rows, cols = np.full((lanes, values), -1), np.full((lanes, values), -1)
-    row, col = np.indices((64, 64))
-    rows[offset % lanes, offset // lanes], cols[offset % lanes, offset // lanes] = row, col
-    m = LaneMap("k", "a", rows, cols, "test labels", tile=True)
+    m = _tile_map("Swizzle<3,3,3> o (64,64):(64,1)", (64, 64), 32, "a")
     found = lanemaps.cute_of(m)
     assert not isinstance(found, str) and found.text() == "Swizzle<3,3,3> o (64,64):(64,1)"
     assert lanemaps.reproduces(found, m).matches == 4096
@@ -352,13 +358,7 @@ def test_of_the_swizzles_that_fit_a_tile_the_one_leaving_the_fewest_sub_modes_is
     """A box half a 64B swizzle span wide (rows padded to the span): Swizzle<1,3,3> over a
     row mode split in three fits too, but what a reader writes is the plain (32,16) under
     Swizzle<2,3,3>; both reproduce every cell."""
-    tile = parse_cute("Swizzle<2,3,3> o (32,16):(32,1)")
-    (offset,) = evaluate(tile, np.arange(32)[:, None], np.arange(16)[None, :])
-    lanes, values = 128, 8
-    rows, cols = np.full((lanes, values), -1), np.full((lanes, values), -1)
-    row, col = np.indices((32, 16))
-    rows[offset % lanes, offset // lanes], cols[offset % lanes, offset // lanes] = row, col
-    m = LaneMap("k", "smem", rows, cols, "test labels", tile=True)
+    m = _tile_map("Swizzle<2,3,3> o (32,16):(32,1)", (32, 16), 8, "smem")
     found = lanemaps.cute_of(m)
     assert not isinstance(found, str) and found.text() == "Swizzle<2,3,3> o (32,16):(32,1)"
     split = parse_cute("Swizzle<1,3,3> o ((4,2,4),16):((32,144,256),1)")
@@ -373,12 +373,9 @@ def test_a_tile_starting_past_offset_0_gets_its_base_offset_inside_the_swizzle()
     tile = parse_cute("Swizzle<2,3,3> o 256 o (16,16):(16,1)")
     assert tile.text() == "Swizzle<2,3,3> o 256 o (16,16):(16,1)" and tile.offset == 256
     assert parse_cute("32:1").offset == 0  # a layout that starts with a digit is no offset
-    (offset,) = evaluate(tile, np.arange(16)[:, None], np.arange(16)[None, :])
-    lanes, values = 128, 4
-    rows, cols = np.full((lanes, values), -1), np.full((lanes, values), -1)
+    m = _tile_map(tile.text(), (16, 16), 4, "b")
     row, col = np.indices((16, 16))
-    rows[offset % lanes, offset // lanes], cols[offset % lanes, offset // lanes] = row, col
-    m = LaneMap("k", "b", rows, cols, "test labels", tile=True)
+    (offset,) = evaluate(tile, row, col)
     found = lanemaps.cute_of(m)
     assert not isinstance(found, str) and found.offset == int(offset[0, 0]) == 256
     assert lanemaps.reproduces(found, m).matches == 256
