@@ -181,7 +181,6 @@ def test_a_unit_that_follows_a_near_miss_fits_it_and_refutes_the_isa_reading(nea
     assert mismatches(ds, h, predict(h.near_miss(near), ds, PROBE.observables)["literal"]) == 0
 
 
-@pytest.mark.slow
 def test_a_simulated_sweep_is_not_evidence_and_its_reading_confirmed(tmp_path: Path, sealed_lab,
                                                                      monkeypatch) -> None:
     """`probelab sweep amd-bit-ops --backend sim`: the dataset is marked simulated, so the
