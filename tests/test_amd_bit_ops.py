@@ -255,22 +255,41 @@ def _pointers_reached(code: list[Instruction], index: int, operand: str) -> set[
     return found
 
 
+def _loaded_through(code: list[Instruction], k: Kernel) -> list[set[str]]:
+    """The pointer argument(s) each source operand of the claimed instruction is loaded
+    through (the cell index is the workgroup id times its size, a hidden argument, plus
+    the lane's id: left out)."""
+    report = gate(k.name, k.evidence, code, GCN)
+    (index,) = [i for i, insn in enumerate(code) if insn.text in report.matches]
+    through = []
+    for operand in code[index].operands[1:]:
+        (reg,) = GCN.registers(operand)
+        j = next(j for j in range(index - 1, -1, -1) if reg in GCN.defines(code[j]))
+        assert code[j].mnemonic.startswith("global_load"), code[j].text
+        through.append(_pointers_reached(code, j, code[j].operands[1]) - {"hidden"})
+    return through
+
+
 @pytest.mark.parametrize("target", ["gfx942", "gfx1201"])
 def test_each_operand_is_loaded_through_its_own_pointer(amdgpu, target: str) -> None:
     """src0, src1, src2 of each instruction are loaded through a, b, c (the builtin's or the
     asm's argument order): bfi's mask is a, alignbit's high word a, bfe's offset b."""
     for k in PROBE.kernels("amd"):
-        code = build(amdgpu, k, target)
-        report = gate(k.name, k.evidence, code, GCN)
-        (index,) = [i for i, insn in enumerate(code) if insn.text in report.matches]
-        through = []
-        for operand in code[index].operands[1:]:
-            (reg,) = GCN.registers(operand)
-            j = next(j for j in range(index - 1, -1, -1) if reg in GCN.defines(code[j]))
-            assert code[j].mnemonic.startswith("global_load"), code[j].text
-            through.append(_pointers_reached(code, j, code[j].operands[1]) - {"hidden"})
-        assert through == [{n} for n in MOD.reads(k.name)], k.name  # the cell index is the
-        # workgroup id times its size (a hidden argument) plus the lane's id
+        assert _loaded_through(build(amdgpu, k, target), k) == [
+            {n} for n in MOD.reads(k.name)], k.name
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx1201"])
+def test_a_bfi_with_its_operands_swapped_passes_the_gate_but_not_the_order_check(
+        amdgpu, target: str) -> None:
+    """The gate asks only that each operand come straight from a load; which load is the
+    order check's to say."""
+    k = next(k for k in PROBE.kernels("amd") if k.name == "bfi")
+    swapped = replace(k, text=k.text.replace("v_bfi_b32 %0, %1, %2, %3",
+                                             "v_bfi_b32 %0, %1, %3, %2"))
+    code = build(amdgpu, swapped, target)
+    assert gate(k.name, k.evidence, code, GCN).ok
+    assert _loaded_through(code, k) == [{"a"}, {"c"}, {"b"}]
 
 
 # a kernel written wrong -> (what replaces its call or asm in the source, the problem seen)
