@@ -35,7 +35,7 @@ tests_rc=${PIPESTATUS[0]}
 set -e
 : > "$OUT/datasets.txt"
 failed=()
-for probe in ${PROBES-byte-perm dmma-f64 mma-sp-f16 mma-sp-s8 mma-sp-s4 mma-sp-bf16 mma-sp-tf32 mma-sp-e4m3 mma-sp-e5m2 wgmma-sp-f16 wgmma-sp-bf16 wgmma-sp-tf32 wgmma-sp-e4m3 wgmma-sp-e5m2 wgmma-sp-s8 mma-f16-f32 mma-f16-f16 mma-bf16-f32 mma-tf32 mma-s8s8 mma-u8u8 mma-s8u8 mma-u8s8 mma-e4m3-f32 mma-e5m2-f32 mma-e4m3-f16 mma-e5m2-f16 mma-s4s4 mma-u4u4 mma-s4u4 mma-u4s4 prmt-modes lop3 shf bfe-bfi bit-scan bmsk fns tma-swizzle-b8 tma-swizzle-b16 tma-swizzle-b32 wgmma-bf16-f32-sw64 wgmma-bf16-f32-sw128 wgmma-f16-f16-sw64 wgmma-f16-f16-sw128 wgmma-bf16-mn wgmma-f16-bo}; do
+for probe in ${PROBES-byte-perm dmma-f64 mma-sp-f16 mma-sp-s8 mma-sp-s4 mma-sp-bf16 mma-sp-tf32 mma-sp-e4m3 mma-sp-e5m2 wgmma-sp-f16 wgmma-sp-bf16 wgmma-sp-tf32 wgmma-sp-e4m3 wgmma-sp-e5m2 wgmma-sp-s8 mma-f16-f32 mma-f16-f16 mma-bf16-f32 mma-tf32 mma-s8s8 mma-u8u8 mma-s8u8 mma-u8s8 mma-e4m3-f32 mma-e5m2-f32 mma-e4m3-f16 mma-e5m2-f16 mma-s4s4 mma-u4u4 mma-s4u4 mma-u4s4 prmt-modes lop3 shf bfe-bfi bit-scan bmsk fns bit-scan-64 lop3-pred tma-swizzle-b8 tma-swizzle-b16 tma-swizzle-b32 wgmma-bf16-f32-sw64 wgmma-bf16-f32-sw128 wgmma-f16-f16-sw64 wgmma-f16-f16-sw128 wgmma-bf16-mn wgmma-f16-bo}; do
   # probes with a sealed pair their stimulus cannot separate (dmma-f64: restatements sealed
   # before agrees_with; wgmma-f16-rs: the 128B pattern for 64B at 8 rows), recorded as such
   blind=()
