@@ -84,7 +84,8 @@ def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
         problems += said(Rule.MANIFEST_BROKEN, [str(exc)])
         pins = None  # and each dataset says so
     problems += said(Rule.PINNED_TWICE, manifest.duplicates(pins or []))
-    problems += said(Rule.MANIFEST_REWRITTEN, written.manifest_problems())
+    rewritten_manifest = said(Rule.MANIFEST_REWRITTEN, written.manifest_problems())
+    problems += rewritten_manifest
     problems += said(Rule.PIN_MALFORMED,
                      [why for why in map(manifest.pin_form_problem, pins or []) if why])
     problems += _uncommitted_pins()
@@ -99,6 +100,13 @@ def verify_archive(write: bool = False, root: Path | None = None, jobs: int = 1,
     # one history read for the whole archive (written.rewritten_all), made while the units
     # are checked: when the first is done, in this process, while the others still run
     history: list[dict[Path, list[str]]] = []
+    if write:  # units judge no history (it is judged here, once): read it before any write
+        history.append(written.rewritten_all(datasets))
+        if rewritten_manifest or any(history[0].values()):
+            write = False
+            notes.append("no verdict file written: the archive's git history is not intact "
+                         "(its problems below), and a verdict is recorded only where every "
+                         "dataset it rests on stands")
 
     def told(line: str) -> None:
         if not history:

@@ -263,6 +263,38 @@ def test_a_named_dataset_vouches_only_as_measured_and_pinned(toylab: ToyLab) -> 
     _seen(assess(law, replicate), "cannot be read")
 
 
+def test_no_verdict_is_written_while_a_held_dataset_is_rewritten_in_git(
+        toylab: ToyLab) -> None:
+    """A dataset the law was read from, edited after the seal, re-pinned under a rebuilt
+    manifest and committed: `check` says TAMPERED, and `verify --write` (whose units judge no
+    history: it judges the archive's once) fails on the rewrite and writes no verdict file
+    (red-team: it recorded the law's CONFIRMED on a fresh dataset while it failed)."""
+    from probelab import manifest
+
+    _probe(toylab, seed=1, draw_from=1)
+    seen = _measured(toylab)
+    law = _law(toylab, "law", _named(toylab, seen))
+    prereg.seal(law)
+    _probe(toylab, seed=3, draw_from=3)
+    fresh = _measured(toylab)
+    assert assess(law, fresh).outcome == Outcome.CONFIRMED
+    _probe(toylab, seed=1, draw_from=1)
+    edited = dataset.load(seen)
+    edited["value"].values[0, 0] += 1
+    dataset.save(edited, seen, dataset.provenance(edited))
+    manifest.manifest_path().unlink()
+    for path in sorted((toylab.root / "data").rglob("*.nc")):
+        toylab.pin(path)
+    toylab.git("add", "-A")
+    toylab.git("commit", "-qm", "the held dataset rewritten, its pin too")
+    assert assess(law, fresh).outcome == Outcome.TAMPERED
+    result = verify_archive(write=True)
+    found = {r for problem in result["problems"] for r in problem.rules}
+    assert {Rule.REWRITTEN, Rule.MANIFEST_REWRITTEN} <= found
+    assert not verdict_path(fresh, "law").exists()
+    assert any(note.startswith("no verdict file written") for note in result["notes"])
+
+
 def test_a_restatement_of_a_fitted_law_names_what_it_was_read_from(toylab: ToyLab) -> None:
     """`prereg seal` refuses a file whose parent or agrees_with is a law read from data
     unless it names those datasets too: restated without them, the law would be CONFIRMED on
