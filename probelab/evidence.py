@@ -119,6 +119,10 @@ def gate(kernel: str, evidence: Evidence, code: list[Instruction], isa: Isa) -> 
         _companions(report, evidence, code, hits[-1])
     for i in hits:
         sources = code[i].operands[1:]
+        if len(sources) < len(evidence.operands):  # a requirement with no operand holds nothing
+            report.problems.append(
+                f"{kernel}: {code[i].text!r} has {len(sources)} source operands, fewer than "
+                f"the {len(evidence.operands)} its evidence declares")
         spans = (*evidence.spans, *(1,) * max(0, len(evidence.operands) - len(evidence.spans)))
         for operand, requirement, span in zip(sources, evidence.operands, spans, strict=False):
             trace = trace_operand(isa, code, i, operand, requirement, span)

@@ -230,6 +230,9 @@ def test_the_lowerings_are_what_the_evidence_says() -> None:
     ("bit-scan-64", "bfind_s64", "bfind.s64", "bfind.u64", 1),
     ("bit-scan-64", "popc_b64", "popc.b64 %0, x;", "popc.b32 %0, %1;", 1),
     ("lop3-pred", "and_p", "lop3.and.b32", "lop3.or.b32", 256),  # one per truth table
+    # q folded to a constant (ptxas writes !PT or PT): the predicate reaches no load
+    ("lop3-pred", "or_p", "setp.ne.u32 q, %4, 0;", "setp.ne.u32 q, %1, %1;", 256),
+    ("lop3-pred", "and_d", "setp.ne.u32 q, %4, 0;", "setp.eq.u32 q, %1, %1;", 256),
 ])
 def test_a_kernel_built_with_another_form_fails_its_gate(tmp_path: Path, probe_id: str,
                                                          name: str, old: str, new: str,

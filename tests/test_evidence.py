@@ -134,3 +134,27 @@ def test_declared_modifiers_must_be_exactly_the_instructions() -> None:
         assert not report.ok and "carries modifiers" in report.problems[0], wrong
     assert not gate("k", Evidence("v_dot8_i32_iu4", modifiers=()), code(("clamp",)), GCN).ok
     assert gate("k", Evidence("v_dot8_i32_iu4"), code(("clamp",)), GCN).ok
+
+
+def test_a_declared_operand_the_instruction_lacks_fails_and_a_predicate_is_traced() -> None:
+    """Each declared operand requirement needs an operand to hold it (zip used to drop the
+    extra ones unchecked); a predicate source (SASS P registers) is traced to the compare
+    and the load that set it, and PT reaches none (red-team: lop3-pred's q)."""
+    from probelab.isa import Instruction
+
+    def insn(text: str) -> Instruction:
+        mnemonic, _, rest = text.partition(" ")
+        return Instruction(0, mnemonic, tuple(o.strip() for o in rest.split(",")), "", text,
+                           ())
+
+    loads = [insn("LDG.E R2, desc[UR4][R8.64]"), insn("LDG.E R3, desc[UR4][R10.64]")]
+    q = insn("ISETP.NE.U32.AND P0, PT, R3, RZ, PT")
+    wanted = Evidence(r"LOP3\.LUT", operands=("unmodified", "unmodified", "unmodified", "any",
+                                              "from_memory"))
+    good = gate("k", wanted, [*loads, q, insn("LOP3.LUT R5, R2, R2, R2, 0x80, P0")], SASS)
+    assert good.ok, good.problems
+    assert good.operands[-1].reaches == "from_memory"
+    folded = gate("k", wanted, [*loads, insn("LOP3.LUT R5, R2, R2, R2, 0x80, !PT")], SASS)
+    assert not folded.ok and "must be from_memory" in folded.problems[0]
+    short = gate("k", wanted, [*loads, insn("LOP3.LUT R5, R2, R2, R2")], SASS)
+    assert not short.ok and "fewer than the 5 its evidence declares" in short.problems[0]

@@ -102,9 +102,11 @@ SASS = {1: r"LOP3\.LUT", 0: r"LOP3\.LUT\.PAND"}
 
 def evidence(name: str) -> Evidence:
     boolop, out, _ = FORMS[name]
-    loads = ("unmodified",) * 3
+    # a, b, c straight from their loads, immLut any, q a predicate set from a loaded word
+    # (a q folded to PT or !PT fails); p's d is RZ (the sink)
+    sources = ("unmodified",) * 3 + ("any", "from_memory")
     return Evidence(SASS[boolop], forbidden=(SASS[1 - boolop],), count=len(LUTS),
-                    operands=("any", *loads) if out else loads,  # p's d is RZ (the sink)
+                    operands=("any", *sources) if out else sources,
                     companions=((r"SEL", "after", None),) if out else ())
 
 

@@ -6,7 +6,9 @@ from probelab.isa import Isa
 
 SASS = Isa(
     name="sass",
-    register=re.compile(r"^[-|!~]*(?P<bank>R)(?P<first>\d+)(?P<last>)(?:\.\w+)*$"),
+    # R: general registers; P: predicates (ISETP writes one, LOP3's q and SEL read one), so
+    # a predicate operand traces to the compare and the load it was set from (PT is none)
+    register=re.compile(r"^[-|!~]*(?P<bank>[RP])(?P<first>\d+)(?P<last>)(?:\.\w+)*$"),
     loads=re.compile(r"^(LDG|LD)(\.|$)"),
     narrow=re.compile(r"\.(U8|S8|U16|S16)(\.|$)"),
     width_in_opcode=True,
