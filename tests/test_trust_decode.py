@@ -101,7 +101,12 @@ def test_a_decode_changed_before_a_later_seal_is_said_in_that_order(toylab: ToyL
     assert result.exit_code == 3 and "between the seal and the measurement" not in result.stdout
     judged = assess(hyp, data)
     assert judged.outcome == Outcome.POST_HOC
-    assert [(f.rule, f.files) for f in judged.findings] == [
+    # the ledger's seal time and the data's are whole seconds: the seal falls in a later
+    # second than the measurement only where the machine was slow (a loaded CI run), and
+    # then the ledger says so too
+    timed = [(f.rule, f.files) for f in judged.findings
+             if f.rule != Rule.SEALED_AFTER_MEASUREMENT]
+    assert timed == [
         (Rule.SEALED_AFTER_DATA, ()), (Rule.CODE_CHANGED_BEFORE_SEAL, ("probes/toy/probe.py",))]
     assert judged.doc["hypothesis"]["code_changed_since_seal"] == []  # its words: test_notary.py
 
