@@ -392,11 +392,12 @@ def _compute(node: ast.expr, values: dict[str, np.ndarray]) -> Value:
     if isinstance(node, ast.Compare):
         # a < b < c is (a < b) and (b < c), with c only evaluated where a < b holds.
         left, fault = _compute(node.left, values)
-        holds, faults = np.bool_(True), [fault]
+        holds, faults = None, [fault]
         for op, comparator in zip(node.ops, node.comparators, strict=True):
             right, fault = _compute(comparator, values)
-            faults.append(_only(fault, holds))
-            holds = holds & _COMPARE[type(op)](left, right)
+            faults.append(_only(fault, np.bool_(True) if holds is None else holds))
+            compared = _COMPARE[type(op)](left, right)  # the first holds as it is: no copy
+            holds = compared if holds is None else holds & compared
             left = right
         return np.asarray(holds), _first(*faults)
     raise AssertionError(f"unvalidated node {type(node).__name__}")  # compile_program bug
@@ -424,7 +425,35 @@ def _binop(node: ast.BinOp, values: dict[str, np.ndarray]) -> Value:
         if np.any(bad):  # computed with a harmless operand there, and marked as a fault
             here = np.where(bad, 1 if division else 2, 0).astype(np.int8)
             right = np.where(bad, 1 if division else 0, right)
+    if here is None and (same := _identity(op, left, right)) is not None:
+        return same, _first(lf, rf)
     return _BINOPS[op](left, right), _first(lf, rf, here)
+
+
+# An operand that leaves the other as it is (x // 1, 1 * x, x + 0, x << 0, x & -1 ...): the
+# other is the result, exactly (int64 wraps as numpy does, so these hold for every value),
+# without a pass over it. Sealed files spell scale factors this way (`e = "1"`, `bP // e`)
+# over grids of tens of millions of cells. (op: (identity on the right, on the left or None))
+_IDENTITIES: dict[type[ast.operator], tuple[int, int | None]] = {
+    ast.Add: (0, 0), ast.Sub: (0, None), ast.Mult: (1, 1), ast.FloorDiv: (1, None),
+    ast.LShift: (0, None), ast.RShift: (0, None),
+    ast.BitOr: (0, 0), ast.BitXor: (0, 0), ast.BitAnd: (-1, -1),
+}
+
+
+def _identity(op: type[ast.operator], left: np.ndarray, right: np.ndarray
+              ) -> np.ndarray | None:
+    """`left op right` where one operand is one int64 value that leaves the other (int64, of
+    the result's shape) unchanged: that other operand; None otherwise."""
+    if op not in _IDENTITIES or left.dtype != np.int64 or right.dtype != np.int64:
+        return None
+    on_right, on_left = _IDENTITIES[op]
+    for unit, other, value in ((right, left, on_right), (left, right, on_left)):
+        # one value broadcasts to the other's own shape where it has no more axes
+        if value is not None and unit.size == 1 and unit.ndim <= other.ndim and \
+                unit.item() == value:
+            return other
+    return None
 
 
 def _lookup(node: ast.Subscript, values: dict[str, np.ndarray]) -> Value:

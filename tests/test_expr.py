@@ -503,3 +503,26 @@ def test_a_program_is_compiled_once_per_sources_names_and_tables():
     listed = compile_program([["x", "a + 1"]], ["a"])  # a list is no key: compiled, not kept
     assert listed.evaluate(env)["x"].tolist() == [2, 3]
     assert compile_program([["x", "a + 1"]], ["a"]) is not listed
+
+
+@pytest.mark.parametrize("source", [
+    "x // e", "x * e", "e * x", "x + z", "z + x", "x - z", "x << z", "x >> z", "x | z",
+    "z | x", "x ^ z", "z ^ x", "x & m", "m & x", "(x // e) * e + z", "x < y < x + z",
+    "y > z < x"])
+def test_an_operand_that_leaves_the_other_unchanged_gives_the_same_values(source: str) -> None:
+    """x // 1, 1 * x, x + 0, x << 0, x & -1 ... give the other operand itself (no pass over
+    it): the same values, dtype and shape as numpy's operation, at the ends of int64 too, and
+    a one-value operand with more axes than the other still broadcasts it."""
+    x = np.array([np.iinfo(np.int64).min, -7, -1, 0, 1, 63, np.iinfo(np.int64).max])
+    y = np.arange(7)[::-1]
+    for e, z, m in ((1, 0, -1), (np.ones((1, 1), np.int64), np.zeros((1, 1), np.int64),
+                                 np.full((1, 1), -1))):
+        env = {"x": x, "y": y, "e": e, "z": z, "m": m}
+        got = compile_program([("v", source)], env).evaluate(env)["v"]
+        ints = {k: np.asarray(v, np.int64) for k, v in env.items()}
+        python = {"x < y < x + z": "(x < y) & (y < x + z)", "y > z < x": "(y > z) & (z < x)"}
+        with np.errstate(all="ignore"):
+            want = eval(python.get(source, source), {}, ints)  # numpy's own operations
+        assert got.dtype == np.int64
+        assert got.shape == np.shape(want)
+        assert (got == want).all()
