@@ -92,22 +92,33 @@ def _chunked(dataset: h5py.Dataset, key: tuple) -> np.ndarray | None:
             stored = dataset.id.read_direct_chunk(origin)
         except (KeyError, OSError, RuntimeError, ValueError):  # e.g. a chunk never written
             return None
-        values = _unfiltered(stored, nbytes, size)
-        if values is None:
-            return None
-        values = values.view(dataset.dtype.newbyteorder("<")).reshape(chunk)
         inside = tuple(slice(max(r.start, o) - o, min(r.stop, o + c) - o)
                        for r, o, c in zip(spans, origin, chunk, strict=True))
         into = tuple(slice(max(r.start, o) - r.start, min(r.stop, o + c) - r.start)
                      for r, o, c in zip(spans, origin, chunk, strict=True))
+        place = out[into]
+        if place.flags.c_contiguous and \
+                all(s.start == 0 and s.stop == c for s, c in zip(inside, chunk, strict=True)):
+            # the whole chunk is wanted, in one run of `out`: its values are put together
+            # in their place (the same bits; no chunk-sized copy made first)
+            if _unfiltered(stored, nbytes, size, place) is None:
+                return None
+            continue
+        values = _unfiltered(stored, nbytes, size)
+        if values is None:
+            return None
+        values = values.view(dataset.dtype.newbyteorder("<")).reshape(chunk)
         out[into] = values[inside]
     return out[tuple(0 if isinstance(k, int | np.integer) else slice(None) for k in key)]
 
 
-def _unfiltered(stored: tuple[int, bytes], nbytes: int, size: int) -> np.ndarray | None:
+def _unfiltered(stored: tuple[int, bytes], nbytes: int, size: int,
+                into: np.ndarray | None = None) -> np.ndarray | None:
     """A chunk's values as bytes (uint8), from what HDF5 stored: inflated to exactly
     `nbytes` (never more: a chunk that inflates further is HDF5's to refuse), then the
-    shuffle undone; None where a filter was skipped for it or it does not inflate so."""
+    shuffle undone; None where a filter was skipped for it or it does not inflate so.
+    `into`: a little-endian array of the chunk's shape and `size`-byte values, given the
+    values in place (and returned) instead."""
     mask, raw = stored
     if mask:
         return None
@@ -119,6 +130,14 @@ def _unfiltered(stored: tuple[int, bytes], nbytes: int, size: int) -> np.ndarray
     if len(flat) != nbytes or not inflate.eof or inflate.unconsumed_tail:
         return None
     planes = np.frombuffer(flat, np.uint8)
+    if into is not None:  # the same bits as below, each value's bytes put together in place
+        planes = planes.reshape(size, *into.shape)
+        values = into.view(_PLANES[size] if size > 1 else np.uint8)
+        np.copyto(values, planes[size - 1])
+        for k in range(size - 2, -1, -1):
+            values <<= 8
+            values |= planes[k]
+        return into
     if size == 1:
         return planes
     planes = planes.reshape(size, -1)  # byte k of every value, then byte k + 1 ...

@@ -110,6 +110,29 @@ def test_chunks_read_straight_give_what_hdf5_gives(tmp_path: Path, dtype: str) -
         assert block.tobytes() == expected.tobytes(), key
 
 
+@pytest.mark.parametrize("dtype", ["<i1", "<u2", "<i4", "<f4", "<u8", "<f8"])
+def test_whole_chunks_in_one_run_are_put_together_in_place(tmp_path: Path, dtype: str) -> None:
+    """Chunks spanning every trailing axis (as dataset.save chunks a large variable), wanted
+    whole: their values are unshuffled straight into the block (an edge chunk, or one wanted
+    in part, is copied in): the bytes HDF5 reads."""
+    rng = np.random.default_rng(11)
+    values = rng.integers(-2**62, 2**62, (7, 4, 10)).astype(dtype)
+    stored = _stored(tmp_path, values, (2, 4, 10))
+    spy, inner = [], h5open._unfiltered
+    every = slice(None)
+    for key, ways in [((every,) * 3, {3, 4}), ((slice(2, 6), every, every), {4}),
+                      ((slice(1, 7), every, every), {3, 4}), ((3, every, every), {3}),
+                      ((slice(0, 4), slice(1, 3), every), {3})]:  # 4 arguments: in place
+        spy.clear()
+        h5open._unfiltered = lambda *a, **k: spy.append(len(a) + len(k)) or inner(*a, **k)
+        try:
+            block = h5open._chunked(stored, key)
+        finally:
+            h5open._unfiltered = inner
+        assert block is not None and block.tobytes() == stored[key].tobytes(), key
+        assert set(spy) == ways, key
+
+
 def test_what_it_does_not_read_straight_is_left_to_hdf5(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A filter skipped for a chunk, a chunk never written, bytes that inflate to more than a
