@@ -17,6 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kernargs import pointer_arguments
+from test_bitops import mismatches
+from test_bitops import simulated as bitops_simulated
 
 from probelab.evidence import gate
 from probelab.hypothesis import load_hypothesis, predict
@@ -34,16 +37,7 @@ M = 0xFFFFFFFF
 
 
 def simulated(probe):
-    stimulus = probe.stimulus()
-    launch = probe.launch(stimulus)
-    outputs = {k.name: probe.simulate(k, launch.inputs) for k in probe.kernels("amd")}
-    return probe.assemble(stimulus, outputs)
-
-
-def mismatches(ds, h, table) -> int:
-    rows = [list(ds["kernel"].values).index(k) for k in h.kernels]
-    predicted = np.broadcast_to(table["value"], ds["value"].shape)[rows]
-    return int((predicted != ds["value"].values[rows]).sum())
+    return bitops_simulated(probe, "amd")
 
 
 # ---- the kernels as declared ----------------------------------------------------------------
@@ -225,36 +219,6 @@ def test_every_kernel_passes_its_gate(amdgpu, target: str) -> None:
         assert [t.reaches for t in report.operands] == ["unmodified"] * len(MOD.reads(k.name))
 
 
-def _kernarg(code: list[Instruction], j: int, reg: str) -> str | None:
-    """The argument whose pointer s_load `j` put in `reg`, where it loads from the kernarg
-    segment (s[0:1] on gfx942 and gfx1201, until something overwrites s0 or s1): a
-    register k dwords past offset o holds a dword of argument (o / 4 + k) / 2."""
-    insn = code[j]
-    if not insn.mnemonic.startswith("s_load") or insn.operands[1] != "s[0:1]" or any(
-            {"s0", "s1"} & set(GCN.defines(code[i])) for i in range(j)):
-        return None
-    index = (int(insn.operands[2], 16) // 4 + GCN.registers(insn.operands[0]).index(reg)) // 2
-    return ARGS[index] if index < len(ARGS) else "hidden"
-
-
-def _pointers_reached(code: list[Instruction], index: int, operand: str) -> set[str]:
-    """The pointer arguments an address is computed from, following definitions back."""
-    seen, todo, found = set(), [(index, r) for r in GCN.registers(operand)], set()
-    while todo:
-        at, reg = todo.pop()
-        if (at, reg) in seen:
-            continue
-        seen.add((at, reg))
-        j = next((j for j in range(at - 1, -1, -1) if reg in GCN.defines(code[j])), None)
-        if j is None:
-            continue
-        if (arg := _kernarg(code, j, reg)) is not None:
-            found.add(arg)
-        elif not code[j].mnemonic.startswith(("s_load", "global_load")):
-            todo += [(j, r) for src in code[j].operands[1:] for r in GCN.registers(src)]
-    return found
-
-
 def _loaded_through(code: list[Instruction], k: Kernel) -> list[set[str]]:
     """The pointer argument(s) each source operand of the claimed instruction is loaded
     through (the cell index is the workgroup id times its size, a hidden argument, plus
@@ -266,7 +230,7 @@ def _loaded_through(code: list[Instruction], k: Kernel) -> list[set[str]]:
         (reg,) = GCN.registers(operand)
         j = next(j for j in range(index - 1, -1, -1) if reg in GCN.defines(code[j]))
         assert code[j].mnemonic.startswith("global_load"), code[j].text
-        through.append(_pointers_reached(code, j, code[j].operands[1]) - {"hidden"})
+        through.append(pointer_arguments(code, j, code[j].operands[1], ARGS) - {"hidden"})
     return through
 
 

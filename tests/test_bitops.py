@@ -36,11 +36,11 @@ def sealed(probe_id: str):
     return load_hypothesis(ROOT / "preregistrations" / probe_id / f"{PROBES[probe_id][1]}.toml")
 
 
-def simulated(probe):
+def simulated(probe, vendor: str = "nvidia"):
     """The dataset the simulated device gives (each kernel's model over the launch)."""
     stimulus = probe.stimulus()
     launch = probe.launch(stimulus)
-    outputs = {k.name: probe.simulate(k, launch.inputs) for k in probe.kernels("nvidia")}
+    outputs = {k.name: probe.simulate(k, launch.inputs) for k in probe.kernels(vendor)}
     return probe.assemble(stimulus, outputs)
 
 

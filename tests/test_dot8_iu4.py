@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernargs import pointer_arguments
 from toylab import checked_with_and_without_history
 
 from probelab.errors import Unavailable
@@ -76,26 +77,8 @@ def dot(code: list[Instruction], name: str) -> int:
 
 
 def arguments(code: list[Instruction], index: int, operand: str) -> set[str]:
-    """The pointer arguments an operand's value is computed from, walking definitions back
-    to the kernarg loads (s_load from s[0:1]: register k of one at byte offset o holds
-    argument (o / 4 + k) // 2); a global load's result stops the walk."""
-    todo, seen, found = [(index, r) for r in GCN.registers(operand)], set(), set()
-    while todo:
-        at, reg = todo.pop()
-        if (at, reg) in seen:
-            continue
-        seen.add((at, reg))
-        j = next((j for j in range(at - 1, -1, -1) if reg in GCN.defines(code[j])), None)
-        if j is None:
-            continue
-        insn = code[j]
-        if insn.mnemonic.startswith("s_load") and insn.operands[1] == "s[0:1]":
-            k = GCN.registers(insn.operands[0]).index(reg)
-            arg = (int(insn.operands[2], 16) // 4 + k) // 2
-            found |= {ARGS[arg]} if arg < len(ARGS) else set()  # past d: hidden arguments
-        elif not insn.mnemonic.startswith(("s_load", "global_load")):
-            todo += [(j, r) for src in insn.operands[1:] for r in GCN.registers(src)]
-    return found
+    """The pointer arguments an operand's value is computed from (its hidden ones left out)."""
+    return pointer_arguments(code, index, operand, ARGS) - {"hidden"}
 
 
 # ---- the kernels as declared -----------------------------------------------------------------
