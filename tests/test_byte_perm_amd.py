@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
+from kernargs import pointer_arguments
 
 from probelab.asm import inspect
 from probelab.errors import Unavailable
@@ -89,39 +90,8 @@ def test_asm_reports_v_perm_ok_and_byte_perm_skipped(clang, repo_lab, target):
         assert len(t["path"]) == 1 and t["path"][0].startswith("global_load")
 
 
-def _kernarg_pointers(code: list[Instruction]) -> dict[str, str]:
-    """{register: argument} for the s_load that fetches the kernel's pointer arguments
-    (offset 0 of the kernarg segment, which arrives in s[0:1])."""
-    for insn in code:
-        if insn.mnemonic.startswith("s_load") and insn.operands[1:3] == ("s[0:1]", "0x0"):
-            regs = GCN.registers(insn.operands[0])
-            return {reg: ARGS[k // 2] for k, reg in enumerate(regs) if k // 2 < len(ARGS)}
-    raise AssertionError("no s_load of the kernarg segment at offset 0")
-
-
 def _definition(code: list[Instruction], index: int, reg: str) -> int | None:
     return next((j for j in range(index - 1, -1, -1) if reg in GCN.defines(code[j])), None)
-
-
-def _arguments_reached(code: list[Instruction], index: int, operand: str,
-                       pointers: dict[str, str]) -> set[str]:
-    """Which pointer arguments an operand's value is computed from, following definitions
-    backwards; a load's result stops the walk (its address is a different question)."""
-    seen, todo, found = set(), [(index, r) for r in GCN.registers(operand)], set()
-    while todo:
-        at, reg = todo.pop()
-        if (at, reg) in seen:
-            continue
-        seen.add((at, reg))
-        j = _definition(code, at, reg)
-        if j is None:
-            continue
-        insn = code[j]
-        if insn.mnemonic.startswith("s_load") and insn.operands[1:3] == ("s[0:1]", "0x0"):
-            found.add(pointers[reg])
-        elif not insn.mnemonic.startswith(("s_load", "global_load")):
-            todo += [(j, r) for src in insn.operands[1:] for r in GCN.registers(src)]
-    return found
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -130,7 +100,6 @@ def test_v_perm_operands_are_x_y_selector_in_that_order(clang, repo_lab, target)
     src1 through y and src2 through sel (builtin order), each load's address traced back to
     the kernarg registers it was computed from."""
     code = build(amd_kernel("v_perm"), target)
-    pointers = _kernarg_pointers(code)
     (index,) = [i for i, insn in enumerate(code) if insn.mnemonic == "v_perm_b32"]
     sources = code[index].operands[1:]
     loaded_through = []
@@ -138,7 +107,7 @@ def test_v_perm_operands_are_x_y_selector_in_that_order(clang, repo_lab, target)
         (reg,) = GCN.registers(operand)
         j = _definition(code, index, reg)
         assert j is not None and code[j].mnemonic.startswith("global_load"), code[j].text
-        loaded_through.append(_arguments_reached(code, j, code[j].operands[1], pointers))
+        loaded_through.append(pointer_arguments(code, j, code[j].operands[1], ARGS) - {"hidden"})
     assert loaded_through == [{"x"}, {"y"}, {"sel"}]
 
 
